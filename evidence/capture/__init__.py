@@ -1,0 +1,9 @@
+"""Model-call capture files: tolerant reading and the ``ng_model_call_capture`` merge.
+
+Spec: collection.md §3–§5. Bytes in, dicts and :class:`~evidence.models.capture.ModelCallRecord`
+out; the caller (the task layer) owns the files and hands over their bytes via a lookup.
+"""
+
+from evidence.capture.reading import read_capture
+
+__all__ = ["read_capture"]
