@@ -1,0 +1,74 @@
+"""Attach the projection to a row, or record why it failed (collection.md §8.10, §8.11).
+
+Only top-level keys of ``result`` are assigned: nested containers that change (the capture's
+calls, a gaps list) are rebuilt, never edited, so ``result`` may share its nested values with the
+caller's input row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from evidence.identity import trajectory_identity
+from evidence.models.capture import PAYLOAD_KEYS
+from evidence.projection.build import build_trajectory
+
+__all__ = ["attach_trajectory"]
+
+_FAILED = "trajectory_projection_failed"
+_CAPTURE = "ng_model_call_capture"
+_OBSERVATIONS = "ng_agent_observations"
+_TRAJECTORY = "ng_trajectory"
+
+
+def attach_trajectory(row: Mapping[str, Any], result: dict[str, Any]) -> None:
+    """Set ``result["ng_trajectory"]`` and drop the capture payloads; never raises.
+
+    On any failure (0.7.0 catches every exception here) the trajectory is removed and the
+    failure is recorded as a gap on the capture or observations object, else as a minimal
+    trajectory, else (no identity) nowhere.
+    """
+    try:
+        result[_TRAJECTORY] = build_trajectory(row, result).model_dump(mode="json")
+    except Exception as exc:  # noqa: BLE001 - 0.7.0's fallback covers every exception
+        result.pop(_TRAJECTORY, None)
+        _record_failure(row, result, type(exc).__name__)
+        return
+    _strip_payloads(result)
+
+
+def _strip_payloads(result: dict[str, Any]) -> None:
+    """Remove request/response bodies from the capture's calls; the trajectory now holds them."""
+    capture = result.get(_CAPTURE)
+    if not isinstance(capture, dict) or not isinstance(capture.get("calls"), list):
+        return
+    calls = [
+        {key: value for key, value in call.items() if key not in PAYLOAD_KEYS} if isinstance(call, dict) else call
+        for call in capture["calls"]
+    ]
+    result[_CAPTURE] = {**capture, "calls": calls}
+
+
+def _record_failure(row: Mapping[str, Any], result: dict[str, Any], detail: str) -> None:
+    target_key = _CAPTURE if isinstance(result.get(_CAPTURE), dict) else _OBSERVATIONS
+    target = result.get(target_key)
+    if isinstance(target, dict):
+        gaps = target.get("gaps", [])
+        if isinstance(gaps, list):
+            result[target_key] = {**target, "gaps": [*gaps, {"code": _FAILED, "detail": detail}]}
+            return
+    try:
+        task_id, rollout_id = trajectory_identity(row)
+    except Exception:  # noqa: BLE001 - without an identity 0.7.0 attaches nothing
+        return
+    result[_TRAJECTORY] = {
+        "schema_version": "1.0",
+        "task_id": task_id,
+        "rollout_id": rollout_id,
+        "invocations": [],
+        "turns": [],
+        "model_calls": [],
+        "tool_calls": [],
+        "gaps": [{"code": _FAILED, "invocation_id": None, "detail": detail}],
+    }
