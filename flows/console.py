@@ -1,0 +1,59 @@
+"""Terminal presentation of a run: a progress bar during the fan-out and a summary table after."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from flows.params import StageParams
+from flows.progress import add_listener, remove_listener
+
+console = Console(stderr=True)
+
+
+def run_with_progress(params: StageParams) -> int:
+    """Run the flow with a live progress bar; print where the outputs are and what they hold."""
+    from flows.stage import stage_flow
+
+    bar = Progress(TextColumn("attempts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True)
+    handle = bar.add_task("attempts", total=None)
+
+    def listener(done: int, total: int) -> None:
+        bar.update(handle, completed=done, total=total)
+
+    add_listener(listener)
+    try:
+        with bar:
+            result = stage_flow(params)
+    finally:
+        remove_listener(listener)
+    print_summary(result)
+    return 0
+
+
+def print_summary(result: dict[str, Any]) -> None:
+    """Where the run is and its headline counts (stdout, so scripts can capture it)."""
+    out = Console()
+    if result.get("already_complete"):
+        out.print(f"run {result['run_id']} is already complete: {result['run_dir']}")
+        return
+    counts = result["counts"]
+    table = Table(title=f"evidence-stage run {result['run_id']}", show_header=True)
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for status, n in counts["by_status"].items():
+        table.add_row(f"attempts {status}", str(n))
+    for source, n in counts["rows"].items():
+        table.add_row(f"rows written ({source})", str(n))
+    for verdict, n in sorted(counts["verdicts"].items()):
+        table.add_row(f"verdict {verdict}", str(n))
+    table.add_row("ATIF files", str(counts["atif_files"]))
+    table.add_row("ATIF rejections", str(counts["atif_rejections"]))
+    table.add_row("orphan captures", str(counts["orphans"]))
+    table.add_row("skipped input lines", str(counts["skipped_lines"]))
+    table.add_row("repairs", str(counts["repairs"]))
+    out.print(table)
+    out.print(f"outputs: {result['run_dir']}")

@@ -1,0 +1,65 @@
+"""The flow parameters: one Pydantic model, so the Prefect UI renders a form for reruns."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# Parameters whose change changes outputs: they make the run's config fingerprint and must
+# match when a run is resumed.
+OUTPUT_PARAMETERS = ("session_id", "agent_version", "ignored_checks", "atif_all_or_nothing")
+
+
+class TaskRunnerKind(str, Enum):
+    """Where attempt groups execute."""
+
+    thread = "thread"
+    process = "process"
+    dask = "dask"
+
+
+class StageParams(BaseModel):
+    """Everything one run of the stage over one evaluation job needs."""
+
+    model_config = ConfigDict(extra="forbid", use_enum_values=False)
+
+    rollouts: str = Field(title="Rollouts file", description="URL of the job's rollouts JSONL (local path, file://, s3://, memory://).")
+    capture_dir: str = Field(title="Capture directory", description="URL of the model-call capture directory (`model-calls/`).")
+    output: str = Field(title="Output root", description="URL under which `<job-id>/runs/<run-id>/` is written.")
+    failures: str | None = Field(
+        default=None,
+        title="Failures sidecar",
+        description="URL of the failed-attempts sidecar; default `<stem>_failures.jsonl` beside the rollouts file when it exists.",
+    )
+    job_id: str | None = Field(default=None, title="Job id", description="Default: rollouts folder name + hash of its URL.")
+    run_id: str | None = Field(default=None, title="Run id", description="Default: UTC timestamp + random suffix.")
+    resume: str | None = Field(default=None, title="Resume run id", description="Continue this interrupted run in place.")
+    attempts_per_task: int | None = Field(
+        default=None, ge=1, le=100_000, title="Attempts per task", description="Group size of the fan-out; default keeps a run at ≤ 100 task runs."
+    )
+    session_id: str | None = Field(default=None, title="ATIF session id", description="Default: the job id.")
+    agent_version: str | None = Field(default=None, title="ATIF agent version", description="Default: the evidence-stage version.")
+    ignored_checks: list[str] = Field(default_factory=list, title="Ignored health checks", description="Check ids (or aliases) to ignore.")
+    atif_all_or_nothing: bool = Field(
+        default=False, title="ATIF all-or-nothing", description="Publish no ATIF file when any main row is rejected (0.7.0 batch behaviour)."
+    )
+    rollout_ids: list[str] = Field(default_factory=list, title="Rollout ids", description="Subset rerun: only these rollout ids (new run, scope subset).")
+    rollout_glob: str | None = Field(default=None, title="Rollout id glob", description="Subset rerun: rollout ids matching this glob.")
+    task_runner: TaskRunnerKind = Field(default=TaskRunnerKind.thread, title="Task runner", description="thread, process or dask.")
+    max_workers: int = Field(default=2, ge=1, le=256, title="Workers", description="Parallel attempt groups (threads or processes).")
+    dask_address: str | None = Field(default=None, title="Dask scheduler", description="tcp://host:port of an existing Dask scheduler.")
+    dask_workers: int = Field(default=2, ge=1, le=256, title="Local Dask workers", description="Worker processes of a local Dask cluster.")
+    storage_options: dict[str, Any] = Field(default_factory=dict, title="Storage options", description="fsspec options, e.g. endpoint_url.")
+
+    @field_validator("run_id", "resume", "job_id")
+    @classmethod
+    def _safe_name(cls, value: str | None) -> str | None:
+        if value is not None and (not value or not all(c.isalnum() or c in "._-" for c in value) or value[0] in ".-"):
+            raise ValueError(f"must be letters, digits, '.', '_' or '-' and not start with '.' or '-': {value!r}")
+        return value
+
+    @property
+    def is_subset(self) -> bool:
+        return bool(self.rollout_ids) or self.rollout_glob is not None

@@ -1,0 +1,38 @@
+"""Fan-out progress: a Prefect progress artifact, plus local listeners (the CLI's progress bar)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prefect.artifacts import create_progress_artifact, update_progress_artifact
+
+Listener = Callable[[int, int], None]
+_listeners: list[Listener] = []
+
+
+def add_listener(listener: Listener) -> None:
+    """Call ``listener(done, total)`` whenever a group finishes (in this process)."""
+    _listeners.append(listener)
+
+
+def remove_listener(listener: Listener) -> None:
+    _listeners.remove(listener)
+
+
+class Progress:
+    """Counts finished attempts and reports them to the flow run and to local listeners."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.done = 0
+        self._artifact = create_progress_artifact(progress=0.0, key="evidence-stage-progress", description="Attempts processed (%)")
+        self._notify()
+
+    def advance(self, count: int) -> None:
+        self.done += count
+        update_progress_artifact(artifact_id=self._artifact, progress=100.0 * self.done / max(self.total, 1))
+        self._notify()
+
+    def _notify(self) -> None:
+        for listener in list(_listeners):
+            listener(self.done, self.total)

@@ -1,0 +1,164 @@
+"""The flow for one job: resolve the run, discover, fan out over attempt groups, reduce, publish."""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import time
+from datetime import datetime, timezone
+from importlib.metadata import version
+from typing import Any
+
+from prefect import flow, get_run_logger, task, unmapped
+from prefect.cache_policies import NO_CACHE
+
+from flows.params import OUTPUT_PARAMETERS, StageParams
+from flows.progress import Progress
+from flows.runners import build_runner
+from flows.report import render_run_report
+from tasks.attempt import process_group
+from tasks.context import RunContext
+from tasks.discover import AttemptRef, JobPlan, discover
+from tasks.naming import default_failures_url, job_id_for, new_run_id
+from tasks.publish import build_manifest, publish_artifacts, publish_run
+from tasks.reduce import reduce_run
+from tasks.runs import check_resume, claim, is_complete, recorded_params, run_dir_of
+from tasks.storage import Location
+
+MAX_TASK_RUNS = 100
+
+
+def package_version() -> str:
+    return version("evidence-stage")
+
+
+def group_size(total: int, requested: int | None) -> int:
+    """Attempts per task: as asked, else enough to keep a run at ≤ MAX_TASK_RUNS task runs."""
+    return requested or max(1, math.ceil(total / MAX_TASK_RUNS))
+
+
+def make_groups(attempts: list[AttemptRef], size: int) -> list[list[AttemptRef]]:
+    """Contiguous groups from one source each, so a group's rows are one ranged read."""
+    groups: list[list[AttemptRef]] = []
+    for attempt in attempts:
+        if groups and len(groups[-1]) < size and groups[-1][-1].source == attempt.source:
+            groups[-1].append(attempt)
+        else:
+            groups.append([attempt])
+    return groups
+
+
+def select_subset(attempts: list[AttemptRef], params: StageParams) -> list[AttemptRef]:
+    """Attempts chosen by rollout id or glob for a subset rerun."""
+    wanted = set(params.rollout_ids)
+    return [
+        a
+        for a in attempts
+        if a.rollout_id is not None
+        and (a.rollout_id in wanted or (params.rollout_glob is not None and fnmatch.fnmatchcase(a.rollout_id, params.rollout_glob)))
+    ]
+
+
+@task(name="discover-job", cache_policy=NO_CACHE, persist_result=False, retries=2)
+def discover_job(main: Location, failures: Location | None, capture_dir: Location) -> JobPlan:
+    return discover(main, failures, capture_dir)
+
+
+def _output_params(params: StageParams, job_id: str) -> dict[str, Any]:
+    return {
+        "rollouts": params.rollouts,
+        "capture_dir": params.capture_dir,
+        "failures": params.failures,
+        "job_id": job_id,
+        "session_id": params.session_id or job_id,
+        "agent_version": params.agent_version or package_version(),
+        "ignored_checks": list(params.ignored_checks),
+        "atif_all_or_nothing": params.atif_all_or_nothing,
+        "rollout_ids": list(params.rollout_ids),
+        "rollout_glob": params.rollout_glob,
+    }
+
+
+def resolve_run(params: StageParams) -> tuple[RunContext, Location, dict[str, Any], str]:
+    """Locations, the run id, and the recorded parameters; claims the run directory."""
+    options = params.storage_options
+    main = Location(params.rollouts, options)
+    failures_url = params.failures or default_failures_url(params.rollouts)
+    failures = Location(failures_url, options)
+    if params.failures is None and not failures.exists():
+        failures = None
+    job_id = params.job_id or job_id_for(params.rollouts)
+    output = Location(params.output, options)
+    run_id = params.resume or params.run_id or new_run_id()
+    run_dir = run_dir_of(output, job_id, run_id)
+    requested = _output_params(params, job_id)
+    if params.resume:
+        recorded = recorded_params(run_dir)
+        explicit = {k: requested[k] for k in requested if k in params.model_fields_set or k == "job_id"}
+        check_resume(recorded, explicit)
+        requested = recorded
+    else:
+        claim(run_dir, requested)
+    ctx = RunContext(
+        run_dir=run_dir,
+        main=main,
+        failures=failures,
+        capture_dir=Location(params.capture_dir, options),
+        session_id=requested["session_id"],
+        agent_version=requested["agent_version"],
+        exporter_version=package_version(),
+        ignored_checks=tuple(requested["ignored_checks"]),
+        resume=bool(params.resume),
+    )
+    return ctx, output.child(job_id), requested, run_id
+
+
+@flow(name="evidence-stage", log_prints=False, persist_result=False)
+def stage_flow(params: StageParams) -> dict[str, Any]:
+    """Process one evaluation job into a new (or resumed) run directory."""
+    logger = get_run_logger()
+    started_at = datetime.now(timezone.utc)
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+    ctx, job_dir, recorded, run_id = resolve_run(params)
+    if params.resume and is_complete(ctx.run_dir):
+        logger.info("run %s is already complete; nothing to do", run_id)
+        return {"run_id": run_id, "run_dir": ctx.run_dir.url, "already_complete": True}
+    plan = discover_job(ctx.main, ctx.failures, ctx.capture_dir)
+    timings["discover_s"] = time.perf_counter() - clock
+    attempts = select_subset(plan.attempts, params) if params.is_subset else plan.attempts
+    groups = make_groups(attempts, group_size(len(attempts), params.attempts_per_task))
+    logger.info("%d attempts in %d groups; %d orphan captures; %d skipped lines", len(attempts), len(groups), len(plan.orphans), len(plan.skipped))
+    clock = time.perf_counter()
+    statuses: dict[str, dict[str, Any]] = {}
+    task_seconds = 0.0
+    progress = Progress(total=len(attempts))
+    with build_runner(params) as runner:
+        futures = runner.map(process_group, {"ctx": unmapped(ctx), "attempts": groups})
+        for future in futures:
+            summary = future.result()
+            statuses.update(summary.statuses)
+            task_seconds += summary.seconds
+            progress.advance(len(summary.statuses))
+    timings["fan_out_s"] = time.perf_counter() - clock
+    timings["in_task_s"] = task_seconds
+    clock = time.perf_counter()
+    reduced = reduce_run(ctx, attempts, recorded["atif_all_or_nothing"])
+    timings["reduce_s"] = time.perf_counter() - clock
+    finished_at = datetime.now(timezone.utc)
+    run = {
+        "run_id": run_id,
+        "job_id": recorded["job_id"],
+        "run_dir": ctx.run_dir.url,
+        "scope": "subset" if params.is_subset else "full",
+        "package_version": package_version(),
+        "started_at": started_at.isoformat(),
+        "finished_at": finished_at.isoformat(),
+        "resumed": bool(params.resume),
+    }
+    manifest = build_manifest(run=run, params=recorded, plan=plan, statuses=statuses, reduced=reduced, timings=timings)
+    report_html, tables = render_run_report(ctx.run_dir, manifest)
+    publish_run(ctx.run_dir, job_dir, manifest, report_html, not params.is_subset)
+    publish_artifacts(manifest, ctx.run_dir, tables)
+    logger.info("run %s complete: %s", run_id, manifest["counts"])
+    return {"run_id": run_id, "run_dir": ctx.run_dir.url, "counts": manifest["counts"], "already_complete": False}

@@ -1,0 +1,171 @@
+"""The fan-out task: one group of attempts, each read -> evidence -> written on its own.
+
+Inside a group every attempt is isolated: a content problem becomes evidence or a reported bad
+attempt, and only a storage failure escapes (after the storage layer's own retries) to let
+Prefect retry the task, which then redoes only the attempts whose part is not written yet.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from prefect.runtime import task_run as task_run_runtime
+from prefect.tasks import exponential_backoff
+
+from evidence.atif import Exporter, convert_rollout
+from evidence.capabilities import capability_digest
+from evidence.capture import CaptureFiles
+from evidence.collect import collect_row
+from evidence.errors import AtifExportError
+from evidence.health import evaluate_row
+from evidence.jsonl import dump_row
+from tasks.context import EXPORTER_NAME, RunContext
+from tasks.discover import JSONL_SUFFIX, MAIN, MARKER_SUFFIX, AttemptRef
+from tasks.parts import decode_part, encode_part, part_location
+from tasks.retry import retry_on_transient
+from tasks.storage import InputNotFound
+
+
+@dataclass(slots=True)
+class GroupSummary:
+    """What a group task returns: per-attempt statuses and timings, never payloads."""
+
+    statuses: dict[str, dict[str, Any]] = field(default_factory=dict)
+    processed: int = 0
+    skipped: int = 0
+    seconds: float = 0.0
+
+
+def perf_group(row: dict[str, Any]) -> str:
+    """A row's perf_summary group: its environment-server stamp, else its agent name, else ''."""
+    stamp = row.get("_ng_environment_server")
+    if isinstance(stamp, str) and stamp:
+        return stamp
+    agent = row.get("agent_ref")
+    name = agent.get("name") if isinstance(agent, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+def _lookup_for(ctx: RunContext, attempt: AttemptRef):
+    """The capture lookup for one attempt: discovery already knows which files exist."""
+
+    def lookup(rollout_id: str) -> CaptureFiles | None:
+        if rollout_id == attempt.rollout_id:
+            has_jsonl, incomplete = attempt.capture is not None, attempt.incomplete
+        else:  # not expected (same row, same id), but answer truthfully from storage
+            has_jsonl = ctx.capture_dir.child(rollout_id + JSONL_SUFFIX).exists()
+            incomplete = ctx.capture_dir.child(rollout_id + MARKER_SUFFIX).exists()
+        if not has_jsonl and not incomplete:
+            return None
+        data = None
+        if has_jsonl:
+            try:
+                data = ctx.capture_dir.child(rollout_id + JSONL_SUFFIX).read_bytes()
+            except InputNotFound:
+                data = None
+        return CaptureFiles(jsonl=data, incomplete=incomplete)
+
+    return lookup
+
+
+def build_part(ctx: RunContext, attempt: AttemptRef, raw: bytes) -> bytes:
+    """Run the whole per-row evidence pipeline for one attempt and encode its part."""
+    started = time.perf_counter()
+    row = orjson.loads(raw)
+    collected = collect_row(row, _lookup_for(ctx, attempt))
+    header: dict[str, Any] = {
+        "key": attempt.key,
+        "fingerprint": attempt.fingerprint,
+        "rollout_id": attempt.rollout_id,
+        "repaired": collected.repaired,
+    }
+    if collected.rejected is not None:
+        line = raw
+        header["status"] = "rejected"
+        header["reason"] = f"{collected.rejected.kind}: {collected.rejected.message}"
+    else:
+        line = dump_row(collected.row)
+        header["status"] = "ok"
+    blobs = [line]
+    if attempt.source == MAIN:
+        value = orjson.loads(line)  # what the written file holds (non-finite floats are null)
+        header["health"] = evaluate_row(
+            value, source=ctx.rollouts_out.display, line=attempt.out_line, ignored=ctx.ignored_checks
+        ).to_json()
+        header["capability"] = capability_digest(value)
+        perf = value.get("ng_perf")
+        header["perf"] = {"group": perf_group(value), "record": perf if isinstance(perf, dict) else None}
+        try:
+            converted = convert_rollout(
+                line,
+                session_id=ctx.session_id,
+                agent_version=ctx.agent_version,
+                exporter=Exporter(name=EXPORTER_NAME, version=ctx.exporter_version),
+            )
+        except AtifExportError as exc:
+            header["atif"] = {"error": exc.message}
+        else:
+            header["atif"] = {"name": converted.name, "key": list(converted.key), "manifest": converted.manifest_entry}
+            blobs.append(converted.data)
+    header["seconds"] = round(time.perf_counter() - started, 6)
+    return encode_part(header, blobs)
+
+
+def _existing_header(ctx: RunContext, attempt: AttemptRef) -> dict[str, Any] | None:
+    """The header of an attempt's part if it exists and matches the attempt's fingerprint."""
+    location = part_location(ctx.run_dir, attempt)
+    if not location.exists():
+        return None
+    header, _ = decode_part(location.read_bytes())
+    return header if header.get("fingerprint") == attempt.fingerprint else None
+
+
+def _read_group_rows(ctx: RunContext, attempts: list[AttemptRef]) -> bytes:
+    """One ranged read covering the whole (contiguous, single-source) group."""
+    first, last = attempts[0], attempts[-1]
+    return ctx.source(first.source).read_range(first.offset, last.offset + last.length)
+
+
+@task(
+    name="process-attempts",
+    cache_policy=NO_CACHE,
+    persist_result=False,
+    retries=3,
+    retry_delay_seconds=exponential_backoff(backoff_factor=1),
+    retry_jitter_factor=0.5,
+    retry_condition_fn=retry_on_transient,
+)
+def process_group(ctx: RunContext, attempts: list[AttemptRef]) -> GroupSummary:
+    """Process one contiguous group of attempts from one input file."""
+    started = time.perf_counter()
+    summary = GroupSummary()
+    check_existing = ctx.resume or (task_run_runtime.run_count or 1) > 1
+    block = _read_group_rows(ctx, attempts)
+    base = attempts[0].offset
+    for attempt in attempts:
+        existing = _existing_header(ctx, attempt) if check_existing else None
+        if existing is not None:
+            summary.skipped += 1
+            summary.statuses[attempt.key] = _status_of(existing)
+            continue
+        raw = block[attempt.offset - base : attempt.offset - base + attempt.length]
+        part = build_part(ctx, attempt, raw)
+        part_location(ctx.run_dir, attempt).write_bytes(part)
+        summary.processed += 1
+        summary.statuses[attempt.key] = _status_of(orjson.loads(part[: part.index(b"\n")]))
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _status_of(header: dict[str, Any]) -> dict[str, Any]:
+    status = {"status": header["status"], "rollout_id": header.get("rollout_id"), "seconds": header.get("seconds")}
+    if header.get("reason"):
+        status["reason"] = header["reason"]
+    if header.get("repaired"):
+        status["repaired"] = True
+    return status

@@ -1,0 +1,41 @@
+"""Job ids, run ids and canonical URLs: one definition used by run, batch and the event trigger."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+from datetime import datetime, timezone
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def canonical_url(url: str) -> str:
+    """The URL that identifies an input: local paths become absolute ``file://`` URLs."""
+    if "://" in url:
+        return url
+    return "file://" + os.path.abspath(url)
+
+
+def job_id_for(rollouts_url: str) -> str:
+    """``<parent folder, sanitised>-<first 8 hex of sha256(canonical rollouts URL)>``.
+
+    The same rollouts URL always gives the same id, whoever asks (CLI, batch, trigger).
+    """
+    url = canonical_url(rollouts_url)
+    parent = url.rstrip("/").rsplit("/", 2)[-2] if url.count("/") >= 2 else "job"
+    name = _UNSAFE.sub("_", parent) or "job"
+    return f"{name}-{hashlib.sha256(url.encode()).hexdigest()[:8]}"
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """``YYYYMMDDTHHMMSSZ-<6 hex>``: sortable by start time, unique across concurrent starts."""
+    moment = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    return f"{moment:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def default_failures_url(rollouts_url: str) -> str:
+    """``<stem>_failures.jsonl`` beside the rollouts file."""
+    stem = rollouts_url[: -len(".jsonl")] if rollouts_url.endswith(".jsonl") else rollouts_url
+    return f"{stem}_failures.jsonl"

@@ -1,0 +1,162 @@
+"""The reduce: per-attempt parts -> the run's outputs, streaming in input order.
+
+Parts are read once each (with bounded read-ahead) and each output is written atomically.
+Only small per-attempt digests are held in memory (health digests are folded as they stream;
+perf records and capability digests are a few hundred bytes each).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from evidence.atif import all_or_nothing_error, duplicate_key_message, manifest_line
+from evidence.capabilities import build_capabilities
+from evidence.health import HealthReducer
+from evidence.perf_summary import compute_perf_summary
+from tasks.context import RunContext
+from tasks.discover import FAILURES, MAIN, AttemptRef
+from tasks.parts import decode_part, part_location
+from tasks.prefetch import ordered_prefetch
+from tasks.retry import retry_on_transient
+from tasks.storage import atomic_writer
+
+INDENT = orjson.OPT_INDENT_2
+
+
+@dataclass(slots=True)
+class ReduceSummary:
+    """Counts the run manifest and the CLI report."""
+
+    rows: dict[str, int] = field(default_factory=dict)
+    atif_files: int = 0
+    atif_rejections: int = 0
+    atif_published: bool = True
+    verdicts: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    histograms: dict[str, list[float]] = field(default_factory=dict)
+
+
+def _parts(ctx: RunContext, attempts: list[AttemptRef]) -> Iterator[tuple[AttemptRef, dict[str, Any], list[bytes]]]:
+    def load(attempt: AttemptRef) -> tuple[AttemptRef, dict[str, Any], list[bytes]]:
+        header, blobs = decode_part(part_location(ctx.run_dir, attempt).read_bytes())
+        return attempt, header, blobs
+
+    return ordered_prefetch(load, attempts)
+
+
+def _write_rows(ctx: RunContext, attempts: list[AttemptRef], name: str) -> int:
+    """Concatenate the enriched lines of one source, in input order."""
+    count = 0
+    with atomic_writer(ctx.run_dir.child(name)) as out:
+        for _, _, blobs in _parts(ctx, attempts):
+            out.write(blobs[0])
+            out.write(b"\n")
+            count += 1
+    return count
+
+
+@dataclass(slots=True)
+class _AtifState:
+    """ATIF decisions taken in input order: first (task, rollout) key wins."""
+
+    seen: set[tuple[str, str]] = field(default_factory=set)
+    rejections: list[dict[str, Any]] = field(default_factory=list)
+    accepted: list[tuple[AttemptRef, str, dict[str, Any]]] = field(default_factory=list)
+
+    def decide(self, attempt: AttemptRef, header: dict[str, Any]) -> None:
+        atif = header["atif"]
+        if "error" in atif:
+            self._reject(attempt, header, atif["error"])
+            return
+        key = tuple(atif["key"])
+        if key in self.seen:
+            self._reject(attempt, header, duplicate_key_message(key))
+            return
+        self.seen.add(key)
+        self.accepted.append((attempt, atif["name"], atif["manifest"]))
+
+    def _reject(self, attempt: AttemptRef, header: dict[str, Any], message: str) -> None:
+        self.rejections.append({"line": attempt.out_line, "rollout_id": header.get("rollout_id"), "error": message})
+
+
+def _fold_main(ctx: RunContext, attempts: list[AttemptRef]) -> tuple[Any, _AtifState, dict, list]:
+    """One streaming pass over the main parts: rollouts.jsonl plus every digest fold."""
+    health = HealthReducer(
+        rollouts_path=ctx.rollouts_out.display, output_dir=ctx.health_dir.display, ignored=ctx.ignored_checks
+    )
+    atif = _AtifState()
+    perf: dict[str, list[Any]] = {}
+    capabilities: list[dict[str, Any]] = []
+    with atomic_writer(ctx.rollouts_out) as out:
+        for attempt, header, blobs in _parts(ctx, attempts):
+            out.write(blobs[0])
+            out.write(b"\n")
+            health.add(header["health"])
+            atif.decide(attempt, header)
+            perf.setdefault(header["perf"]["group"], []).append(header["perf"]["record"])
+            capabilities.append(header["capability"])
+    return health, atif, perf, capabilities
+
+
+def _write_health(ctx: RunContext, health: Any) -> dict[str, int]:
+    summary_text, verdicts_text = health.render()
+    ctx.health_dir.child("quality_summary.json").write_bytes(summary_text.encode())
+    ctx.health_dir.child("rollout_verdicts.jsonl").write_bytes(verdicts_text.encode())
+    return health.verdict_counts()
+
+
+def _write_perf(ctx: RunContext, perf: dict[str, list[Any]]) -> None:
+    def summary(rows: list[Any]) -> Any:
+        return compute_perf_summary([r for r in rows if r is not None], len(rows))
+
+    every = [r for rows in perf.values() for r in rows]
+    document = {"run": summary(every), "groups": {name: summary(perf[name]) for name in sorted(perf)}}
+    ctx.run_dir.child("perf_summary.json").write_bytes(orjson.dumps(document, option=INDENT) + b"\n")
+
+
+def _write_atif(ctx: RunContext, attempts: list[AttemptRef], atif: _AtifState, all_or_nothing: bool) -> bool:
+    """Publish accepted ATIF files + manifest, or (all-or-nothing with a rejection) only error.txt."""
+    folder = ctx.run_dir.child("atif")
+    folder.child("rejections.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in atif.rejections))
+    if all_or_nothing and atif.rejections:
+        folder.child("error.txt").write_bytes(all_or_nothing_error(atif.rejections).encode())
+        return False
+    wanted = {attempt.key: name for attempt, name, _ in atif.accepted}
+    chosen = [a for a in attempts if a.key in wanted]
+
+    def publish(attempt: AttemptRef) -> None:
+        _, blobs = decode_part(part_location(ctx.run_dir, attempt).read_bytes())
+        folder.child(wanted[attempt.key]).write_bytes(blobs[1])
+
+    for _ in ordered_prefetch(publish, chosen):
+        pass
+    folder.child("manifest.jsonl").write_bytes(b"".join(manifest_line(entry) for _, _, entry in atif.accepted))
+    return True
+
+
+@task(name="reduce-run", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_condition_fn=retry_on_transient)
+def reduce_run(ctx: RunContext, attempts: list[AttemptRef], all_or_nothing: bool) -> ReduceSummary:
+    """Write every run-level output from the parts."""
+    started = time.perf_counter()
+    main = [a for a in attempts if a.source == MAIN]
+    failures = [a for a in attempts if a.source == FAILURES]
+    result = ReduceSummary()
+    health, atif, perf, capabilities = _fold_main(ctx, main)
+    result.rows[MAIN] = len(main)
+    if ctx.failures is not None:
+        result.rows[FAILURES] = _write_rows(ctx, failures, "rollouts_failures.jsonl")
+    result.verdicts = _write_health(ctx, health)
+    _write_perf(ctx, perf)
+    ctx.run_dir.child("capabilities.json").write_bytes(orjson.dumps(build_capabilities(capabilities), option=INDENT) + b"\n")
+    result.atif_published = _write_atif(ctx, main, atif, all_or_nothing)
+    result.atif_files = len(atif.accepted) if result.atif_published else 0
+    result.atif_rejections = len(atif.rejections)
+    result.seconds = time.perf_counter() - started
+    return result

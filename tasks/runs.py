@@ -1,0 +1,66 @@
+"""Run directories: claiming a run id, remembering its parameters, resuming, LATEST.
+
+A run id is claimed with a create-if-absent write of ``params.json`` (O_EXCL locally,
+If-None-Match on S3), so two runs can never share a directory. ``params.json`` holds the
+output-changing parameters; a resume must agree with them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from tasks.storage import Location
+
+PARAMS_FILE = "params.json"
+SUCCESS_FILE = "_SUCCESS"
+LATEST_FILE = "LATEST"
+
+
+class RunConflict(Exception):
+    """The run cannot start: the run id is taken, or a resume disagrees with the run."""
+
+
+def run_dir_of(output: Location, job_id: str, run_id: str) -> Location:
+    return output.child(job_id, "runs", run_id)
+
+
+def claim(run_dir: Location, recorded: dict[str, Any]) -> None:
+    """Create the run directory's ``params.json``; a taken run id is an error."""
+    if not run_dir.child(PARAMS_FILE).write_new(orjson.dumps(recorded, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"):
+        raise RunConflict(f"run id already exists: {run_dir.url} (use --resume to continue it)")
+
+
+def recorded_params(run_dir: Location) -> dict[str, Any]:
+    """The parameters an existing run was started with."""
+    location = run_dir.child(PARAMS_FILE)
+    if not location.exists():
+        raise RunConflict(f"no such run to resume: {run_dir.url}")
+    return orjson.loads(location.read_bytes())
+
+
+def check_resume(recorded: dict[str, Any], requested: dict[str, Any]) -> None:
+    """Every parameter the caller set explicitly must equal the interrupted run's."""
+    conflicts = sorted(k for k, v in requested.items() if k in recorded and recorded[k] != v)
+    if conflicts:
+        detail = ", ".join(f"{k}: run has {recorded[k]!r}, asked {requested[k]!r}" for k in conflicts)
+        raise RunConflict(f"--resume conflicts with the run's parameters ({detail})")
+
+
+def is_complete(run_dir: Location) -> bool:
+    return run_dir.child(SUCCESS_FILE).exists()
+
+
+def mark_complete(run_dir: Location) -> None:
+    run_dir.child(SUCCESS_FILE).write_bytes(b"")
+
+
+def update_latest(job_dir: Location, run_id: str) -> None:
+    """Point LATEST at ``run_id`` unless it already names a newer complete run (ids sort by time)."""
+    latest = job_dir.child(LATEST_FILE)
+    if latest.exists():
+        current = latest.read_bytes().decode().strip()
+        if current > run_id:
+            return
+    latest.write_bytes(f"{run_id}\n".encode())

@@ -1,0 +1,19 @@
+"""The storage layer: fsspec URLs, listing, streaming reads, atomic writes, error mapping."""
+
+from tasks.storage.base import (
+    InputNotFound,
+    PermanentStorageError,
+    StorageError,
+    TransientStorageError,
+)
+from tasks.storage.fs import FileEntry, Location, atomic_writer
+
+__all__ = [
+    "FileEntry",
+    "InputNotFound",
+    "Location",
+    "PermanentStorageError",
+    "StorageError",
+    "TransientStorageError",
+    "atomic_writer",
+]

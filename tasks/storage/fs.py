@@ -1,0 +1,220 @@
+"""fsspec-backed locations: one URL (plus storage options) that knows how to read and write itself.
+
+A ``Location`` is a small picklable value (URL + options), so it crosses thread, process and
+Dask boundaries; the filesystem object is resolved lazily from fsspec's instance cache.
+Every call goes through ``call_with_retries``: transient failures are retried with backoff,
+everything else is raised as a ``StorageError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+from tasks.retry import call_with_retries
+
+READ_BLOCK = 8 * 2**20
+
+
+@dataclass(frozen=True, slots=True)
+class FileEntry:
+    """One listed file: its name relative to the listed folder, size and version tag."""
+
+    name: str
+    size: int
+    version: str
+
+
+def _version_of(info: dict[str, Any]) -> str:
+    """ETag on object stores, else the modification time: what changes when the bytes change."""
+    for key in ("ETag", "etag", "mtime", "LastModified", "created"):
+        value = info.get(key)
+        if value is not None:
+            return str(value).strip('"')
+    return ""
+
+
+@dataclass(frozen=True)
+class Location:
+    """A file or folder URL on any fsspec filesystem (local path, file://, s3://, memory://)."""
+
+    url: str
+    options: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def fs(self) -> fsspec.AbstractFileSystem:
+        return self._resolved()[0]
+
+    @property
+    def path(self) -> str:
+        return self._resolved()[1]
+
+    def _resolved(self) -> tuple[fsspec.AbstractFileSystem, str]:
+        fs, path = fsspec.core.url_to_fs(self.url, **self.options)
+        return fs, path
+
+    @property
+    def is_local(self) -> bool:
+        return isinstance(self.fs, LocalFileSystem)
+
+    @property
+    def display(self) -> str:
+        """How a path is shown to people and written into reports: a plain path when local."""
+        return self.path if self.is_local else self.url
+
+    @property
+    def name(self) -> str:
+        return self.url.rstrip("/").rsplit("/", 1)[-1]
+
+    def child(self, *parts: str) -> Location:
+        """The location ``parts`` below this one (joined with '/')."""
+        return Location("/".join([self.url.rstrip("/"), *parts]), self.options)
+
+    def parent(self) -> Location:
+        """The folder holding this location."""
+        return Location(self.url.rstrip("/").rsplit("/", 1)[0], self.options)
+
+    def exists(self) -> bool:
+        return call_with_retries(self.url, lambda: self.fs.exists(self.path))
+
+    def is_dir(self) -> bool:
+        return call_with_retries(self.url, lambda: self.fs.isdir(self.path))
+
+    def read_bytes(self) -> bytes:
+        return call_with_retries(self.url, lambda: self.fs.cat_file(self.path))
+
+    def read_range(self, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)``: one ranged GET on object stores."""
+        return call_with_retries(self.url, lambda: self.fs.cat_file(self.path, start=start, end=end))
+
+    def entry(self) -> FileEntry:
+        info = call_with_retries(self.url, lambda: self.fs.info(self.path))
+        return FileEntry(self.name, int(info.get("size") or 0), _version_of(info))
+
+    def list_files(self) -> list[FileEntry]:
+        """Files directly in this folder, sorted by name (one LIST; no recursion)."""
+
+        def listing() -> list[dict[str, Any]]:
+            self.fs.invalidate_cache(self.path)
+            return self.fs.ls(self.path, detail=True)
+
+        entries = call_with_retries(self.url, listing)
+        files = [
+            FileEntry(e["name"].rstrip("/").rsplit("/", 1)[-1], int(e.get("size") or 0), _version_of(e))
+            for e in entries
+            if e.get("type") == "file"
+        ]
+        return sorted(files, key=lambda f: f.name)
+
+    def list_tree(self) -> list[str]:
+        """Every file path below this folder, relative to it, sorted."""
+        root = self.path.rstrip("/")
+        found = call_with_retries(self.url, lambda: self.fs.find(root))
+        return sorted(p[len(root) + 1 :] for p in found if p.startswith(root + "/"))
+
+    def iter_lines(self) -> Iterator[tuple[int, int, bytes]]:
+        """Stream ``(line_no, offset, line)`` with 1-based numbers; ``line`` keeps no newline.
+
+        Lines split on ``\\n`` only, as Gym's JSONL readers do. Streaming keeps memory at one block.
+        """
+        with call_with_retries(self.url, lambda: self.fs.open(self.path, "rb", block_size=READ_BLOCK)) as f:
+            offset = 0
+            line_no = 0
+            tail = b""
+            while True:
+                block = f.read(READ_BLOCK)
+                if not block:
+                    break
+                data = tail + block
+                start = 0
+                while True:
+                    end = data.find(b"\n", start)
+                    if end < 0:
+                        break
+                    line_no += 1
+                    yield line_no, offset + start, data[start:end]
+                    start = end + 1
+                offset += start
+                tail = data[start:]
+            if tail:
+                yield line_no + 1, offset, tail
+
+    def write_bytes(self, data: bytes) -> None:
+        """Write the whole object atomically (temp + rename locally, one PUT on object stores)."""
+
+        def put() -> None:
+            with atomic_writer(self) as f:
+                f.write(data)
+
+        call_with_retries(self.url, put)
+
+    def write_new(self, data: bytes) -> bool:
+        """Create the object only if it does not exist yet; False when it already exists."""
+
+        def create() -> bool:
+            if self.is_local:
+                os.makedirs(os.path.dirname(self.path), exist_ok=True)
+                try:
+                    fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                except FileExistsError:
+                    return False
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                return True
+            if self.fs.exists(self.path):
+                return False
+            try:
+                with self.fs.open(self.path, "xb") as f:
+                    f.write(data)
+            except FileExistsError:
+                return False
+            return True
+
+        return call_with_retries(self.url, create)
+
+    def remove(self) -> None:
+        call_with_retries(self.url, lambda: self.fs.rm_file(self.path))
+
+
+@contextlib.contextmanager
+def atomic_writer(location: Location) -> Iterator[IO[bytes]]:
+    """A binary file handle whose content appears at ``location`` only if the block succeeds.
+
+    Locally: a temp file in the same folder, then ``os.replace``. On object stores: an upload
+    with ``autocommit=False`` that is committed on success and discarded on error (an exception
+    inside a plain ``fs.open(..., "wb")`` would publish the partial object). The in-memory
+    filesystem (tests) gets the whole buffer in one ``pipe``.
+    """
+    fs, path = location.fs, location.path
+    if isinstance(fs, LocalFileSystem):
+        folder = os.path.dirname(path)
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                yield f
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+    elif fs.protocol in ("memory",) or "memory" in fs.protocol:
+        buffer = io.BytesIO()
+        yield buffer
+        fs.pipe_file(path, buffer.getvalue())
+    else:
+        f = fs.open(path, "wb", autocommit=False)
+        try:
+            yield f
+        except BaseException:
+            f.discard()
+            raise
+        f.commit()
