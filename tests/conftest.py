@@ -1,0 +1,84 @@
+"""Shared fixtures: one Prefect test server per session, a moto S3 server, clean memory://."""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="evidence-stage-prefect-"))
+os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE_JOB = REPO / "tests" / "data" / "example_job"
+SAMPLES = REPO / "tests" / "data" / "samples"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def prefect_server() -> Iterator[str]:
+    """One real Prefect server (subprocess, SQLite) for the whole session; yields its API URL."""
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield str(PREFECT_API_URL.value())
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """moto's S3 server on 127.0.0.1 (a real HTTP endpoint; s3fs cannot use mock_aws)."""
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    saved = {k: os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")}
+    os.environ.update(
+        AWS_ENDPOINT_URL=endpoint, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1"
+    )
+    try:
+        yield endpoint
+    finally:
+        server.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.fixture
+def s3(s3_endpoint: str) -> Iterator[str]:
+    """A clean moto state and fresh s3fs instances for one test."""
+    import requests
+    import s3fs
+
+    requests.post(f"{s3_endpoint}/moto-api/reset", timeout=10)
+    s3fs.S3FileSystem.clear_instance_cache()
+    yield s3_endpoint
+    s3fs.S3FileSystem.clear_instance_cache()
+
+
+@pytest.fixture
+def memfs() -> Iterator[None]:
+    """Empty the process-global memory:// filesystem around a test."""
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    fs.store.clear()
+    fs.pseudo_dirs[:] = [""]
+    yield
+    fs.store.clear()
+    fs.pseudo_dirs[:] = [""]
