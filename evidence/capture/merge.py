@@ -1,0 +1,93 @@
+"""``merge_model_call_capture``: fold a rollout's capture into its row (spec: collection.md §5).
+
+The row is mutated in place exactly like 0.7.0 does it: ``ng_model_call_capture`` keeps its
+position or is appended, ``ng_agent_observations`` is rewritten in place with the joined bundle.
+Files are the caller's business: a :data:`CaptureLookup` hands over the bytes for a rollout id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from evidence.capture.metrics import aggregate_metrics
+from evidence.capture.reading import read_capture
+from evidence.identity import capture_rollout_id, check_capture_file_id
+from evidence.models.capture import ModelCallRecord
+from evidence.observations import join_observations
+
+__all__ = ["CaptureFiles", "CaptureLookup", "merge_model_call_capture"]
+
+NO_RECORDS = "model_call_capture_no_records"
+RECORDS_UNREADABLE = "model_call_capture_records_unreadable"
+INCOMPLETE = "model_call_capture_incomplete"
+UNREADABLE = "model_call_capture_unreadable"
+JOIN_FAILED = "agent_observation_join_failed"
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureFiles:
+    """What the capture directory holds for one rollout id."""
+
+    jsonl: bytes | None
+    """Bytes of ``<rollout_id>.capture.jsonl``; None if that file does not exist."""
+    incomplete: bool
+    """``<rollout_id>.capture.incomplete`` exists (a write failed during the run)."""
+    unreadable: bool = False
+    """Reading the jsonl failed permanently (I/O error)."""
+
+
+CaptureLookup = Callable[[str], CaptureFiles | None]
+"""rollout id -> its capture files, or None when neither file exists."""
+
+
+def _gap(code: str, detail: str | None = None) -> dict[str, Any]:
+    """A capture gap; null members are omitted in this container."""
+    return {"code": code} if detail is None else {"code": code, "detail": detail}
+
+
+def _read(files: CaptureFiles | None) -> tuple[list[ModelCallRecord], list[dict[str, Any]]]:
+    """Records and capture gaps, in 0.7.0's emission order."""
+    if files is None:
+        return [], [_gap(NO_RECORDS)]
+    if files.unreadable:
+        return [], [_gap(UNREADABLE)]
+    records, invalid = read_capture(files.jsonl or b"")
+    gaps = []
+    if invalid:
+        gaps.append(_gap(RECORDS_UNREADABLE, f"count={invalid}"))
+    if files.incomplete:
+        gaps.append(_gap(INCOMPLETE))
+    elif not records and not invalid:
+        gaps.append(_gap(NO_RECORDS))
+    return records, gaps
+
+
+def merge_model_call_capture(record: dict[str, Any], lookup: CaptureLookup, *, include_payloads: bool) -> None:
+    """Attach ``ng_model_call_capture`` and join ``ng_agent_observations`` (0.7.0 semantics).
+
+    A record without a rollout id is left untouched. The caller has already decided that
+    observability is on and the row is not a no-result row.
+
+    Raises:
+        RowRejected: the rollout id is invalid (raised before the record is touched).
+    """
+    rollout_id = capture_rollout_id(record)
+    if rollout_id is None:
+        return
+    check_capture_file_id(rollout_id)
+    records, gaps = _read(lookup(rollout_id))
+    if record.get("ng_agent_observations") is not None:
+        try:
+            record["ng_agent_observations"] = join_observations(record["ng_agent_observations"], records)
+        except Exception:  # noqa: BLE001 - 0.7.0 turns any join failure into a gap, keeping the raw bundle
+            gaps.append(_gap(JOIN_FAILED))
+    attachment: dict[str, Any] = {
+        "rollout_id": rollout_id,
+        "metrics": aggregate_metrics(records),
+        "calls": [call.as_call(include_payloads=include_payloads) for call in records],
+    }
+    if gaps:
+        attachment["gaps"] = gaps
+    record["ng_model_call_capture"] = attachment

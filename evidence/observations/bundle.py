@@ -1,0 +1,32 @@
+"""The observation step of the capture merge: validate, associate, join, dump (spec: §5.5)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from evidence.models.capture import ModelCallRecord
+from evidence.models.observations import AgentObservationBundle, ObservationGap
+from evidence.observations.claude_code import associate_claude_code_compaction_calls
+from evidence.observations.join import join_model_call_observations
+
+__all__ = ["join_observations"]
+
+_ASSOCIATION_FAILED = "compaction_model_call_join_failed"
+
+
+def join_observations(raw_bundle: Any, calls: Sequence[ModelCallRecord]) -> dict[str, Any]:
+    """The joined bundle as 0.7.0 writes it back into ``ng_agent_observations``.
+
+    Raises:
+        pydantic.ValidationError: the bundle is invalid (the caller records
+            ``agent_observation_join_failed`` and keeps the raw value).
+    """
+    bundle = AgentObservationBundle.model_validate(raw_bundle)
+    if bundle.source == "claude_code":
+        try:
+            bundle = associate_claude_code_compaction_calls(bundle, calls)
+        except Exception:  # noqa: BLE001 - 0.7.0 degrades any associator failure to a gap
+            gap = ObservationGap(code=_ASSOCIATION_FAILED)
+            bundle = bundle.model_copy(update={"gaps": [*bundle.gaps, gap]})
+    return join_model_call_observations(bundle, calls).as_json()
