@@ -1,0 +1,151 @@
+"""The normalised view of one canonical model call and the predicates health applies to it.
+
+Health never reads raw capture records: it works on the canonical ``ng_trajectory.model_calls``
+entries (already validated and re-dumped), reduced here to the few fields the checks use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+FAILED_RESPONSE_STATUSES = frozenset({"failed", "error", "cancelled"})
+RUNAWAY_FINISH_REASONS = frozenset({"length", "max_output_tokens", "max_tokens"})
+CONTENT_KEYS = (
+    "text", "content", "output_text", "answer", "refusal", "encrypted_content", "reasoning",
+    "reasoning_content", "summary",
+)
+TOOL_CALL_TYPES = frozenset({
+    "function_call", "tool_call", "tool_use", "mcp_call", "mcp_list_tools", "mcp_approval_request",
+    "file_search_call", "web_search_call", "computer_call", "image_generation_call",
+    "code_interpreter_call", "local_shell_call", "custom_tool_call",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class CallView:
+    """One canonical model call; ``position`` is its index in the (non-chronological) list."""
+
+    position: int
+    model_call_id: str | None
+    started_at: float | None
+    request: Any
+    response: Any
+    response_id: str | None
+    model_ref: dict[str, Any] | None
+    status_code: int | None
+    response_status: str | None
+    finish_reason: str | None
+    error_category: str | None
+    tokens_in: int | None
+    tokens_out: int | None
+
+    @classmethod
+    def from_canonical(cls, position: int, call: dict[str, Any]) -> CallView:
+        meta = call.get("response_metadata") or {}
+        tokens = call.get("token_stats") or {}
+        return cls(
+            position=position,
+            model_call_id=call.get("model_call_id"),
+            started_at=call.get("started_at"),
+            request=call.get("request"),
+            response=call.get("response"),
+            response_id=meta.get("response_id"),
+            model_ref=meta.get("model_ref"),
+            status_code=meta.get("status_code"),
+            response_status=meta.get("response_status"),
+            finish_reason=meta.get("finish_reason"),
+            error_category=meta.get("error_category"),
+            tokens_in=tokens.get("prompt_tokens"),
+            tokens_out=tokens.get("completion_tokens"),
+        )
+
+    @property
+    def failed(self) -> bool:
+        """An HTTP error, an error category, or a failed/errored/cancelled response status."""
+        return (
+            (_is_int(self.status_code) and self.status_code >= 400)
+            or bool(self.error_category)
+            or self.response_status in FAILED_RESPONSE_STATUSES
+        )
+
+    @property
+    def successful(self) -> bool:
+        """Not failed and a 2xx/3xx (or unknown) status: a status of 150 is neither."""
+        if self.failed:
+            return False
+        return self.status_code is None or (_is_int(self.status_code) and 200 <= self.status_code < 400)
+
+    @property
+    def identity(self) -> str | None:
+        """The replay-statistics identity: by call id, else by response id (with its model)."""
+        if self.model_call_id:
+            return f"call:{self.model_call_id}"
+        if self.response_id is None:
+            return None
+        if self.model_ref is not None:
+            return f"response:{self.model_ref.get('type')}:{self.model_ref.get('name')}:{self.response_id}"
+        return f"response::{self.response_id}"
+
+    @property
+    def locator(self) -> dict[str, str]:
+        """Where a finding about this call points: its call id, else response id, else position."""
+        return {"call_id": str(self.model_call_id or self.response_id or self.position)}
+
+    @property
+    def runaway_finish(self) -> bool:
+        return self.finish_reason in RUNAWAY_FINISH_REASONS
+
+
+def token_count(value: Any) -> int:
+    """A token count for sums: the value when it is a non-negative int, else 0."""
+    return value if _is_int(value) and value >= 0 else 0
+
+
+def nonempty(value: Any) -> bool:
+    """Whether a message-like value carries any visible text, searched recursively."""
+    if isinstance(value, str):
+        return bool(value.strip())
+    if isinstance(value, list):
+        return any(nonempty(item) for item in value)
+    if isinstance(value, dict):
+        return any(nonempty(value.get(key)) for key in CONTENT_KEYS)
+    return False
+
+
+def has_tool_call(value: Any) -> bool:
+    """Whether a message-like value is, or contains, a tool call item."""
+    if isinstance(value, list):
+        return any(has_tool_call(item) for item in value)
+    if isinstance(value, dict):
+        return value.get("type") in TOOL_CALL_TYPES or bool(value.get("tool_calls"))
+    return False
+
+
+def response_has_content(response: Any) -> bool:
+    """Whether a saved response kept any content (Responses, Messages or chat shapes).
+
+    The chat-choice test runs first and unconditionally, as in 0.7.0, so a malformed choice
+    (a truthy non-object ``message``) raises AttributeError even when ``output`` has content.
+    """
+    if not isinstance(response, dict):
+        return False
+    choice_content = _chat_choices_have_content(response.get("choices"))
+    return (
+        nonempty(response.get("output_text"))
+        or nonempty(response.get("content"))
+        or nonempty(response.get("output"))
+        or choice_content
+    )
+
+
+def _chat_choices_have_content(choices: Any) -> bool:
+    return any(
+        nonempty(choice.get("text")) or nonempty((choice.get("message") or {}).get("content"))
+        for choice in (choices if isinstance(choices, list) else ())
+        if isinstance(choice, dict)
+    )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

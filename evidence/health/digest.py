@@ -1,0 +1,85 @@
+"""The per-row health digest: everything the reduce needs about one row, never the row itself.
+
+A digest is computed inside the per-attempt task, stored as JSON next to the attempt's outputs
+and read back by the reduce, so it must round-trip through JSON without loss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+HEALTHY = "healthy"
+UNHEALTHY = "unhealthy"
+UNOBSERVED = "unobserved"
+
+
+@dataclass(frozen=True, slots=True)
+class RowStats:
+    """Statistics of one row; 0.7.0 computes them regardless of ignored checks and gates."""
+
+    capture_observed: bool = False
+    policy_calls_observed: bool = False
+    successful_model_calls: int = 0
+    model_call_errors: int = 0
+    errors_by_status: dict[str, int] = field(default_factory=dict)
+    ended_on_error: bool = False
+    duplicated_calls: int = 0
+    transcript_prompt: int = 0
+    transcript_completion: int = 0
+    capture_prompt: int = 0
+    capture_completion: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RowDigest:
+    """One row's identity, findings (output form), unobserved check ids and statistics."""
+
+    task: int | str
+    rollout: int | str
+    stage: int | str | None
+    rollout_id: str
+    findings: tuple[dict[str, Any], ...]
+    unobserved: tuple[str, ...]
+    stats: RowStats
+
+    @property
+    def verdict(self) -> str:
+        """Unhealthy with any finding, else unobserved with any unobserved check, else healthy."""
+        if self.findings:
+            return UNHEALTHY
+        return UNOBSERVED if self.unobserved else HEALTHY
+
+    @property
+    def identity_key(self) -> tuple[int | str | None, int | str, int | str]:
+        """The duplicate-identity key: (stage, task, rollout) with coerced values."""
+        return (self.stage, self.task, self.rollout)
+
+    def with_finding(self, finding: dict[str, Any]) -> RowDigest:
+        return replace(self, findings=(*self.findings, finding))
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict; ``from_json`` restores an equal digest."""
+        data = asdict(self)
+        data["findings"] = list(self.findings)
+        data["unobserved"] = list(self.unobserved)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RowDigest:
+        return cls(
+            task=data["task"],
+            rollout=data["rollout"],
+            stage=data["stage"],
+            rollout_id=data["rollout_id"],
+            findings=tuple(data["findings"]),
+            unobserved=tuple(data["unobserved"]),
+            stats=RowStats(**data["stats"]),
+        )
+
+
+def finding(check: str, locator: dict[str, Any] | None, detail: dict[str, Any]) -> dict[str, Any]:
+    """A finding in its output form: ``locator`` only when present, ``subject`` never."""
+    if locator is None:
+        return {"check": check, "detail": detail}
+    return {"check": check, "locator": locator, "detail": detail}

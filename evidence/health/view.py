@@ -1,0 +1,123 @@
+"""What one readable rollout record shows to the health checks.
+
+The record's ``ng_trajectory`` is validated against the 0.7.0 ``TrajectoryRecord`` and re-dumped,
+so checks see every optional field (null when absent) and coerced numbers, exactly like 0.7.0.
+Gap codes then decide which parts of the trajectory count as observed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from evidence.health.bindings import EMPTY_BINDING, Binding, bind, owned_refs, turn_refs
+from evidence.health.calls import CallView
+from evidence.models.trajectory import TrajectoryRecord
+
+PROJECTION_FAILED = "trajectory_projection_failed"
+TURNS_UNAVAILABLE = "turns_unavailable"
+TURN_SCOPE_INCOMPLETE = "turn_model_call_scope_incomplete"
+INCOMPLETE_CAPTURE_GAPS = frozenset({
+    "model_calls_unavailable",
+    "model_call_capture_incomplete",
+    "model_call_capture_records_unreadable",
+    "model_call_capture_unreadable",
+})
+CONTRADICTION_KINDS = {
+    "model_call_reference_unmatched": "missing_captured_call",
+    "model_call_reference_ambiguous": "duplicated_captured_call",
+    "model_call_reference_conflict": "conflicting_call_ownership",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Transcript token usage from ``response.usage``; invalid counts are 0 and not ``present``."""
+
+    prompt: int
+    completion: int
+    present: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RowView:
+    """A readable record as the checks see it: canonical trajectory, flags, calls, bindings."""
+
+    trajectory: dict[str, Any] | None
+    trajectory_error: str | None
+    gap_codes: frozenset[str]
+    calls: tuple[CallView, ...]
+    turn_view: Binding
+    owned_view: Binding
+    usage: Usage
+
+    @property
+    def trajectory_observed(self) -> bool:
+        return self.trajectory is not None and PROJECTION_FAILED not in self.gap_codes
+
+    @property
+    def turns_observed(self) -> bool:
+        return self.trajectory_observed and TURNS_UNAVAILABLE not in self.gap_codes
+
+    @property
+    def turn_call_scope_complete(self) -> bool:
+        return self.trajectory_observed and TURN_SCOPE_INCOMPLETE not in self.gap_codes
+
+    @property
+    def model_calls_observed(self) -> bool:
+        return self.trajectory_observed and not self.gap_codes & INCOMPLETE_CAPTURE_GAPS
+
+    @property
+    def turns(self) -> list[dict[str, Any]]:
+        return self.trajectory["turns"] if self.trajectory_observed else []
+
+    @property
+    def contradiction_gaps(self) -> list[dict[str, Any]]:
+        """The reference-contradiction gaps, in gap order (only of an observed trajectory)."""
+        if not self.trajectory_observed:
+            return []
+        return [gap for gap in self.trajectory["gaps"] if gap["code"] in CONTRADICTION_KINDS]
+
+
+def build_view(record: dict[str, Any]) -> RowView:
+    """Validate the record's trajectory and derive everything the checks and statistics read."""
+    trajectory, error = canonical_trajectory(record.get("ng_trajectory"))
+    gap_codes = frozenset(gap["code"] for gap in trajectory["gaps"]) if trajectory else frozenset()
+    view = RowView(trajectory, error, gap_codes, (), EMPTY_BINDING, EMPTY_BINDING, transcript_usage(record))
+    if not view.trajectory_observed:
+        return view
+    calls = tuple(CallView.from_canonical(i, call) for i, call in enumerate(trajectory["model_calls"]))
+    return RowView(
+        trajectory, None, gap_codes, calls,
+        bind(turn_refs(trajectory), calls), bind(owned_refs(trajectory), calls), view.usage,
+    )
+
+
+def canonical_trajectory(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """``(re-dumped trajectory, None)``, ``(None, None)`` when absent, or ``(None, error class)``."""
+    if raw is None:
+        return None, None
+    try:
+        return TrajectoryRecord.model_validate(raw).model_dump(mode="json"), None
+    except Exception as exc:  # 0.7.0 records any validation failure by its class name
+        return None, type(exc).__name__
+
+
+def transcript_usage(record: dict[str, Any]) -> Usage:
+    """``response.usage`` counts: ``input_tokens``/``output_tokens`` keys win when present."""
+    response = record.get("response")
+    usage = response.get("usage") if isinstance(response, dict) else None
+    if not isinstance(usage, dict):
+        return Usage(0, 0, False)
+    prompt = usage["input_tokens"] if "input_tokens" in usage else usage.get("prompt_tokens")
+    completion = usage["output_tokens"] if "output_tokens" in usage else usage.get("completion_tokens")
+    valid_prompt, valid_completion = _valid_count(prompt), _valid_count(completion)
+    return Usage(
+        prompt if valid_prompt else 0,
+        completion if valid_completion else 0,
+        valid_prompt and valid_completion,
+    )
+
+
+def _valid_count(value: Any) -> bool:
+    return type(value) is int and value >= 0

@@ -1,0 +1,61 @@
+"""Golden health cases (0.7.0 outputs), byte for byte, through both entry points.
+
+1. ``health_check_bytes``: the drop-in over the exact input text.
+2. ``evaluate_row`` per parsed line, digests round-tripped through JSON in groups of 1 and of 7
+   (as the per-attempt tasks store them), then ``reduce_digests``: grouping must not matter.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from evidence.health import (
+    RowDigest,
+    digest_lines,
+    health_check_bytes,
+    normalize_ignored_checks,
+    reduce_digests,
+)
+from tests.conformance.conftest import load_cases
+
+CASES = load_cases("health")
+ROLLOUTS_PATH = "/data/jobs/j1/rollouts.jsonl"
+OUTPUT_DIR = "/data/out/j1/health"
+
+
+def _expected(case: dict[str, Any]) -> tuple[str, str, str]:
+    """The case's expected texts with its volatile paths replaced by ours."""
+    quoted = json.dumps(case["input_path_used"])
+    verdicts = case["expected_rollout_verdicts_jsonl"].replace(quoted, json.dumps(ROLLOUTS_PATH))
+    report = case["expected_report_text"].replace(case["output_dir_used"], OUTPUT_DIR)
+    return case["expected_quality_summary_text"], verdicts, report
+
+
+@pytest.mark.parametrize(("name", "case"), CASES, ids=[name for name, _ in CASES])
+def test_drop_in_matches_golden_bytes(name: str, case: dict[str, Any]) -> None:
+    files = health_check_bytes(
+        case["rollouts_jsonl"].encode(), rollouts_path=ROLLOUTS_PATH, output_dir=OUTPUT_DIR,
+        ignored=case["ignored_checks"],
+    )
+    summary, verdicts, report = _expected(case)
+    assert files.rollout_verdicts == verdicts
+    assert files.quality_summary == summary
+    assert json.loads(files.quality_summary) == case["expected_quality_summary"]
+    assert files.report == report
+
+
+@pytest.mark.parametrize("group_size", [1, 7])
+@pytest.mark.parametrize(("name", "case"), CASES, ids=[name for name, _ in CASES])
+def test_grouped_digests_match_golden_bytes(name: str, case: dict[str, Any], group_size: int) -> None:
+    ignored = normalize_ignored_checks(case["ignored_checks"])
+    digests = list(digest_lines(case["rollouts_jsonl"].encode(), source=ROLLOUTS_PATH, ignored=ignored))
+    groups = [digests[i:i + group_size] for i in range(0, len(digests), group_size)]
+    stored = [json.dumps([digest.to_json() for digest in group]) for group in groups]
+    restored = [RowDigest.from_json(item) for text in stored for item in json.loads(text)]
+    result = reduce_digests(restored, ignored)
+    summary, verdicts, _ = _expected(case)
+    assert "".join(result.verdict_lines()) == verdicts
+    assert result.summary_text() == summary
