@@ -1,0 +1,30 @@
+"""Options shared by several subcommands."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import orjson
+
+
+def storage_option(text: str) -> tuple[str, Any]:
+    """``key=value``; the value is parsed as JSON when it is JSON (true, 3, "x"), else kept as text."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    try:
+        return key, orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return key, raw
+
+
+def add_storage_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--storage-option", action="append", type=storage_option, default=[], metavar="KEY=VALUE",
+        help="fsspec storage option (repeatable), e.g. endpoint_url=http://127.0.0.1:5000",
+    )
+
+
+def storage_options_of(args: argparse.Namespace) -> dict[str, Any]:
+    return dict(args.storage_option)

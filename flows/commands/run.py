@@ -1,0 +1,47 @@
+"""``evidence-stage run``: process one job through the stage flow."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from flows.commands.options import add_storage_options, storage_options_of
+from flows.params import StageParams, TaskRunnerKind
+
+
+def register(subcommands: Any) -> None:
+    parser = subcommands.add_parser("run", help="process one evaluation job into a new run directory")
+    parser.add_argument("--rollouts", required=True, help="rollouts JSONL URL")
+    parser.add_argument("--failures", help="failures sidecar URL (default: <stem>_failures.jsonl when it exists)")
+    parser.add_argument("--capture-dir", required=True, help="model-call capture directory URL")
+    parser.add_argument("--output", required=True, help="output root URL")
+    parser.add_argument("--job-id")
+    parser.add_argument("--run-id")
+    parser.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run in place")
+    parser.add_argument("--attempts-per-task", type=int)
+    parser.add_argument("--session-id", help="ATIF session id (default: the job id)")
+    parser.add_argument("--agent-version", help="ATIF agent version (default: the package version)")
+    parser.add_argument("--ignore-check", action="append", default=[], dest="ignored_checks", metavar="ID")
+    parser.add_argument("--atif-all-or-nothing", action="store_true", default=None)
+    parser.add_argument("--rollout-id", action="append", default=[], dest="rollout_ids", metavar="ID", help="subset rerun")
+    parser.add_argument("--rollout-glob", help="subset rerun: rollout ids matching this glob")
+    parser.add_argument("--task-runner", choices=[k.value for k in TaskRunnerKind])
+    parser.add_argument("--max-workers", type=int)
+    parser.add_argument("--dask-address")
+    parser.add_argument("--dask-workers", type=int)
+    add_storage_options(parser)
+    parser.set_defaults(handler=handle)
+
+
+def params_from_args(args: argparse.Namespace) -> StageParams:
+    """Only the options the user gave become explicitly-set fields (resume compares those)."""
+    fields = {name: getattr(args, name) for name in StageParams.model_fields if getattr(args, name, None) not in (None, [])}
+    if args.storage_option:
+        fields["storage_options"] = storage_options_of(args)
+    return StageParams(**fields)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from flows.console import run_with_progress
+
+    return run_with_progress(params_from_args(args))
