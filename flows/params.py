@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 from enum import Enum
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # Parameters whose change changes outputs: they make the run's config fingerprint and must
@@ -63,3 +65,9 @@ class StageParams(BaseModel):
     @property
     def is_subset(self) -> bool:
         return bool(self.rollout_ids) or self.rollout_glob is not None
+
+
+def config_fingerprint(recorded: dict[str, Any]) -> str:
+    """sha256 of the output-changing parameters of a run (its ``params.json`` values)."""
+    chosen = {name: recorded.get(name) for name in OUTPUT_PARAMETERS}
+    return hashlib.sha256(orjson.dumps(chosen, option=orjson.OPT_SORT_KEYS)).hexdigest()

@@ -12,7 +12,7 @@ from typing import Any
 from prefect import flow, get_run_logger, task, unmapped
 from prefect.cache_policies import NO_CACHE
 
-from flows.params import OUTPUT_PARAMETERS, StageParams
+from flows.params import StageParams, config_fingerprint
 from flows.progress import Progress
 from flows.runners import build_runner
 from flows.report import render_run_report
@@ -156,7 +156,7 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
         "finished_at": finished_at.isoformat(),
         "resumed": bool(params.resume),
     }
-    manifest = build_manifest(run=run, params=recorded, plan=plan, statuses=statuses, reduced=reduced, timings=timings)
+    manifest = build_manifest(run=run, params=recorded, config_fingerprint=config_fingerprint(recorded), plan=plan, statuses=statuses, reduced=reduced, timings=timings)
     report_html, tables = render_run_report(ctx.run_dir, manifest)
     publish_run(ctx.run_dir, job_dir, manifest, report_html, not params.is_subset)
     publish_artifacts(manifest, ctx.run_dir, tables)

@@ -80,16 +80,8 @@ def _attempt_fingerprint(line: bytes, capture: FileEntry | None, incomplete: boo
     return digest.hexdigest()
 
 
-def _job_fingerprint(entries: dict[str, FileEntry]) -> str:
-    digest = hashlib.sha256()
-    for rel in sorted(entries):
-        entry = entries[rel]
-        digest.update(f"{rel}\0{entry.size}\0{entry.version}\n".encode())
-    return digest.hexdigest()
-
-
-def discover(main: Location, failures: Location | None, capture_dir: Location) -> JobPlan:
-    """Scan the rollouts file(s) once and the capture directory once; return the job plan.
+def list_inputs(main: Location, failures: Location | None, capture_dir: Location) -> dict[str, FileEntry]:
+    """Every input file (relative name -> size/version), from one HEAD per file and one LIST.
 
     Raises ``InputNotFound`` for a missing rollouts file or capture directory: a run over a typo
     would silently report every attempt as ``no_records``.
@@ -98,13 +90,28 @@ def discover(main: Location, failures: Location | None, capture_dir: Location) -
         raise InputNotFound(main.url, "rollouts file not found")
     if not capture_dir.is_dir():
         raise InputNotFound(capture_dir.url, "capture directory not found")
-    listing = {f.name: f for f in capture_dir.list_files()}
-    plan = JobPlan()
-    plan.inputs[main.name] = main.entry()
+    inputs = {main.name: main.entry()}
     if failures is not None:
-        plan.inputs[failures.name] = failures.entry()
-    for name, entry in listing.items():
-        plan.inputs[f"{capture_dir.name}/{name}"] = entry
+        inputs[failures.name] = failures.entry()
+    for entry in capture_dir.list_files():
+        inputs[f"{capture_dir.name}/{entry.name}"] = entry
+    return inputs
+
+
+def fingerprint_inputs(inputs: dict[str, FileEntry]) -> str:
+    """The job fingerprint: sha256 over the sorted (relative path, size, version) of every input."""
+    digest = hashlib.sha256()
+    for rel in sorted(inputs):
+        entry = inputs[rel]
+        digest.update(f"{rel}\0{entry.size}\0{entry.version}\n".encode())
+    return digest.hexdigest()
+
+
+def discover(main: Location, failures: Location | None, capture_dir: Location) -> JobPlan:
+    """Scan the rollouts file(s) once and the capture directory once; return the job plan."""
+    plan = JobPlan(inputs=list_inputs(main, failures, capture_dir))
+    prefix = capture_dir.name + "/"
+    listing = {rel[len(prefix) :]: entry for rel, entry in plan.inputs.items() if rel.startswith(prefix)}
     claimed: set[str] = set()
     sources = [(MAIN, main)] + ([(FAILURES, failures)] if failures is not None else [])
     for source, location in sources:
@@ -143,7 +150,7 @@ def discover(main: Location, failures: Location | None, capture_dir: Location) -
     plan.orphans = sorted(
         name for name in listing if _capture_id_of_file(name) is not None and _capture_id_of_file(name) not in claimed
     )
-    plan.fingerprint = _job_fingerprint(plan.inputs)
+    plan.fingerprint = fingerprint_inputs(plan.inputs)
     return plan
 
 

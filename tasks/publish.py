@@ -24,6 +24,7 @@ def build_manifest(
     *,
     run: dict[str, Any],
     params: dict[str, Any],
+    config_fingerprint: str,
     plan: JobPlan,
     statuses: dict[str, dict[str, Any]],
     reduced: ReduceSummary,
@@ -36,6 +37,7 @@ def build_manifest(
     return {
         "run": run,
         "parameters": params,
+        "config_fingerprint": config_fingerprint,
         "inputs": {
             "fingerprint": plan.fingerprint,
             "files": {name: asdict(entry) for name, entry in sorted(plan.inputs.items())},
