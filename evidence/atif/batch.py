@@ -1,0 +1,155 @@
+"""The drop-in ``export-atif`` batch: a whole rollouts file, all or nothing (0.7.0 §7).
+
+The pure part lives here: rows in, files out, or one ``AtifExportError`` with 0.7.0's exact
+batch text. The CLI owns the I/O preconditions and prints 0.7.0's texts from the builders
+below. Conditions, messages and exit codes, in the order the CLI must check them:
+
+============================================  ==============================================  ====
+condition                                     message                                         exit
+============================================  ==============================================  ====
+blank / invalid session id or agent version   ``<prog>: error: `` + ``config_error_message``  2
+rollouts path (expanduser, resolve) is not    ``Error: `` + ``rollouts_not_found_message``    1
+a regular file
+output path (expanduser, absolute) exists     ``Error: `` + ``output_exists_message``         1
+(``os.path.lexists``)
+``export_rollouts`` raises AtifExportError    ``Error: `` + ``str(error)``                    1
+output appeared while exporting               ``Error: `` + ``output_created_message``        1
+success                                       ``success_lines``                               0
+============================================  ==============================================  ====
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from evidence.atif.convert import agent_label, decode_row, is_row_index, rollout_to_atif
+from evidence.atif.encode import encode_rollout, manifest_bytes
+from evidence.atif.strict_json import may_hold_surrogate
+from evidence.errors import AtifExportError
+from evidence.models.atif import AtifRollout, Exporter
+
+__all__ = [
+    "MANIFEST_NAME",
+    "MULTIPLE_AGENTS_MESSAGE",
+    "NO_RECORDS_MESSAGE",
+    "config_error_message",
+    "duplicate_key_message",
+    "export_rollouts",
+    "output_created_message",
+    "output_exists_message",
+    "rejected_rows_message",
+    "rollouts_not_found_message",
+    "success_lines",
+]
+
+MANIFEST_NAME = "manifest.jsonl"
+NO_RECORDS_MESSAGE = "Rollouts file contains no records"
+MULTIPLE_AGENTS_MESSAGE = (
+    "Strict ATIF export requires one agent_ref.name per file because --agent-version is batch-scoped"
+)
+
+
+def duplicate_key_message(key: tuple[int, int]) -> str:
+    """The per-row text for a later row repeating an earlier ``(task, rollout)`` key."""
+    return f"duplicate Gym rollout key ({key[0]}, {key[1]})"
+
+
+def rollouts_not_found_message(source: str) -> str:
+    """``source`` is the rollouts path after ``expanduser()`` and ``resolve()``."""
+    return f"Rollouts file not found: {source}"
+
+
+def output_exists_message(output: str) -> str:
+    """``output`` is the output path after ``expanduser()`` and ``absolute()`` (not resolved)."""
+    return f"Output path already exists: {output}"
+
+
+def output_created_message(output: str) -> str:
+    """The race check just before publishing the staged directory."""
+    return f"Output path was created during export: {output}"
+
+
+def success_lines(count: int, output: str) -> list[str]:
+    """What 0.7.0 prints after a successful export."""
+    return [f"Exported {count} ATIF trajectory file(s) to {output}", f"Manifest: {output}/{MANIFEST_NAME}"]
+
+
+def config_error_message(field: str, value: str) -> str | None:
+    """The argparse error text (exit 2) for an unusable session id / agent version, else ``None``."""
+    if not value:
+        return f"invalid configuration: {field} (String should have at least 1 character)."
+    if not value.strip():
+        return f"invalid configuration: {field} (Value error, must contain a non-whitespace character)."
+    return None
+
+
+def _aggregate(recorded: Sequence[str]) -> str:
+    return f"ATIF export rejected {len(recorded)} row(s):" + "".join(f"\n- {text}" for text in recorded)
+
+
+def rejected_rows_message(rejections: Sequence[tuple[int, str]]) -> str:
+    """The all-or-nothing text from ``(line number, per-row message)`` pairs in line order."""
+    return _aggregate([f"line {line}: {message}" for line, message in rejections])
+
+
+def _lines(data: bytes) -> list[bytes]:
+    """Split on ``\\n`` only; a final line without newline is a row, the tail after one is not."""
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+class _Batch:
+    """The per-line loop state: what was exported, what was refused, keys and agent labels."""
+
+    def __init__(self, session_id: str, agent_version: str, exporter: Exporter) -> None:
+        self.identity = {"session_id": session_id, "agent_version": agent_version, "exporter": exporter}
+        self.rollouts: list[AtifRollout] = []
+        self.refused: list[str] = []
+        self.keys: set[tuple[int, int]] = set()
+        self.labels: set[str] = set()
+
+    def add(self, number: int, line: bytes) -> None:
+        if not line.strip():
+            raise AtifExportError(f"line {number}: blank JSONL records are not supported")
+        row = decode_row(line)
+        for field in ("_ng_task_index", "_ng_rollout_index"):
+            if not is_row_index(row.get(field)):
+                raise AtifExportError(f"line {number}.{field}: expected a non-negative integer")
+        key = (row["_ng_task_index"], row["_ng_rollout_index"])
+        if key in self.keys:
+            raise AtifExportError(duplicate_key_message(key))
+        self.keys.add(key)
+        label = agent_label(row)
+        if isinstance(label, str):
+            self.labels.add(label)
+        document = rollout_to_atif(row, hygiene=may_hold_surrogate(line), **self.identity)
+        self.rollouts.append(encode_rollout(document, *key))
+
+    def run(self, data: bytes) -> list[tuple[str, bytes]]:
+        for number, line in enumerate(_lines(data), start=1):
+            try:
+                self.add(number, line)
+            except AtifExportError as error:
+                prefix = f"line {number}"
+                self.refused.append(error.message if error.message.startswith(prefix) else f"{prefix}: {error.message}")
+        if self.refused:
+            raise AtifExportError(_aggregate(self.refused))
+        if not self.rollouts:
+            raise AtifExportError(NO_RECORDS_MESSAGE)
+        if len(self.labels) != 1:
+            raise AtifExportError(MULTIPLE_AGENTS_MESSAGE)
+        files = [(rollout.file_name, rollout.content) for rollout in self.rollouts]
+        return files + [(MANIFEST_NAME, manifest_bytes(self.rollouts))]
+
+
+def export_rollouts(
+    data: bytes, *, session_id: str, agent_version: str, exporter: Exporter
+) -> list[tuple[str, bytes]]:
+    """Export a whole rollouts file: ``(file name, bytes)`` per row in input order, then the manifest.
+
+    Raises ``AtifExportError`` with 0.7.0's batch text when any row is refused, the file has
+    no records, or the rows name more than one agent; nothing is returned then.
+    """
+    return _Batch(session_id, agent_version, exporter).run(data)

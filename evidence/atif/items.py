@@ -1,0 +1,196 @@
+"""Responses conversation items as 0.7.0 classifies and normalises them.
+
+The export must decide exactly like Gym's Responses input union which model an item is (an
+"easy" message and an input message differ only by whether ``status`` accompanies list
+content), because error texts name the model and the turn copies must match the conversation
+after the same normalisation: unknown keys dropped, defaults filled in, nulls dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Item", "InvalidItem", "UNSUPPORTED_ITEM_CLASS", "parse_item", "parse_items"]
+
+
+class InvalidItem(ValueError):
+    """The value does not parse as a Responses input item (0.7.0: a pydantic validation error)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A parsed item: its model ``kind`` and its normalised dump ``data``."""
+
+    kind: str
+    data: dict[str, Any]
+
+
+# 0.7.0 model class names, for the only kinds an agent group can stumble on (§5.3 (c)).
+UNSUPPORTED_ITEM_CLASS: Mapping[str, str] = {
+    "easy_message": "NeMoGymEasyInputMessage",
+    "input_message": "NeMoGymMessage",
+    "function_call_output": "NeMoGymFunctionCallOutput",
+}
+
+Convert = Callable[[Any], Any]
+_REQUIRED = object()
+_STATUSES = ("in_progress", "completed", "incomplete")
+
+
+def _fail() -> Any:
+    raise InvalidItem
+
+
+def _str(value: Any) -> str:
+    return value if type(value) is str else _fail()
+
+
+def _any(value: Any) -> Any:
+    return value
+
+
+def _optional(convert: Convert) -> Convert:
+    return lambda value: None if value is None else convert(value)
+
+
+def _literal(*allowed: str) -> Convert:
+    return lambda value: value if type(value) is str and value in allowed else _fail()
+
+
+def _list_of(convert: Convert) -> Convert:
+    return lambda value: [convert(x) for x in value] if type(value) is list else _fail()
+
+
+def _pick(obj: Mapping[str, Any], spec: Mapping[str, tuple[Convert, Any]]) -> dict[str, Any]:
+    """Validate the declared fields (others are ignored, as the models do) and drop nulls."""
+    out: dict[str, Any] = {}
+    for key, (convert, default) in spec.items():
+        if key in obj:
+            value = convert(obj[key])
+        elif default is _REQUIRED:
+            raise InvalidItem
+        else:
+            value = default
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def _parts(specs: Mapping[str, Mapping[str, tuple[Convert, Any]] | None]) -> Convert:
+    """A content-part converter over the allowed part types; ``None`` spec = kept as given."""
+
+    def convert(part: Any) -> dict[str, Any]:
+        if type(part) is not dict or part.get("type") not in specs:
+            raise InvalidItem
+        spec = specs[part["type"]]
+        if spec is None:
+            return {k: v for k, v in part.items() if v is not None}
+        return {"type": part["type"], **_pick(part, spec)}
+
+    return _list_of(convert)
+
+
+_OPT_STR = (_optional(_str), None)
+_TEXT = {"text": (_str, _REQUIRED)}
+_IMAGE = {"detail": (_literal("low", "high", "auto"), _REQUIRED), "file_id": _OPT_STR, "image_url": _OPT_STR}
+_FILE = {"file_data": _OPT_STR, "file_id": _OPT_STR, "file_url": _OPT_STR, "filename": _OPT_STR}
+_TOOL_OUTPUT_PARTS = _parts({"input_text": _TEXT, "input_image": _IMAGE, "input_file": _FILE})
+_INPUT_PARTS = _parts({"input_text": _TEXT, "input_image": _IMAGE, "input_file": _FILE, "input_video": None})
+_OUTPUT_PARTS = _parts(
+    {
+        "output_text": {
+            "annotations": (_list_of(_any), _REQUIRED),
+            "text": (_str, _REQUIRED),
+            "logprobs": (_optional(_list_of(_any)), None),
+        },
+        "refusal": {"refusal": (_str, _REQUIRED)},
+    }
+)
+
+
+def _text_or(parts: Convert) -> Convert:
+    return lambda value: value if type(value) is str else parts(value)
+
+
+_OPT_STATUS = (_optional(_literal(*_STATUSES)), None)
+_MESSAGE_TYPE = (_literal("message"), None)
+_SPECS: Mapping[str, Mapping[str, tuple[Convert, Any]]] = {
+    "easy_message": {
+        "content": (_text_or(_INPUT_PARTS), _REQUIRED),
+        "role": (_literal("user", "assistant", "system", "developer"), _REQUIRED),
+        "type": _MESSAGE_TYPE,
+    },
+    "input_message": {
+        "content": (_INPUT_PARTS, _REQUIRED),
+        "role": (_literal("user", "system", "developer"), _REQUIRED),
+        "status": (_literal(*_STATUSES), "completed"),
+        "type": _MESSAGE_TYPE,
+    },
+    "output_message": {
+        "id": (_str, _REQUIRED),
+        "content": (_OUTPUT_PARTS, _REQUIRED),
+        "role": (_literal("assistant"), _REQUIRED),
+        "status": (_literal(*_STATUSES), "completed"),
+        "type": (_literal("message"), _REQUIRED),
+    },
+    "function_call": {
+        "arguments": (_str, _REQUIRED),
+        "call_id": (_str, _REQUIRED),
+        "name": (_str, _REQUIRED),
+        "type": (_literal("function_call"), _REQUIRED),
+        "id": _OPT_STR,
+        "status": _OPT_STATUS,
+        "namespace": _OPT_STR,
+    },
+    "function_call_output": {
+        "call_id": (_str, _REQUIRED),
+        "output": (_text_or(_TOOL_OUTPUT_PARTS), _REQUIRED),
+        "type": (_literal("function_call_output"), _REQUIRED),
+        "id": _OPT_STR,
+        "status": _OPT_STATUS,
+    },
+    "reasoning": {
+        "id": (_str, _REQUIRED),
+        "summary": (_parts({"summary_text": _TEXT}), _REQUIRED),
+        "type": (_literal("reasoning"), _REQUIRED),
+        "encrypted_content": _OPT_STR,
+        "content": (_optional(_parts({"reasoning_text": _TEXT})), None),
+    },
+}
+
+
+def _message_kind(obj: Mapping[str, Any]) -> str:
+    """Gym's discriminator for ``type: message`` (only the first part decides for assistants)."""
+    role, content = obj.get("role"), obj.get("content")
+    if role in ("user", "system", "developer"):
+        if type(content) is list and obj.get("status") in _STATUSES:
+            return "input_message"
+        return "easy_message"
+    if role == "assistant":
+        first = content[0] if type(content) is list and content else None
+        if type(first) is dict and first.get("type") in ("output_text", "refusal"):
+            return "output_message"
+        if content == [] and type(obj.get("id")) is str:
+            return "output_message"
+        return "easy_message"
+    raise InvalidItem
+
+
+def parse_item(obj: Any) -> Item:
+    """Classify and normalise one conversation item, or raise ``InvalidItem``."""
+    if type(obj) is not dict:
+        raise InvalidItem
+    item_type = obj.get("type")
+    kind = _message_kind(obj) if item_type == "message" else item_type
+    if kind not in _SPECS:
+        raise InvalidItem
+    return Item(kind, _pick(obj, _SPECS[kind]))
+
+
+def parse_items(value: Any) -> list[Item]:
+    """Parse a list of conversation items, or raise ``InvalidItem`` (a non-list fails too)."""
+    if type(value) is not list:
+        raise InvalidItem
+    return [parse_item(item) for item in value]
