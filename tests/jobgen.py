@@ -89,7 +89,12 @@ class PlantedInput:
 
 @dataclass(frozen=True)
 class JobInfo:
-    """What was written: paths, object-row and exchange counts, and every planted oddity."""
+    """What was written and every planted oddity.
+
+    `main_rows`/`failure_rows` count JSON-object lines; `capture_files`/`exchanges` count the
+    `.capture.jsonl` files in the capture dir and their intact exchange lines (the traversal
+    bait lies outside it and is not counted).
+    """
 
     root: Path
     rollouts: Path
@@ -681,8 +686,9 @@ def _write(root: Path, main: list[Any], side: list[Any], extra: list[_Attempt]) 
             with open(root / f"{base}.capture.jsonl", "wb", buffering=1 << 20) as f:
                 for line in a.lines:
                     counts["bytes"] += f.write(line)
-            counts["files"] += 1
-            counts["exchanges"] += a.exchanges
+            if base.startswith(f"{_CAPTURE_DIR}/"):
+                counts["files"] += 1
+                counts["exchanges"] += a.exchanges
             planted += [PlantedInput(kind, f"{base}.capture.jsonl", next(i for i, x in enumerate(a.lines) if x is line) + 1,
                                      a.rollout_id) for kind, line in a.line_plants]
         if a.marker:
