@@ -1,0 +1,31 @@
+"""The run report: ``report.html`` plus markdown/table renderings for Prefect artifacts.
+
+Pure rendering: the caller gathers a :class:`ReportContext` (run identity, health summary,
+capabilities, perf_summary, histogram values, links) and writes the returned text.
+"""
+
+from evidence.report.context import ReportContext
+from evidence.report.html import render_report
+from evidence.report.markdown import (
+    capabilities_markdown,
+    capability_table_rows,
+    health_markdown,
+    perf_markdown,
+    report_markdown,
+    table_markdown,
+    table_rows,
+)
+from evidence.report.svg import histogram_svg
+
+__all__ = [
+    "ReportContext",
+    "capabilities_markdown",
+    "capability_table_rows",
+    "health_markdown",
+    "histogram_svg",
+    "perf_markdown",
+    "render_report",
+    "report_markdown",
+    "table_markdown",
+    "table_rows",
+]

@@ -1,0 +1,46 @@
+"""Everything the run report shows, gathered by the caller: the report itself reads no files.
+
+The run id and the times appear only here (and in manifest.json): every other output of a run
+is byte-identical across reruns (DESIGN.md, invariant 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ReportContext"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportContext:
+    """The inputs of ``report.html`` and of the Prefect artifacts.
+
+    Attributes:
+        job_id: the job's id (DESIGN.md "Identities").
+        run_id: the run's id.
+        started_at: when the run started, already formatted by the caller (ISO 8601, UTC).
+        finished_at: when the run finished, formatted likewise.
+        inputs: label -> URL of each input (rollouts file, capture directory, ...).
+        parameters: the run's parameters as written to manifest.json.
+        quality_summary: the parsed ``health/quality_summary.json``, or None when absent.
+        capabilities: the ``capabilities.json`` document (:func:`evidence.capabilities.build_capabilities`).
+        perf_summary: the parsed ``perf_summary.json`` (``{"run": ..., "groups": {...}}``), or None.
+        latency_ms: per-rollout ``ng_perf.total_latency_ms`` values (histogram).
+        tokens_per_turn: per-rollout completion tokens per turn (histogram).
+        links: (label, href relative to the run directory) of the run's files, in display order.
+    """
+
+    job_id: str
+    run_id: str
+    started_at: str
+    finished_at: str
+    inputs: Mapping[str, str]
+    parameters: Mapping[str, Any]
+    quality_summary: Mapping[str, Any] | None
+    capabilities: Mapping[str, Any]
+    perf_summary: Mapping[str, Any] | None
+    latency_ms: Sequence[float]
+    tokens_per_turn: Sequence[float]
+    links: Sequence[tuple[str, str]]

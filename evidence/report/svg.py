@@ -1,0 +1,66 @@
+"""A small inline-SVG histogram: the report must stay one file with no scripts or assets."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from evidence.report.tables import format_value
+
+__all__ = ["histogram_svg"]
+
+BINS = 10
+_WIDTH, _HEIGHT = 480, 200
+_LEFT, _TOP, _PLOT_W, _PLOT_H = 48, 24, 416, 140
+
+
+def histogram_svg(values: Sequence[float], *, title: str, unit: str) -> str:
+    """Render ``values`` as a histogram of up to :data:`BINS` equal-width bins.
+
+    The same values always give the same text. Each bar carries a ``<title>`` with its range
+    and count so the numbers stay readable without a script.
+    """
+    label = escape(f"{title} ({unit})")
+    head = (
+        f'<svg class="histogram" role="img" aria-label="{label}" '
+        f'width="{_WIDTH}" height="{_HEIGHT}" viewBox="0 0 {_WIDTH} {_HEIGHT}">'
+        f"<title>{label}</title>"
+        f'<text x="{_LEFT}" y="14" class="h-title">{label}</text>'
+    )
+    if not values:
+        return head + f'<text x="{_LEFT}" y="{_TOP + _PLOT_H // 2}">no data</text></svg>'
+    low, high = min(values), max(values)
+    counts, width = _bin(values, low, high)
+    tallest = max(counts)
+    bar_w = _PLOT_W / len(counts)
+    parts = [head]
+    for index, count in enumerate(counts):
+        height = _PLOT_H * count / tallest
+        start = low + index * width
+        tip = escape(f"{format_value(start)}\u2013{format_value(start + width)} {unit}: {count}")
+        parts.append(
+            f'<rect class="bar" data-count="{count}" x="{_LEFT + index * bar_w:.1f}" '
+            f'y="{_TOP + _PLOT_H - height:.1f}" width="{bar_w - 2:.1f}" height="{height:.1f}">'
+            f"<title>{tip}</title></rect>"
+        )
+    base = _TOP + _PLOT_H
+    parts.append(f'<line x1="{_LEFT}" y1="{base}" x2="{_LEFT + _PLOT_W}" y2="{base}" class="axis"/>')
+    parts.append(f'<text x="{_LEFT}" y="{base + 16}">{escape(format_value(low))}</text>')
+    parts.append(
+        f'<text x="{_LEFT + _PLOT_W}" y="{base + 16}" text-anchor="end">{escape(format_value(high))}</text>'
+    )
+    parts.append(f'<text x="{_LEFT - 6}" y="{_TOP + 10}" text-anchor="end">{tallest}</text>')
+    parts.append(f'<text x="{_LEFT - 6}" y="{base}" text-anchor="end">0</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _bin(values: Sequence[float], low: float, high: float) -> tuple[list[int], float]:
+    """Counts per bin and the bin width; identical values share one bin."""
+    if high == low:
+        return [len(values)], 0.0
+    width = (high - low) / BINS
+    counts = [0] * BINS
+    for value in values:
+        counts[min(int((value - low) / width), BINS - 1)] += 1
+    return counts, width

@@ -1,0 +1,120 @@
+"""The report's tables as plain data, rendered alike as HTML, markdown and Prefect table rows.
+
+Building each table once keeps the page and the flow-run artifacts saying the same thing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from evidence.capabilities import DIMENSION_LABELS
+
+__all__ = [
+    "Table",
+    "capability_cell",
+    "capability_gaps_table",
+    "capability_table",
+    "findings_table",
+    "format_value",
+    "perf_table",
+    "verdict_counts",
+    "verdict_table",
+]
+
+VERDICTS = ("healthy", "unhealthy", "unobserved")
+TOP_FINDINGS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A header row and body rows of display strings (not yet escaped for any format)."""
+
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+def verdict_counts(summary: Mapping[str, Any] | None) -> dict[str, int]:
+    """Rollouts per health verdict (0.7.0's ``run.verdicts``), in verdict order."""
+    verdicts = _dict(_dict(_dict(summary).get("run")).get("verdicts"))
+    return {name: verdicts.get(name, 0) for name in VERDICTS}
+
+
+def verdict_table(summary: Mapping[str, Any] | None) -> Table:
+    """Health verdict counts plus their total."""
+    counts = verdict_counts(summary)
+    rows = [(name, format_value(count)) for name, count in counts.items()]
+    rows.append(("total", format_value(sum(v for v in counts.values() if isinstance(v, int)))))
+    return Table(("Verdict", "Rollouts"), tuple(rows))
+
+
+def findings_table(summary: Mapping[str, Any] | None) -> Table:
+    """The checks with the most findings (0.7.0's ``run.issues``), most frequent first."""
+    issues = _dict(_dict(_dict(summary).get("run")).get("issues"))
+    found = [(check, count) for check, count in issues.items() if isinstance(count, int) and count > 0]
+    found.sort(key=lambda item: (-item[1], item[0]))
+    return Table(("Check", "Findings"), tuple((check, format_value(n)) for check, n in found[:TOP_FINDINGS]))
+
+
+def capability_cell(entry: Mapping[str, Any]) -> str:
+    """✅ or ❌ alone, like Gym's page; 🟡 with the share of complete rollouts."""
+    if entry["status"] == "partial":
+        return f"{entry['symbol']} {entry['complete']:.0%}"
+    return str(entry["symbol"])
+
+
+def capability_table(capabilities: Mapping[str, Any]) -> Table:
+    """One row per agent, one ✅/🟡/❌ column per dimension."""
+    dimensions = capabilities["dimensions"]
+    headers = ("Agent", "Rollouts", *(DIMENSION_LABELS[name] for name in dimensions))
+    rows = tuple(
+        (agent, format_value(entry["rollouts"]), *(capability_cell(entry["dimensions"][n]) for n in dimensions))
+        for agent, entry in capabilities["agents"].items()
+    )
+    return Table(headers, rows)
+
+
+def capability_gaps_table(capabilities: Mapping[str, Any]) -> Table:
+    """Why each dimension fell short: agent, dimension, code, rollouts with that code."""
+    rows = tuple(
+        (agent, DIMENSION_LABELS[name], code, format_value(count))
+        for agent, entry in capabilities["agents"].items()
+        for name in capabilities["dimensions"]
+        for code, count in entry["dimensions"][name]["gaps"].items()
+    )
+    return Table(("Agent", "Dimension", "Gap code", "Rollouts"), rows)
+
+
+def perf_table(perf_summary: Mapping[str, Any] | None) -> Table:
+    """perf_summary statistics: one row per statistic, columns ``run`` then each group."""
+    columns = {"run": _dict(_dict(perf_summary).get("run"))}
+    columns.update((name, _dict(stats)) for name, stats in _dict(_dict(perf_summary).get("groups")).items())
+    statistics = list(dict.fromkeys(key for stats in columns.values() for key in stats))
+    rows = tuple(
+        (key, *(format_value(stats[key]) if key in stats else "" for stats in columns.values()))
+        for key in statistics
+    )
+    return Table(("Statistic", *columns), rows)
+
+
+def format_value(value: Any) -> str:
+    """Readable text for a JSON value: floats to at most 3 decimals, null as an em dash."""
+    if value is None:
+        return "\u2014"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        text = f"{value:.3f}".rstrip("0").rstrip(".")
+        return "0" if text == "-0" else text
+    if isinstance(value, (int, str)):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _dict(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
