@@ -354,37 +354,58 @@ class _Episode:
     end: float
 
 
-def _simulate(src: _Source, task: _Task, n_calls: int, rollout_id: str) -> _Episode:
-    """Run the agent loop: each successful call sees the whole history so far."""
+def _judge_exchange(src: _Source, task: _Task, now: float) -> dict[str, Any]:
+    """The grader call an environment makes after the agent finished (no agent owns it)."""
+    request = {"model": _MODELS[_JUDGE], "input": [
+        {"role": "system", "content": "You are a strict grader. Answer [[YES]] or [[NO]]."},
+        {"role": "user", "content": f"Reference: {task.expected_answer}\nCandidate: {src.text(200)}"}],
+        "temperature": 0.0, "max_output_tokens": 16}
+    verdict = {"id": "resp_" + src.hex(32), "created_at": int(now), "model": _MODELS[_JUDGE], "object": "response",
+               "status": "completed", "error": None, "incomplete_details": None,
+               "output": [{"id": "msg_" + src.hex(24), "content": [{"annotations": [], "text": "[[YES]]",
+                           "type": "output_text"}], "role": "assistant", "status": "completed", "type": "message"}],
+               "usage": {"input_tokens": 103, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 2,
+                         "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 105}}
+    return _exchange(src, "responses", _JUDGE, now + 0.5, request, verdict, None, None)
+
+
+def _turn_record(dialect: str, history: list[dict[str, Any]], turn: dict[str, Any], line: dict[str, Any],
+                 steps: int) -> dict[str, Any]:
+    """What a producer trajectory says about one successful call."""
+    question = [_dump_item(x) for x in history] if dialect == "responses" else history[:]
+    answer = _responses_items(turn, False) if dialect == "responses" else _anthropic_blocks(turn)
+    return {"response_id": line["response"]["id"], "server": line["model_ref"]["name"],
+            "started_at": line["started_at"], "question": question, "steps": steps,
+            "answer": [a for a in answer if a.get("type") not in ("reasoning", "thinking")],
+            "reasoning": turn["reasoning"],
+            "reasoning_items": [_dump_item(a) for a in answer if a.get("type") == "reasoning"]}
+
+
+def _simulate(src: _Source, task: _Task, n_calls: int) -> _Episode:
+    """Run the agent loop: every call sees the whole history so far; a failed call is retried."""
     _, dialect, server, evidence = task.agent
     session = "ses_" + src.hex(24)
     tag = session if evidence == "harness" else None
-    history, conversation = _history_start(task, dialect), _history_start(task, "responses")
-    conversation = [{"type": "message", **m} for m in conversation]
-    exchanges, turns, tools = [], [], []
+    history = _history_start(task, dialect)
+    conversation = [{"type": "message", **m} for m in _history_start(task, "responses")]
+    exchanges: list[dict[str, Any]] = []
+    turns: list[dict[str, Any]] = []
+    tools: list[dict[str, Any]] = []
     now, tokens_in, steps = src.clock + src.rng.uniform(0, 3600), 120 + len(task.system + task.user) // 4, 0
     agent_calls = n_calls - 1 if evidence == "judge" and n_calls > 1 else n_calls
     for i in range(agent_calls):
         request = _request(task, dialect, history)
         if i < agent_calls - 1 and src.rng.random() < 0.04:
-            error = src.rng.choice(_ERRORS)
-            exchanges.append(_exchange(src, dialect, server, now, request, None, tag, error))
+            exchanges.append(_exchange(src, dialect, server, now, request, None, tag, src.rng.choice(_ERRORS)))
             now = exchanges[-1]["completed_at"] + 1.0
             continue
         turn = _plan_turn(src, task, final=i == agent_calls - 1)
         cached = (tokens_in * 9 // 10) // 32 * 32 if turns else 0
         response = _response(src, task, dialect, turn, tokens_in, cached, int(now))
-        line = _exchange(src, dialect, server, now, request, response, tag, None)
-        exchanges.append(line)
-        question = [_dump_item(x) for x in history] if dialect == "responses" else history[:]
-        answer = _responses_items(turn, False) if dialect == "responses" else _anthropic_blocks(turn)
-        turns.append({"response_id": response["id"], "server": server, "started_at": line["started_at"],
-                      "question": question, "answer": [a for a in answer if a.get("type") not in ("reasoning", "thinking")],
-                      "reasoning": turn["reasoning"], "reasoning_items": [_dump_item(a) for a in answer
-                                                                          if a.get("type") == "reasoning"],
-                      "steps": steps})
+        exchanges.append(_exchange(src, dialect, server, now, request, response, tag, None))
+        turns.append(_turn_record(dialect, history, turn, exchanges[-1], steps))
         steps += len(turn["calls"])
-        now = line["completed_at"]
+        now = exchanges[-1]["completed_at"]
         for c in turn["calls"]:
             took = src.rng.uniform(0.005, 4.0)
             tools.append({"call_id": ("toolu_01" + c["call_id"][:22]) if dialect == "messages" else "call_" + c["call_id"],
@@ -393,19 +414,9 @@ def _simulate(src: _Source, task: _Task, n_calls: int, rollout_id: str) -> _Epis
             now += took
         _extend_history(history, dialect, turn)
         conversation += _responses_items(turn)
-        tokens_in += sum(len(c["output"]) + 40 for c in turn["calls"]) // 4 + response["usage"].get("output_tokens", 0)
+        tokens_in += sum(len(c["output"]) + len(str(c["args"])) for c in turn["calls"]) // 4
     if evidence == "judge" and n_calls > 1:
-        judge = {"model": _MODELS[_JUDGE], "input": [
-            {"role": "system", "content": "You are a strict grader. Answer [[YES]] or [[NO]]."},
-            {"role": "user", "content": f"Reference: {task.expected_answer}\nCandidate: {src.text(200)}"}],
-            "temperature": 0.0, "max_output_tokens": 16}
-        verdict = {"id": "resp_" + src.hex(32), "created_at": int(now), "model": _MODELS[_JUDGE], "object": "response",
-                   "status": "completed", "error": None, "incomplete_details": None,
-                   "output": [{"id": "msg_" + src.hex(24), "content": [{"annotations": [], "text": "[[YES]]",
-                               "type": "output_text"}], "role": "assistant", "status": "completed", "type": "message"}],
-                   "usage": {"input_tokens": 103, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 2,
-                             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 105}}
-        exchanges.append(_exchange(src, "responses", _JUDGE, now + 0.5, judge, verdict, None, None))
+        exchanges.append(_judge_exchange(src, task, now))
         now = exchanges[-1]["completed_at"]
     return _Episode(exchanges, conversation, turns, tools, session, now)
 
@@ -545,7 +556,7 @@ def _attempt(src: _Source, task: _Task, ids: tuple[int, int, int], n_calls: int,
              failure: str | None = None) -> _Attempt:
     t, r, attempt = ids
     rollout_id = f"{t}-{r}" + (f"-a{attempt}" if attempt else "")
-    ep = _simulate(src, task, n_calls if failure is None else max(1, n_calls // 2), rollout_id)
+    ep = _simulate(src, task, n_calls if failure is None else max(1, n_calls // 2))
     if failure is not None and _FAILURES[failure] is None:
         row = _request_failure(src, failure, task, t, r)
     else:
@@ -608,11 +619,8 @@ def _identity_rows(src: _Source, task: _Task, first_index: int, calls: int) -> l
     return rows
 
 
-def _plant_hostile(src: _Source, main: list[Any], side: list[Any], extra: list[_Attempt],
-                   tasks: list[_Task], calls: int) -> None:
-    """Add the damage of a hostile job on top of a realistic plan (in place)."""
-    plain = [a for a in main if not a.marker and not a.line_plants and len(a.lines) > 1]
-    victims = src.rng.sample(plain, 9)
+def _damage_captures(src: _Source, victims: list[_Attempt]) -> None:
+    """Lines a reader must count as unusable, a blank and a huge line, and one missing file."""
     _insert_line(victims[0], "non_object_capture_line", b"[]\n", src)
     _insert_line(victims[0], "non_object_capture_line", b"null\n", src)
     _damage_line(victims[1], "invalid_utf8_capture_line", 0,
@@ -626,14 +634,18 @@ def _plant_hostile(src: _Source, main: list[Any], side: list[Any], extra: list[_
     victims[4].lines[0] = orjson.dumps(huge) + b"\n"
     victims[4].line_plants.append(("huge_capture_line", victims[4].lines[0]))
     victims[5].lines, victims[5].exchanges, victims[5].row_kinds = [], 0, ["missing_capture"]
-    twin = copy.deepcopy(victims[6].row)
+
+
+def _damage_rows(main: list[Any], twin_of: _Attempt, stale: _Attempt) -> None:
+    """A duplicate identity, a stale `no_records` attachment and two invalid bundles."""
+    twin = copy.deepcopy(twin_of.row)
     twin["reward"] = 1.0 - twin["reward"]
-    main.append(_Attempt(twin, victims[6].rollout_id, row_kinds=["duplicate_identity"]))
-    victims[7].row["ng_model_call_capture"] = {
-        "rollout_id": victims[7].rollout_id, "metrics": dict.fromkeys(
+    main.append(_Attempt(twin, twin_of.rollout_id, row_kinds=["duplicate_identity"]))
+    stale.row["ng_model_call_capture"] = {
+        "rollout_id": stale.rollout_id, "metrics": dict.fromkeys(
             ("tokens_in", "tokens_out", "tokens_reasoning", "tokens_total", "cached_tokens", "latency_total_ms"))
         | {"num_calls": 0}, "calls": [], "gaps": [{"code": "model_call_capture_no_records"}]}
-    victims[7].row_kinds = ["stale_no_records"]
+    stale.row_kinds = ["stale_no_records"]
     bundles = [a for a in main if "ng_agent_observations" in (a.row or {}) and not a.row_kinds][:2]
     for a, drop_kind in zip(bundles, (False, True)):
         bundle = copy.deepcopy(a.row["ng_agent_observations"])
@@ -642,21 +654,38 @@ def _plant_hostile(src: _Source, main: list[Any], side: list[Any], extra: list[_
         else:
             bundle["unknown_field"] = True
         a.row["ng_agent_observations"], a.row_kinds = bundle, ["invalid_observations"]
-    for row in _identity_rows(src, tasks[-1], len(tasks) + 1, max(1, calls // 2)):
-        main.insert(src.rng.randint(0, len(main)), row)
-    stale = _attempt(src, tasks[0], (0, 0, 3), calls)
-    bait = _attempt(src, tasks[0], (0, 1, 0), 1)
+
+
+def _stray_captures(src: _Source, task: _Task, calls: int) -> list[_Attempt]:
+    """A stale attempt's capture nobody claims, and the file a `../x` id would reach."""
+    stale = _attempt(src, task, (task.index, 0, 3), calls)
+    bait = _attempt(src, task, (task.index, 1, 0), 1)
     stale.row, stale.row_kinds = None, ["orphan_capture"]
     bait.row, bait.rollout_id, bait.row_kinds = None, "../x", ["traversal_bait"]
-    extra += [stale, bait]
-    sample = orjson.dumps(victims[8].row) + b"\n"
+    return [stale, bait]
+
+
+def _add_bad_lines(src: _Source, main: list[Any], side: list[Any], row: bytes) -> None:
+    """Lines of the rollouts files that cannot become rows; the sidecar ends mid-row."""
     raw = [("blank_line", b"  \n"), ("blank_line", b"\n"), ("non_object_line", b"[]\n"),
            ("non_object_line", b"null\n"), ("non_object_line", b'"row"\n'), ("non_object_line", b"3\n"),
-           ("malformed_json_line", sample[: len(sample) // 2] + b"\n"),
-           ("invalid_utf8_line", sample.replace(b'"responses_create_params"', b'"responses_\xc3(create"', 1))]
+           ("malformed_json_line", row[: len(row) // 2] + b"\n"),
+           ("invalid_utf8_line", row.replace(b'"responses_create_params"', b'"responses_\xc3(create"', 1))]
     for entry in raw:
         main.insert(src.rng.randint(0, len(main)), entry)
-    side.append(("malformed_json_line", sample[: len(sample) // 3]))
+    side.append(("malformed_json_line", row[: len(row) // 3]))
+
+
+def _plant_hostile(src: _Source, main: list[Any], side: list[Any], extra: list[_Attempt],
+                   tasks: list[_Task], calls: int) -> None:
+    """Add the damage of a hostile job on top of a realistic plan (in place)."""
+    victims = src.rng.sample([a for a in main if not a.marker and not a.line_plants and len(a.lines) > 1], 9)
+    _damage_captures(src, victims[:6])
+    _damage_rows(main, victims[6], victims[7])
+    for row in _identity_rows(src, tasks[-1], len(tasks) + 1, max(1, calls // 2)):
+        main.insert(src.rng.randint(0, len(main)), row)
+    extra += _stray_captures(src, tasks[0], calls)
+    _add_bad_lines(src, main, side, orjson.dumps(victims[8].row) + b"\n")
 
 
 def _write(root: Path, main: list[Any], side: list[Any], extra: list[_Attempt]) -> JobInfo:

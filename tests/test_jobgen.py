@@ -193,6 +193,7 @@ def test_failed_attempts_are_retried_in_the_main_file(realistic: JobInfo) -> Non
     failed = {(r["_ng_task_index"], r["_ng_rollout_index"]) for r in _rows(realistic.failures)}
     assert failed == retried
     assert all((realistic.capture_dir / f"{t}-{r}-a1.capture.jsonl").is_file() for t, r in retried)
+    assert len(realistic.planted_of("failed_attempt")) == realistic.failure_rows
 
 
 def test_requests_carry_a_growing_history(realistic: JobInfo) -> None:
