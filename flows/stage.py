@@ -15,13 +15,13 @@ from prefect.cache_policies import NO_CACHE
 from flows.params import StageParams, config_fingerprint
 from flows.progress import Progress
 from flows.runners import build_runner
-from flows.report import render_run_report
 from tasks.attempt import process_group
 from tasks.context import RunContext
 from tasks.discover import AttemptRef, JobPlan, discover
 from tasks.naming import default_failures_url, job_id_for, new_run_id
 from tasks.publish import build_manifest, publish_artifacts, publish_run
 from tasks.reduce import reduce_run
+from tasks.report import render_run_report
 from tasks.runs import check_resume, claim, is_complete, recorded_params, run_dir_of
 from tasks.storage import Location
 
@@ -157,7 +157,7 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
         "resumed": bool(params.resume),
     }
     manifest = build_manifest(run=run, params=recorded, config_fingerprint=config_fingerprint(recorded), plan=plan, statuses=statuses, reduced=reduced, timings=timings)
-    report_html, tables = render_run_report(ctx.run_dir, manifest)
+    report_html, tables = render_run_report(ctx.run_dir, manifest, reduced.histograms)
     publish_run(ctx.run_dir, job_dir, manifest, report_html, not params.is_subset)
     publish_artifacts(manifest, ctx.run_dir, tables)
     logger.info("run %s complete: %s", run_id, manifest["counts"])

@@ -17,13 +17,14 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import task_run as task_run_runtime
 from prefect.tasks import exponential_backoff
 
-from evidence.atif import Exporter, convert_rollout
+from evidence.atif import convert_rollout
 from evidence.capabilities import capability_digest
 from evidence.capture import CaptureFiles
 from evidence.collect import collect_row
 from evidence.errors import AtifExportError
 from evidence.health import evaluate_row
 from evidence.jsonl import dump_row
+from evidence.models.atif import Exporter
 from tasks.context import EXPORTER_NAME, RunContext
 from tasks.discover import JSONL_SUFFIX, MAIN, MARKER_SUFFIX, AttemptRef
 from tasks.parts import decode_part, encode_part, part_location
@@ -95,7 +96,11 @@ def build_part(ctx: RunContext, attempt: AttemptRef, raw: bytes) -> bytes:
     if attempt.source == MAIN:
         value = orjson.loads(line)  # what the written file holds (non-finite floats are null)
         header["health"] = evaluate_row(
-            value, source=ctx.rollouts_out.display, line=attempt.out_line, ignored=ctx.ignored_checks
+            value,
+            source=ctx.rollouts_out.display,
+            line=attempt.out_line,
+            ordinal=attempt.out_line - 1,
+            ignored=ctx.ignored_checks,
         ).to_json()
         header["capability"] = capability_digest(value)
         perf = value.get("ng_perf")
@@ -110,8 +115,12 @@ def build_part(ctx: RunContext, attempt: AttemptRef, raw: bytes) -> bytes:
         except AtifExportError as exc:
             header["atif"] = {"error": exc.message}
         else:
-            header["atif"] = {"name": converted.name, "key": list(converted.key), "manifest": converted.manifest_entry}
-            blobs.append(converted.data)
+            header["atif"] = {
+                "name": converted.file_name,
+                "key": list(converted.key),
+                "manifest": converted.manifest_line.decode(),
+            }
+            blobs.append(converted.content)
     header["seconds"] = round(time.perf_counter() - started, 6)
     return encode_part(header, blobs)
 

@@ -16,9 +16,9 @@ import orjson
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from evidence.atif import all_or_nothing_error, duplicate_key_message, manifest_line
-from evidence.capabilities import build_capabilities
-from evidence.health import HealthReducer
+from evidence.atif import duplicate_key_message, rejected_rows_message
+from evidence.capabilities import build_capabilities, histogram_values
+from evidence.health import HealthResult, RowDigest, reduce_digests
 from evidence.perf_summary import compute_perf_summary
 from tasks.context import RunContext
 from tasks.discover import FAILURES, MAIN, AttemptRef
@@ -86,30 +86,37 @@ class _AtifState:
         self.rejections.append({"line": attempt.out_line, "rollout_id": header.get("rollout_id"), "error": message})
 
 
-def _fold_main(ctx: RunContext, attempts: list[AttemptRef]) -> tuple[Any, _AtifState, dict, list]:
+@dataclass(slots=True)
+class _MainFold:
+    """The small per-attempt digests gathered while main rows stream into rollouts.jsonl."""
+
+    health: list[RowDigest] = field(default_factory=list)
+    atif: _AtifState = field(default_factory=_AtifState)
+    perf: dict[str, list[Any]] = field(default_factory=dict)
+    capabilities: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _fold_main(ctx: RunContext, attempts: list[AttemptRef]) -> _MainFold:
     """One streaming pass over the main parts: rollouts.jsonl plus every digest fold."""
-    health = HealthReducer(
-        rollouts_path=ctx.rollouts_out.display, output_dir=ctx.health_dir.display, ignored=ctx.ignored_checks
-    )
-    atif = _AtifState()
-    perf: dict[str, list[Any]] = {}
-    capabilities: list[dict[str, Any]] = []
+    fold = _MainFold()
     with atomic_writer(ctx.rollouts_out) as out:
         for attempt, header, blobs in _parts(ctx, attempts):
             out.write(blobs[0])
             out.write(b"\n")
-            health.add(header["health"])
-            atif.decide(attempt, header)
-            perf.setdefault(header["perf"]["group"], []).append(header["perf"]["record"])
-            capabilities.append(header["capability"])
-    return health, atif, perf, capabilities
+            fold.health.append(RowDigest.from_json(header["health"]))
+            fold.atif.decide(attempt, header)
+            fold.perf.setdefault(header["perf"]["group"], []).append(header["perf"]["record"])
+            fold.capabilities.append(header["capability"])
+    return fold
 
 
-def _write_health(ctx: RunContext, health: Any) -> dict[str, int]:
-    summary_text, verdicts_text = health.render()
-    ctx.health_dir.child("quality_summary.json").write_bytes(summary_text.encode())
-    ctx.health_dir.child("rollout_verdicts.jsonl").write_bytes(verdicts_text.encode())
-    return health.verdict_counts()
+def _write_health(ctx: RunContext, digests: list[RowDigest]) -> dict[str, int]:
+    result: HealthResult = reduce_digests(digests, ctx.ignored_checks)
+    ctx.health_dir.child("quality_summary.json").write_bytes(result.summary_text().encode())
+    with atomic_writer(ctx.health_dir.child("rollout_verdicts.jsonl")) as out:
+        for line in result.verdict_lines():
+            out.write(line.encode())
+    return dict(result.summary()["run"]["verdicts"])
 
 
 def _write_perf(ctx: RunContext, perf: dict[str, list[Any]]) -> None:
@@ -126,7 +133,8 @@ def _write_atif(ctx: RunContext, attempts: list[AttemptRef], atif: _AtifState, a
     folder = ctx.run_dir.child("atif")
     folder.child("rejections.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in atif.rejections))
     if all_or_nothing and atif.rejections:
-        folder.child("error.txt").write_bytes(all_or_nothing_error(atif.rejections).encode())
+        text = rejected_rows_message([(r["line"], r["error"]) for r in atif.rejections])
+        folder.child("error.txt").write_bytes(text.encode())
         return False
     wanted = {attempt.key: name for attempt, name, _ in atif.accepted}
     chosen = [a for a in attempts if a.key in wanted]
@@ -137,7 +145,7 @@ def _write_atif(ctx: RunContext, attempts: list[AttemptRef], atif: _AtifState, a
 
     for _ in ordered_prefetch(publish, chosen):
         pass
-    folder.child("manifest.jsonl").write_bytes(b"".join(manifest_line(entry) for _, _, entry in atif.accepted))
+    folder.child("manifest.jsonl").write_bytes(b"".join(entry.encode() + b"\n" for _, _, entry in atif.accepted))
     return True
 
 
@@ -148,15 +156,17 @@ def reduce_run(ctx: RunContext, attempts: list[AttemptRef], all_or_nothing: bool
     main = [a for a in attempts if a.source == MAIN]
     failures = [a for a in attempts if a.source == FAILURES]
     result = ReduceSummary()
-    health, atif, perf, capabilities = _fold_main(ctx, main)
+    fold = _fold_main(ctx, main)
     result.rows[MAIN] = len(main)
     if ctx.failures is not None:
         result.rows[FAILURES] = _write_rows(ctx, failures, "rollouts_failures.jsonl")
-    result.verdicts = _write_health(ctx, health)
-    _write_perf(ctx, perf)
-    ctx.run_dir.child("capabilities.json").write_bytes(orjson.dumps(build_capabilities(capabilities), option=INDENT) + b"\n")
-    result.atif_published = _write_atif(ctx, main, atif, all_or_nothing)
-    result.atif_files = len(atif.accepted) if result.atif_published else 0
-    result.atif_rejections = len(atif.rejections)
+    result.verdicts = _write_health(ctx, fold.health)
+    _write_perf(ctx, fold.perf)
+    capabilities = build_capabilities(fold.capabilities)
+    ctx.run_dir.child("capabilities.json").write_bytes(orjson.dumps(capabilities, option=INDENT) + b"\n")
+    result.histograms = histogram_values(fold.capabilities)
+    result.atif_published = _write_atif(ctx, main, fold.atif, all_or_nothing)
+    result.atif_files = len(fold.atif.accepted) if result.atif_published else 0
+    result.atif_rejections = len(fold.atif.rejections)
     result.seconds = time.perf_counter() - started
     return result

@@ -1,0 +1,83 @@
+"""Gathering a run's report: read its small outputs, render ``report.html`` and artifact tables.
+
+Used at the end of a run (histogram values come from the reduce) and by ``evidence-stage
+report RUN_DIR`` (which recomputes them by streaming the run's rollouts once).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from evidence.capabilities import capability_digest, histogram_values
+from evidence.report import (
+    ReportContext,
+    capabilities_markdown,
+    capability_table_rows,
+    health_markdown,
+    perf_markdown,
+    render_report,
+)
+from tasks.storage import Location
+
+LINKS = (
+    ("enriched rollouts", "rollouts.jsonl"),
+    ("enriched failed attempts", "rollouts_failures.jsonl"),
+    ("health summary", "health/quality_summary.json"),
+    ("rollout verdicts", "health/rollout_verdicts.jsonl"),
+    ("perf summary", "perf_summary.json"),
+    ("capability matrix", "capabilities.json"),
+    ("ATIF manifest", "atif/manifest.jsonl"),
+    ("ATIF rejections", "atif/rejections.jsonl"),
+    ("run manifest", "manifest.json"),
+)
+
+
+def _json_or_none(location: Location) -> Any:
+    return orjson.loads(location.read_bytes()) if location.exists() else None
+
+
+def report_context(run_dir: Location, manifest: dict[str, Any], histograms: dict[str, list[float]]) -> ReportContext:
+    """Everything the page shows, from the run's files and its manifest."""
+    run, params = manifest["run"], manifest["parameters"]
+    inputs = {"rollouts": params["rollouts"], "capture dir": params["capture_dir"]}
+    if params.get("failures"):
+        inputs["failures"] = params["failures"]
+    present = {name for _, name in LINKS if run_dir.child(name).exists()} | {"manifest.json"}
+    return ReportContext(
+        job_id=run["job_id"],
+        run_id=run["run_id"],
+        started_at=run["started_at"],
+        finished_at=run["finished_at"],
+        inputs=inputs,
+        parameters=params,
+        quality_summary=_json_or_none(run_dir.child("health", "quality_summary.json")),
+        capabilities=_json_or_none(run_dir.child("capabilities.json")) or {},
+        perf_summary=_json_or_none(run_dir.child("perf_summary.json")),
+        latency_ms=histograms.get("latency_ms", []),
+        tokens_per_turn=histograms.get("tokens_per_turn", []),
+        links=[(label, name) for label, name in LINKS if name in present],
+    )
+
+
+def artifact_tables(context: ReportContext) -> dict[str, Any]:
+    """Prefect artifacts (key -> markdown text or table rows) mirroring the report's tables."""
+    return {
+        "evidence-stage-health": health_markdown(context.quality_summary),
+        "evidence-stage-perf-summary": perf_markdown(context.perf_summary),
+        "evidence-stage-capabilities": capability_table_rows(context.capabilities),
+        "evidence-stage-capabilities-md": capabilities_markdown(context.capabilities),
+    }
+
+
+def render_run_report(run_dir: Location, manifest: dict[str, Any], histograms: dict[str, list[float]]) -> tuple[str, dict[str, Any]]:
+    """``report.html`` text and the artifact tables for a finished run."""
+    context = report_context(run_dir, manifest, histograms)
+    return render_report(context), artifact_tables(context)
+
+
+def rebuild_histograms(run_dir: Location) -> dict[str, list[float]]:
+    """Histogram values recomputed from the run's enriched main rows (for ``report``)."""
+    digests = (capability_digest(orjson.loads(raw)) for _, _, raw in run_dir.child("rollouts.jsonl").iter_lines() if raw.strip())
+    return histogram_values(digests)
