@@ -181,7 +181,7 @@ _TURN = _model(
         "answer": (_any, _OPTIONAL),
         "reasoning_content": (_any, _OPTIONAL),
         "resolved": _opt(_is_bool),
-        "step_count": (_int_at_least(0), _REQUIRED),
+        "step_count": (_int_at_least(0), _OPTIONAL),
         "model_calls": (_list_of(_MODEL_CALL_REF), _OPTIONAL),
     }
 )
@@ -212,7 +212,7 @@ _TOOL_CALL = _model(
     },
     _ordered_times,
 )
-_GAP = _model({"code": (_is_str, _REQUIRED), "invocation_id": (_is_str, _OPTIONAL), "detail": (_is_str, _OPTIONAL)})
+_GAP = _model({"code": (_is_str, _REQUIRED), "invocation_id": _OPT_STR, "detail": _OPT_STR})
 
 
 def _unique(values: list[Any]) -> bool:

@@ -114,25 +114,26 @@ def check_json_value(value: Any, root: str) -> None:
 
 
 def json_equal(left: Any, right: Any) -> bool:
-    """JSON equality with types: bools only equal bools, numbers compare by value, order-free keys."""
-    if left is None or right is None:
-        return left is None and right is None
-    if isinstance(left, bool) or isinstance(right, bool):
-        return isinstance(left, bool) and isinstance(right, bool) and left == right
-    if isinstance(left, (int, float)):
-        return isinstance(right, (int, float)) and left == right
+    """JSON equality with types: bools only equal bools, numbers compare by value, order-free keys.
+
+    Strings, objects and lists come first: they are what the turn copies are made of.
+    """
     if isinstance(left, str):
         return isinstance(right, str) and left == right
-    if isinstance(left, list):
-        return (
-            isinstance(right, list)
-            and len(left) == len(right)
-            and all(json_equal(a, b) for a, b in zip(left, right))
-        )
     if isinstance(left, dict):
         return (
             isinstance(right, dict)
             and left.keys() == right.keys()
             and all(json_equal(item, right[key]) for key, item in left.items())
         )
-    return False
+    if isinstance(left, list):
+        return (
+            isinstance(right, list)
+            and len(left) == len(right)
+            and all(json_equal(a, b) for a, b in zip(left, right))
+        )
+    if left is None or right is None:
+        return left is None and right is None
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left == right
+    return isinstance(left, (int, float)) and isinstance(right, (int, float)) and left == right
