@@ -1,0 +1,224 @@
+"""report.html, its SVG histograms and the markdown/table renderings for Prefect artifacts."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from typing import Any
+
+import pytest
+
+from evidence.capabilities import DIMENSIONS, build_capabilities, capability_digest
+from evidence.report import (
+    ReportContext,
+    capabilities_markdown,
+    capability_table_rows,
+    health_markdown,
+    histogram_svg,
+    perf_markdown,
+    render_report,
+    report_markdown,
+    table_rows,
+)
+from evidence.report.tables import findings_table, format_value, perf_table
+from tests.evidence.test_capabilities import full_row
+
+HOSTILE = '<script>alert("x")</script>|&'
+
+SUMMARY = {
+    "run": {
+        "verdicts": {"healthy": 18, "unhealthy": 2, "unobserved": 3},
+        "issues": {"agent_turn_hollow": 13, "model_call_failed": 0, "record_unreadable": 2, "check_execution_error": 2},
+    }
+}
+PERF = {
+    "run": {"overall_observability_coverage": 1.0, "total_latency_p50_ms": 20991.653},
+    "groups": {"math": {"overall_observability_coverage": 0.5, "mean_num_turns": 3}},
+}
+
+
+def capabilities_with_agent(name: str) -> dict[str, Any]:
+    row = full_row()
+    row["agent_ref"]["name"] = name
+    partial = full_row()
+    partial["agent_ref"]["name"] = name
+    partial["ng_agent_observations"] = None
+    return build_capabilities([capability_digest(row), capability_digest(partial)])
+
+
+def make_context(**changes: Any) -> ReportContext:
+    fields: dict[str, Any] = {
+        "job_id": "job-1234abcd",
+        "run_id": "20260101T000000Z-abcdef",
+        "started_at": "2026-01-01T00:00:00Z",
+        "finished_at": "2026-01-01T00:02:00Z",
+        "inputs": {"rollouts": "s3://bucket/job/rollouts.jsonl"},
+        "parameters": {"session_id": "sample", "ignored_checks": ["a", "b"]},
+        "quality_summary": SUMMARY,
+        "capabilities": capabilities_with_agent("harness_agent"),
+        "perf_summary": PERF,
+        "latency_ms": [100.0, 200.0, 900.0],
+        "tokens_per_turn": [12.5],
+        "links": [("Enriched rollouts", "rollouts.jsonl"), ("Health", "health/quality_summary.json")],
+    }
+    fields.update(changes)
+    return ReportContext(**fields)
+
+
+class _Collector(HTMLParser):
+    """Collects start tags with their attributes and the text inside each ``data-*`` element."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[tuple[dict[str, str | None], str]] = []
+        self._open: list[dict[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag in ("td", "span"):
+            self._open.append(dict(attrs))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "span") and self._open:
+            self._open.pop()
+
+    def handle_data(self, data: str) -> None:
+        if self._open:
+            self.text.append((self._open[-1], data))
+
+
+def parse(page: str) -> _Collector:
+    collector = _Collector()
+    collector.feed(page)
+    return collector
+
+
+def test_matrix_cells_carry_status_and_symbol() -> None:
+    page = parse(render_report(make_context()))
+    cells = {(a["data-agent"], a["data-dimension"]): (a["data-status"], text) for a, text in page.text if "data-dimension" in a}
+    assert len(cells) == len(DIMENSIONS)
+    assert cells["harness_agent", "per_call_metadata"] == ("full", "\u2705")
+    assert cells["harness_agent", "sandbox"] == ("partial", "\U0001f7e1 50%")
+
+
+def test_verdict_counts_are_rendered() -> None:
+    page = parse(render_report(make_context()))
+    verdicts = {attrs["data-verdict"]: text for attrs, text in page.text if "data-verdict" in attrs}
+    assert verdicts == {"healthy": "18", "unhealthy": "2", "unobserved": "3"}
+
+
+def test_every_value_is_escaped() -> None:
+    context = make_context(
+        job_id=HOSTILE,
+        inputs={HOSTILE: HOSTILE},
+        parameters={"p": HOSTILE},
+        capabilities=capabilities_with_agent(HOSTILE),
+        links=[(HOSTILE, '" onclick="x')],
+    )
+    page = render_report(context)
+    assert "<script" not in page
+    assert 'onclick="x' not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;|&amp;" in page
+    assert parse(page).tags  # still well-formed enough to parse
+
+
+def test_page_is_self_contained() -> None:
+    page = render_report(make_context())
+    assert not re.search(r"<(script|link|img|iframe|object)\b", page)
+    assert "http://" not in page and "https://" not in page.replace("s3://", "")
+    assert "url(" not in page and "@import" not in page
+    hrefs = [attrs["href"] for tag, attrs in parse(page).tags if tag == "a"]
+    assert hrefs == ["rollouts.jsonl", "health/quality_summary.json"]
+
+
+def test_identity_inputs_and_parameters_are_shown() -> None:
+    page = render_report(make_context())
+    for text in ("job-1234abcd", "20260101T000000Z-abcdef", "2026-01-01T00:02:00Z", "s3://bucket/job/rollouts.jsonl"):
+        assert text in page
+    assert "[&quot;a&quot;, &quot;b&quot;]" in page
+
+
+def test_missing_health_and_perf_are_said_not_crashed() -> None:
+    page = render_report(make_context(quality_summary=None, perf_summary=None, latency_ms=[], tokens_per_turn=[]))
+    assert "No health report in this run." in page
+    assert "No perf_summary in this run." in page
+    assert page.count("no data") == 2
+
+
+def test_top_findings_most_frequent_first_without_zeroes() -> None:
+    assert findings_table(SUMMARY).rows == (("agent_turn_hollow", "13"), ("check_execution_error", "2"), ("record_unreadable", "2"))
+
+
+def test_perf_table_puts_run_and_groups_side_by_side() -> None:
+    table = perf_table(PERF)
+    assert table.headers == ("Statistic", "run", "math")
+    assert table.rows == (
+        ("overall_observability_coverage", "1", "0.5"),
+        ("total_latency_p50_ms", "20991.653", ""),
+        ("mean_num_turns", "", "3"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(None, "\u2014"), (True, "true"), (3, "3"), (0.1 + 0.2, "0.3"), (2.0, "2"), (-0.0001, "0"), ([1, "a"], '[1, "a"]')],
+)
+def test_format_value(value: Any, text: str) -> None:
+    assert format_value(value) == text
+
+
+def test_histogram_bins_cover_every_value() -> None:
+    values = [1.0, 2.0, 2.5, 9.0, 10.0]
+    svg = histogram_svg(values, title="Latency", unit="ms")
+    counts = [int(n) for n in re.findall(r'data-count="(\d+)"', svg)]
+    # width 0.9: 1.0 -> bin 0; 2.0 and 2.5 -> bin 1; 9.0 -> bin 8; the maximum closes the last bin
+    assert counts == [1, 2, 0, 0, 0, 0, 0, 0, 1, 1]
+    assert svg == histogram_svg(values, title="Latency", unit="ms")
+
+
+def test_histogram_of_equal_values_is_one_bar() -> None:
+    svg = histogram_svg([5.0, 5.0, 5.0], title="T", unit="ms")
+    assert re.findall(r'data-count="(\d+)"', svg) == ["3"]
+
+
+def test_histogram_escapes_its_title() -> None:
+    assert "<b>" not in histogram_svg([1.0], title="<b>", unit="&")
+
+
+def test_capabilities_markdown_matches_the_matrix() -> None:
+    text = capabilities_markdown(capabilities_with_agent("a|b"))
+    lines = text.splitlines()
+    assert lines[2].startswith("| Agent | Rollouts | Per-call metadata |")
+    assert lines[4].startswith("| a\\|b | 2 | \u2705 |")
+    assert "\U0001f7e1 50%" in lines[4]
+    assert "| a\\|b | Resource/sandbox evidence | sandbox_unavailable | 1 |" in text
+
+
+def test_markdown_cells_cannot_inject_html_or_rows() -> None:
+    text = capabilities_markdown(capabilities_with_agent("<img>\nrow"))
+    assert "<img>" not in text and "&lt;img&gt; row" in text
+
+
+def test_table_artifact_rows_are_keyed_by_header() -> None:
+    rows = capability_table_rows(capabilities_with_agent("harness_agent"))
+    assert rows[0]["Agent"] == "harness_agent"
+    assert rows[0]["Resource/sandbox evidence"] == "\U0001f7e1 50%"
+    assert table_rows(perf_table(PERF))[0] == {"Statistic": "overall_observability_coverage", "run": "1", "math": "0.5"}
+
+
+def test_health_and_perf_markdown() -> None:
+    assert "| unhealthy | 2 |" in health_markdown(SUMMARY)
+    assert "| total | 23 |" in health_markdown(SUMMARY)
+    assert health_markdown(None) == "## Health\n\nNo health report in this run.\n"
+    assert "| total_latency_p50_ms | 20991.653 |  |" in perf_markdown(PERF)
+
+
+def test_report_markdown_has_every_section() -> None:
+    text = report_markdown(make_context())
+    assert [line for line in text.splitlines() if line.startswith("## ")] == [
+        "## Health",
+        "## Trajectory capability matrix",
+        "## Performance",
+    ]
+    assert "20260101T000000Z-abcdef" in text
