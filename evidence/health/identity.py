@@ -7,7 +7,6 @@ int-or-string; a value the model refuses crashes the whole 0.7.0 run. Here the r
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,7 @@ TASK_KEY = "_ng_task_index"
 ROLLOUT_KEY = "_ng_rollout_index"
 ROLLOUT_ID_KEY = "_ng_rollout_id"
 STAGE_KEY = "stage_index"
+_FLOAT_INT_LIMIT = 2.0**63
 
 
 class InvalidIdentity(ValueError):
@@ -68,9 +68,13 @@ def record_identity(record: dict[str, Any], ordinal: int) -> Identity:
 
 
 def _coerce(value: Any, field: str) -> int | str:
-    """Pydantic's lax ``int | str``: bools and integral floats become ints, strings stay."""
+    """Pydantic's lax ``int | str``: bools and integral floats become ints, strings stay.
+
+    Pydantic refuses floats outside the open 64-bit range, such as the ``1e+20`` orjson makes of
+    a wide integer literal.
+    """
     if isinstance(value, (int, str)):
         return int(value) if isinstance(value, bool) else value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+    if isinstance(value, float) and value.is_integer() and abs(value) < _FLOAT_INT_LIMIT:
         return int(value)
     raise InvalidIdentity(field)

@@ -39,6 +39,7 @@ def _verdicts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ("_ng_task_index", None),
         ("_ng_task_index", 1.5),
         ("_ng_task_index", [1]),
+        ("_ng_task_index", 1e20),  # orjson reads a wide integer literal as a float
         ("_ng_rollout_index", None),
         ("_ng_rollout_index", 0.25),
         ("_ng_rollout_index", {"a": 1}),
