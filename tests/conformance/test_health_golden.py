@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -59,3 +60,17 @@ def test_grouped_digests_match_golden_bytes(name: str, case: dict[str, Any], gro
     summary, verdicts, _ = _expected(case)
     assert "".join(result.verdict_lines()) == verdicts
     assert result.summary_text() == summary
+
+
+SAMPLES = Path(__file__).parents[1] / "data" / "samples"
+
+
+@pytest.mark.parametrize("job", ["realistic_job", "hostile_job"])
+def test_sample_jobs_health_reports(job: str) -> None:
+    """0.7.0's reports over each sample job's enriched main rows, byte for byte."""
+    expected = SAMPLES / f"{job}.expected"
+    files = health_check_bytes(
+        (expected / "rollouts.jsonl").read_bytes(), rollouts_path="rollouts.jsonl", output_dir="health"
+    )
+    assert files.quality_summary == (expected / "health" / "quality_summary.json").read_text(encoding="utf-8")
+    assert files.rollout_verdicts == (expected / "health" / "rollout_verdicts.jsonl").read_text(encoding="utf-8")
