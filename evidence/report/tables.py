@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evidence.capabilities import DIMENSION_LABELS
+from evidence.capabilities.values import as_dict
 
 __all__ = [
     "Table",
@@ -39,7 +40,7 @@ class Table:
 
 def verdict_counts(summary: Mapping[str, Any] | None) -> dict[str, int]:
     """Rollouts per health verdict (0.7.0's ``run.verdicts``), in verdict order."""
-    verdicts = _dict(_dict(_dict(summary).get("run")).get("verdicts"))
+    verdicts = as_dict(as_dict(as_dict(summary).get("run")).get("verdicts"))
     return {name: verdicts.get(name, 0) for name in VERDICTS}
 
 
@@ -53,7 +54,7 @@ def verdict_table(summary: Mapping[str, Any] | None) -> Table:
 
 def findings_table(summary: Mapping[str, Any] | None) -> Table:
     """The checks with the most findings (0.7.0's ``run.issues``), most frequent first."""
-    issues = _dict(_dict(_dict(summary).get("run")).get("issues"))
+    issues = as_dict(as_dict(as_dict(summary).get("run")).get("issues"))
     found = [(check, count) for check, count in issues.items() if isinstance(count, int) and count > 0]
     found.sort(key=lambda item: (-item[1], item[0]))
     return Table(("Check", "Findings"), tuple((check, format_value(n)) for check, n in found[:TOP_FINDINGS]))
@@ -90,8 +91,8 @@ def capability_gaps_table(capabilities: Mapping[str, Any]) -> Table:
 
 def perf_table(perf_summary: Mapping[str, Any] | None) -> Table:
     """perf_summary statistics: one row per statistic, columns ``run`` then each group."""
-    columns = {"run": _dict(_dict(perf_summary).get("run"))}
-    columns.update((name, _dict(stats)) for name, stats in _dict(_dict(perf_summary).get("groups")).items())
+    columns = {"run": as_dict(as_dict(perf_summary).get("run"))}
+    columns.update((name, as_dict(stats)) for name, stats in as_dict(as_dict(perf_summary).get("groups")).items())
     statistics = list(dict.fromkeys(key for stats in columns.values() for key in stats))
     rows = tuple(
         (key, *(format_value(stats[key]) if key in stats else "" for stats in columns.values()))
@@ -114,7 +115,3 @@ def format_value(value: Any) -> str:
     if isinstance(value, (int, str)):
         return str(value)
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-
-
-def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}

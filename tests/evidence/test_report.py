@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from evidence.capabilities import DIMENSIONS, build_capabilities, capability_digest
+from evidence.capabilities import DIMENSIONS, build_capabilities
 from evidence.report import (
     ReportContext,
     capabilities_markdown,
@@ -21,7 +21,6 @@ from evidence.report import (
     table_rows,
 )
 from evidence.report.tables import findings_table, format_value, perf_table
-from tests.evidence.test_capabilities import full_row
 
 HOSTILE = '<script>alert("x")</script>|&'
 
@@ -37,13 +36,18 @@ PERF = {
 }
 
 
+def digest(agent: str, *, sandbox: bool) -> dict[str, Any]:
+    """A hand-made capability digest: complete everywhere, sandbox complete or unavailable."""
+    complete = {"present": True, "complete": True, "gaps": []}
+    dimensions = {name: complete for name in DIMENSIONS}
+    if not sandbox:
+        dimensions["sandbox"] = {"present": False, "complete": False, "gaps": ["sandbox_unavailable"]}
+    return {"agent": agent, "dimensions": dimensions, "latency_ms": None, "tokens_per_turn": None}
+
+
 def capabilities_with_agent(name: str) -> dict[str, Any]:
-    row = full_row()
-    row["agent_ref"]["name"] = name
-    partial = full_row()
-    partial["agent_ref"]["name"] = name
-    partial["ng_agent_observations"] = None
-    return build_capabilities([capability_digest(row), capability_digest(partial)])
+    """One agent, two rollouts: sandbox evidence in one of them (🟡 50%), all else ✅."""
+    return build_capabilities([digest(name, sandbox=True), digest(name, sandbox=False)])
 
 
 def make_context(**changes: Any) -> ReportContext:
