@@ -154,7 +154,9 @@ class _Walker:
             )
         return outputs, index
 
-    def _executed_call(self, position: int, call: dict[str, Any], output: dict[str, Any], path: str) -> tuple[dict[str, Any], Any]:
+    def _executed_call(
+        self, position: int, call: dict[str, Any], output: dict[str, Any], path: str
+    ) -> tuple[dict[str, Any], Any]:
         """Check one call against its execution record; return the ATIF tool call and content."""
         call_id = call["call_id"]
         record = self.records.get(call_id)
@@ -199,6 +201,7 @@ class _Walker:
         return result
 
     def _tool_fields(self, start: int, path: str) -> tuple[list[Item], int, dict[str, Any]]:
+        """The calls from ``start`` with their outputs: (calls, index after the outputs, ATIF fields)."""
         calls, index = self._calls(start, path)
         call_ids = {call.data["call_id"] for call in calls}
         outputs, index = self._outputs(index, path, call_ids)
@@ -209,8 +212,7 @@ class _Walker:
             tool_call, contents[call_id] = self._executed_call(position, call.data, by_id[call_id], path)
             tool_calls.append(tool_call)
         results = [self._result(output.data, contents[output.data["call_id"]]) for output in outputs]
-        fields = {"message": "", "tool_calls": tool_calls, "observation": {"results": results}}
-        return calls + outputs, index, {"fields": fields, "answer": calls}
+        return calls, index, {"message": "", "tool_calls": tool_calls, "observation": {"results": results}}
 
     def _group(self, start: int, prefix: list[Item]) -> tuple[AgentGroup, int]:
         path = f"{_ROOT}[{start}]"
@@ -225,10 +227,9 @@ class _Walker:
         if reasoning:
             source_items["reasoning_ids"] = [item.data["id"] for item in reasoning]
         if head.kind == "function_call":
-            consumed, end, built = self._tool_fields(index, path)
-            fields, answer = built["fields"], built["answer"]
+            answer, end, fields = self._tool_fields(index, path)
         elif head.kind == "output_message":
-            fields, answer, consumed, end = _message_fields(head, path), [head], [head], index + 1
+            answer, end, fields = [head], index + 1, _message_fields(head, path)
             source_items["message_id"] = head.data["id"]
         else:
             raise AtifExportError(f"{path}: unsupported conversation item {UNSUPPORTED_ITEM_CLASS[head.kind]}")
@@ -243,8 +244,7 @@ class _Walker:
             fields=fields,
             source_items=source_items,
         )
-        prefix.extend(reasoning)
-        prefix.extend(consumed)
+        prefix.extend(self.items[start:end])
         return group, end
 
     def walk(self) -> Walk:

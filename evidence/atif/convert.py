@@ -179,10 +179,11 @@ def decode_row(line: bytes) -> dict[str, Any]:
 def convert_rollout(line: bytes, *, session_id: str, agent_version: str, exporter: Exporter) -> AtifRollout:
     """Convert one serialised enriched row; ``AtifExportError`` carries 0.7.0's per-row text.
 
-    Example:
-        >>> convert_rollout(line, session_id="eval-1", agent_version="1.0.0",
-        ...                 exporter=Exporter(name="evidence-stage", version="0.1.0")).file_name
-        '3-7.json'
+    Example::
+
+        rollout = convert_rollout(line, session_id="eval-1", agent_version="1.0.0",
+                                  exporter=Exporter(name="evidence-stage", version="0.1.0"))
+        rollout.file_name  # "3-7.json" for _ng_task_index 3, _ng_rollout_index 7
     """
     row = decode_row(line)
     document = rollout_to_atif(
