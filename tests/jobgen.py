@@ -166,8 +166,8 @@ def _new_task(src: _Source, index: int) -> _Task:
     agent = _AGENTS[index % len(_AGENTS)]
     tools = src.rng.sample(sorted(_TOOLS), src.rng.randint(2, 5))
     answer = src.text(80) if agent[3] in ("judge", "harness") else None
-    return _Task(index, agent, tools, src.text(150 + src.history_bytes // 10), src.text(src.sized(200 + src.history_bytes // 4)),
-                 src.rng.choice((0.7, 1.0)), answer)
+    system, user = src.text(150 + src.history_bytes // 10), src.text(src.sized(200 + src.history_bytes // 4))
+    return _Task(index, agent, tools, system, user, src.rng.choice((0.7, 1.0)), answer)
 
 
 def _tool_args(src: _Source, name: str) -> dict[str, Any]:
@@ -194,13 +194,14 @@ def _tool_def(dialect: str, name: str) -> dict[str, Any]:
 def _plan_turn(src: _Source, task: _Task, final: bool) -> dict[str, Any]:
     """A dialect-free turn: optional reasoning, then tool calls or the final answer."""
     reasoning = src.text(src.sized(100 + src.history_bytes // 8)) if src.rng.random() < 0.6 else None
+    prefix, size = ("toolu_01", 22) if task.agent[1] == "messages" else ("call_", 24)
     calls = [] if final else [
-        {"call_id": src.alnum(24), "item_id": "fc_" + src.hex(32), "name": name,
+        {"call_id": prefix + src.alnum(size), "item_id": "fc_" + src.hex(32), "name": name,
          "args": _tool_args(src, name), "output": src.text(src.sized(src.history_bytes))}
         for name in src.rng.sample(task.tools, 2 if src.rng.random() < 0.2 else 1)]
     return {"reasoning": reasoning, "reasoning_id": "rs_" + src.hex(32), "calls": calls,
-            "text": src.text(src.sized(100 + src.history_bytes // 5)) if final else None, "message_id": "msg_" + src.hex(24),
-            "signature": src.alnum(64)}
+            "text": src.text(src.sized(100 + src.history_bytes // 5)) if final else None,
+            "message_id": "msg_" + src.hex(24), "signature": src.alnum(64)}
 
 
 def _responses_items(turn: dict[str, Any], with_outputs: bool = True) -> list[dict[str, Any]]:
@@ -209,19 +210,19 @@ def _responses_items(turn: dict[str, Any], with_outputs: bool = True) -> list[di
         items.append({"id": turn["reasoning_id"], "summary": [{"text": turn["reasoning"], "type": "summary_text"}],
                       "type": "reasoning"})
     for c in turn["calls"]:
-        items.append({"arguments": orjson.dumps(c["args"]).decode(), "call_id": "call_" + c["call_id"],
+        items.append({"arguments": orjson.dumps(c["args"]).decode(), "call_id": c["call_id"],
                       "name": c["name"], "type": "function_call", "id": c["item_id"], "status": "completed"})
     if turn["text"] is not None:
         items.append({"type": "message", "role": "assistant", "id": turn["message_id"], "status": "completed",
                       "content": [{"type": "output_text", "text": turn["text"], "annotations": []}]})
     if with_outputs:
-        items += [{"call_id": "call_" + c["call_id"], "output": c["output"], "type": "function_call_output"}
+        items += [{"call_id": c["call_id"], "output": c["output"], "type": "function_call_output"}
                   for c in turn["calls"]]
     return items
 
 
 def _chat_message(turn: dict[str, Any]) -> dict[str, Any]:
-    calls = [{"id": "call_" + c["call_id"], "type": "function",
+    calls = [{"id": c["call_id"], "type": "function",
               "function": {"name": c["name"], "arguments": orjson.dumps(c["args"]).decode()}} for c in turn["calls"]]
     return {"role": "assistant", "content": turn["text"], "tool_calls": calls, "reasoning_content": turn["reasoning"]}
 
@@ -230,7 +231,7 @@ def _anthropic_blocks(turn: dict[str, Any]) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     if turn["reasoning"]:
         blocks.append({"type": "thinking", "thinking": turn["reasoning"], "signature": turn["signature"]})
-    blocks += [{"type": "tool_use", "id": "toolu_01" + c["call_id"][:22], "name": c["name"], "input": c["args"]}
+    blocks += [{"type": "tool_use", "id": c["call_id"], "name": c["name"], "input": c["args"]}
                for c in turn["calls"]]
     if turn["text"] is not None:
         blocks.append({"type": "text", "text": turn["text"]})
@@ -248,12 +249,12 @@ def _extend_history(history: list[dict[str, Any]], dialect: str, turn: dict[str,
         history += _responses_items(turn)
     elif dialect == "chat":
         history.append({k: v for k, v in _chat_message(turn).items() if k != "reasoning_content"})
-        history += [{"role": "tool", "tool_call_id": "call_" + c["call_id"], "content": c["output"]}
+        history += [{"role": "tool", "tool_call_id": c["call_id"], "content": c["output"]}
                     for c in turn["calls"]]
     else:
         history.append({"role": "assistant", "content": _anthropic_blocks(turn)})
         history.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_01" + c["call_id"][:22], "content": c["output"]}
+            {"type": "tool_result", "tool_use_id": c["call_id"], "content": c["output"]}
             for c in turn["calls"]]})
 
 
@@ -371,7 +372,7 @@ def _judge_exchange(src: _Source, task: _Task, now: float) -> dict[str, Any]:
 
 def _turn_record(dialect: str, history: list[dict[str, Any]], turn: dict[str, Any], line: dict[str, Any],
                  steps: int) -> dict[str, Any]:
-    """What a producer trajectory says about one successful call."""
+    """What a producer trajectory says about one successful call (`steps` counts its own tools)."""
     question = [_dump_item(x) for x in history] if dialect == "responses" else history[:]
     answer = _responses_items(turn, False) if dialect == "responses" else _anthropic_blocks(turn)
     return {"response_id": line["response"]["id"], "server": line["model_ref"]["name"],
@@ -403,14 +404,14 @@ def _simulate(src: _Source, task: _Task, n_calls: int) -> _Episode:
         cached = (tokens_in * 9 // 10) // 32 * 32 if turns else 0
         response = _response(src, task, dialect, turn, tokens_in, cached, int(now))
         exchanges.append(_exchange(src, dialect, server, now, request, response, tag, None))
-        turns.append(_turn_record(dialect, history, turn, exchanges[-1], steps))
         steps += len(turn["calls"])
+        turns.append(_turn_record(dialect, history, turn, exchanges[-1], steps))
         now = exchanges[-1]["completed_at"]
         for c in turn["calls"]:
             took = src.rng.uniform(0.005, 4.0)
-            tools.append({"call_id": ("toolu_01" + c["call_id"][:22]) if dialect == "messages" else "call_" + c["call_id"],
-                          "name": c["name"], "started_at": round(now, 6), "completed_at": round(now + took, 6),
-                          "duration_ms": round(took * 1000, 3), "output": c["output"]})
+            tools.append({"call_id": c["call_id"], "name": c["name"], "started_at": round(now, 6),
+                          "completed_at": round(now + took, 6), "duration_ms": round(took * 1000, 3),
+                          "output": c["output"]})
             now += took
         _extend_history(history, dialect, turn)
         conversation += _responses_items(turn)
@@ -475,17 +476,25 @@ def _observations(src: _Source, evidence: str, ep: _Episode, duration_ms: float)
                 "resource_usage_source": "cgroup_v2", "error_type": None}], "gaps": []}
 
 
-def _producer_trajectory(ep: _Episode, dialect: str, task_id: str, rollout_id: str,
-                         duration_ms: float) -> dict[str, Any]:
-    """The trajectory record an agent computes itself (0.7.0 JSON-mode shape)."""
+def _producer_trajectory(ep: _Episode, dialect: str, ids: tuple[str, str], duration_ms: float,
+                         turns_only: bool) -> dict[str, Any]:
+    """The trajectory record an agent computes itself (0.7.0 JSON-mode shape).
+
+    A harness reports only its turns (under its session invocation) and leaves invocations
+    and tool calls to its observation bundle.
+    """
+    task_id, rollout_id = ids
+    invocation = ep.session if turns_only else "root"
     refs = [_ref(t["server"], t["response_id"]) for t in ep.turns]
-    turns = [{"invocation_id": "root", "task_id": task_id, "rollout_id": rollout_id, "turn_no": i + 1,
+    turns = [{"invocation_id": invocation, "task_id": task_id, "rollout_id": rollout_id, "turn_no": i + 1,
               "timestamp": t["started_at"], "question": t["question"], "answer": t["answer"],
               "reasoning_content": (t["reasoning_items"] or None) if dialect == "responses" else t["reasoning"],
               "resolved": None, "step_count": t["steps"], "model_calls": [refs[i]]} for i, t in enumerate(ep.turns)]
-    tools = [{**_tool_record("root", t, None, "executor"), "output": t["output"]} for t in ep.tools]
-    return {"schema_version": "1.0", "task_id": task_id, "rollout_id": rollout_id,
-            "invocations": [_invocation("root", duration_ms, refs, [_dump_item(x) for x in ep.conversation])],
+    invocations = [] if turns_only else [
+        _invocation(invocation, duration_ms, refs, [_dump_item(x) for x in ep.conversation])]
+    tools = [] if turns_only else [{**_tool_record(invocation, t, None, "executor"), "output": t["output"]}
+                                   for t in ep.tools]
+    return {"schema_version": "1.0", "task_id": task_id, "rollout_id": rollout_id, "invocations": invocations,
             "turns": turns, "model_calls": [], "tool_calls": tools, "gaps": []}
 
 
@@ -516,9 +525,10 @@ def _row(src: _Source, task: _Task, ep: _Episode, ids: tuple[int, int, int],
         row["ng_perf"] = {"total_latency_ms": round(duration_ms + src.rng.uniform(20, 400), 3)}
     if evidence in ("hermes", "harness", "claude_code"):
         row["ng_agent_observations"] = _observations(src, evidence, ep, duration_ms)
-    if evidence == "producer":
+    if evidence == "producer" or (evidence == "harness" and src.rng.random() < 0.6):
         rollout_id = f"{t}-{r}" + (f"-a{attempt}" if attempt else "")
-        row["ng_trajectory"] = _producer_trajectory(ep, dialect, str(t), rollout_id, duration_ms)
+        row["ng_trajectory"] = _producer_trajectory(ep, dialect, (str(t), rollout_id), duration_ms,
+                                                    turns_only=evidence == "harness")
     row.update(failure or {})
     row.update(_ng_task_index=t, _ng_rollout_index=r, agent_ref={"type": "responses_api_agents", "name": name})
     if attempt:
@@ -583,7 +593,8 @@ def _plan_realistic(src: _Source, rollouts: int, calls: int, failures_fraction: 
     n_tasks = math.ceil(rollouts / REPEATS)
     tasks = [_new_task(src, t) for t in range(n_tasks + 1)]
     pairs = [(t, r) for t in range(n_tasks) for r in range(REPEATS)][:rollouts]
-    failing = set(src.rng.sample(range(rollouts), max(1, round(rollouts * failures_fraction)))) if rollouts > 1 else set()
+    n_failing = max(1, round(rollouts * failures_fraction)) if rollouts > 1 else 0
+    failing = set(src.rng.sample(range(rollouts), n_failing))
     main: list[Any] = []
     side: list[Any] = []
     for k, (t, r) in enumerate(pairs):
@@ -718,8 +729,9 @@ def _write(root: Path, main: list[Any], side: list[Any], extra: list[_Attempt]) 
             if base.startswith(f"{_CAPTURE_DIR}/"):
                 counts["files"] += 1
                 counts["exchanges"] += a.exchanges
-            planted += [PlantedInput(kind, f"{base}.capture.jsonl", next(i for i, x in enumerate(a.lines) if x is line) + 1,
-                                     a.rollout_id) for kind, line in a.line_plants]
+            numbers = {id(line): i for i, line in enumerate(a.lines, start=1)}
+            planted += [PlantedInput(kind, f"{base}.capture.jsonl", numbers[id(line)], a.rollout_id)
+                        for kind, line in a.line_plants]
         if a.marker:
             (root / f"{base}.capture.incomplete").write_bytes(b"")
             planted.append(PlantedInput("incomplete_marker", f"{base}.capture.incomplete", None, a.rollout_id))

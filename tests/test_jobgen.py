@@ -87,7 +87,7 @@ CHECKS: dict[str, Callable[[Path, PlantedInput], bool]] = {
     "failed_attempt": lambda root, p: isinstance(_row(root, p).get("_ng_failure_class"), str),
     "incomplete_marker": lambda root, p: (root / p.path).stat().st_size == 0,
     "truncated_capture_line": lambda root, p: _loads(_line(root, p)) is orjson.JSONDecodeError
-    and not _undecodable(_line(root, p)),
+    and not (root / p.path).read_bytes().endswith(b"\n"),
     "orphan_capture": lambda root, p: (root / p.path).is_file() and p.rollout_id not in _all_row_ids(root),
     "non_object_capture_line": lambda root, p: not isinstance(_loads(_line(root, p)), (dict, type)),
     "invalid_utf8_capture_line": lambda root, p: _undecodable(_line(root, p)),
