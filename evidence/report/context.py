@@ -25,7 +25,8 @@ class ReportContext:
         inputs: label -> URL of each input (rollouts file, capture directory, ...).
         parameters: the run's parameters as written to manifest.json.
         quality_summary: the parsed ``health/quality_summary.json``, or None when absent.
-        capabilities: the ``capabilities.json`` document (:func:`evidence.capabilities.build_capabilities`).
+        capabilities: the ``capabilities.json`` document (:func:`evidence.capabilities.build_capabilities`),
+            or None when absent.
         perf_summary: the parsed ``perf_summary.json`` (``{"run": ..., "groups": {...}}``), or None.
         latency_ms: per-rollout ``ng_perf.total_latency_ms`` values (histogram).
         tokens_per_turn: per-rollout completion tokens per turn (histogram).
@@ -39,7 +40,7 @@ class ReportContext:
     inputs: Mapping[str, str]
     parameters: Mapping[str, Any]
     quality_summary: Mapping[str, Any] | None
-    capabilities: Mapping[str, Any]
+    capabilities: Mapping[str, Any] | None
     perf_summary: Mapping[str, Any] | None
     latency_ms: Sequence[float]
     tokens_per_turn: Sequence[float]

@@ -18,6 +18,7 @@ from evidence.report.tables import (
     Table,
     capability_cell,
     capability_gaps_table,
+    capability_parts,
     findings_table,
     format_value,
     perf_table,
@@ -93,11 +94,13 @@ def _health(summary: Mapping[str, Any] | None) -> str:
     return f'<h2>Health</h2>\n<div class="verdicts">{cards}</div>\n<h3>Top findings</h3>\n{top}'
 
 
-def _matrix(capabilities: Mapping[str, Any]) -> str:
-    dimensions = capabilities["dimensions"]
+def _matrix(capabilities: Mapping[str, Any] | None) -> str:
+    dimensions, agents = capability_parts(capabilities)
+    if not agents:
+        return '<h2>Trajectory capability matrix</h2>\n<p class="muted">No capability matrix in this run.</p>'
     head = "".join(f"<th>{escape(DIMENSION_LABELS[name])}</th>" for name in dimensions)
     rows = []
-    for agent, entry in capabilities["agents"].items():
+    for agent, entry in agents.items():
         cells = "".join(_matrix_cell(agent, name, entry["dimensions"][name]) for name in dimensions)
         rows.append(
             f'<tr data-agent="{escape(agent)}"><th scope="row">{escape(agent)}</th>'

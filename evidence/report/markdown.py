@@ -43,14 +43,17 @@ def table_rows(table: Table) -> list[dict[str, str]]:
     return [dict(zip(table.headers, row)) for row in table.rows]
 
 
-def capability_table_rows(capabilities: Mapping[str, Any]) -> list[dict[str, str]]:
+def capability_table_rows(capabilities: Mapping[str, Any] | None) -> list[dict[str, str]]:
     """The capability matrix as table-artifact rows (agent, rollouts, one key per dimension)."""
     return table_rows(capability_table(capabilities))
 
 
-def capabilities_markdown(capabilities: Mapping[str, Any]) -> str:
+def capabilities_markdown(capabilities: Mapping[str, Any] | None) -> str:
     """The capability matrix in Gym's ✅/🟡/❌ form, then the codes behind each shortfall."""
-    text = "## Trajectory capability matrix\n\n" + table_markdown(capability_table(capabilities))
+    matrix = capability_table(capabilities)
+    if not matrix.rows:
+        return "## Trajectory capability matrix\n\nNo capability matrix in this run.\n"
+    text = "## Trajectory capability matrix\n\n" + table_markdown(matrix)
     gaps = capability_gaps_table(capabilities)
     if gaps.rows:
         text += "\n### Shortfalls\n\n" + table_markdown(gaps)

@@ -18,6 +18,7 @@ __all__ = [
     "Table",
     "capability_cell",
     "capability_gaps_table",
+    "capability_parts",
     "capability_table",
     "findings_table",
     "format_value",
@@ -67,26 +68,33 @@ def capability_cell(entry: Mapping[str, Any]) -> str:
     return str(entry["symbol"])
 
 
-def capability_table(capabilities: Mapping[str, Any]) -> Table:
+def capability_table(capabilities: Mapping[str, Any] | None) -> Table:
     """One row per agent, one ✅/🟡/❌ column per dimension."""
-    dimensions = capabilities["dimensions"]
+    dimensions, agents = capability_parts(capabilities)
     headers = ("Agent", "Rollouts", *(DIMENSION_LABELS[name] for name in dimensions))
     rows = tuple(
         (agent, format_value(entry["rollouts"]), *(capability_cell(entry["dimensions"][n]) for n in dimensions))
-        for agent, entry in capabilities["agents"].items()
+        for agent, entry in agents.items()
     )
     return Table(headers, rows)
 
 
-def capability_gaps_table(capabilities: Mapping[str, Any]) -> Table:
+def capability_gaps_table(capabilities: Mapping[str, Any] | None) -> Table:
     """Why each dimension fell short: agent, dimension, code, rollouts with that code."""
+    dimensions, agents = capability_parts(capabilities)
     rows = tuple(
         (agent, DIMENSION_LABELS[name], code, format_value(count))
-        for agent, entry in capabilities["agents"].items()
-        for name in capabilities["dimensions"]
+        for agent, entry in agents.items()
+        for name in dimensions
         for code, count in entry["dimensions"][name]["gaps"].items()
     )
     return Table(("Agent", "Dimension", "Gap code", "Rollouts"), rows)
+
+
+def capability_parts(capabilities: Mapping[str, Any] | None) -> tuple[list[str], Mapping[str, Any]]:
+    """The dimension order and the per-agent entries; both empty when the run has no matrix."""
+    document = as_dict(capabilities)
+    return list(document.get("dimensions") or []), as_dict(document.get("agents"))
 
 
 def perf_table(perf_summary: Mapping[str, Any] | None) -> Table:

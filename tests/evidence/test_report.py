@@ -143,9 +143,14 @@ def test_identity_inputs_and_parameters_are_shown() -> None:
     assert "[&quot;a&quot;, &quot;b&quot;]" in page
 
 
-def test_missing_health_and_perf_are_said_not_crashed() -> None:
-    page = render_report(make_context(quality_summary=None, perf_summary=None, latency_ms=[], tokens_per_turn=[]))
+@pytest.mark.parametrize("capabilities", [None, {}])
+def test_missing_health_matrix_and_perf_are_said_not_crashed(capabilities: Any) -> None:
+    context = make_context(quality_summary=None, capabilities=capabilities, perf_summary=None, latency_ms=[], tokens_per_turn=[])
+    page = render_report(context)
     assert "No health report in this run." in page
+    assert "No capability matrix in this run." in page
+    assert capabilities_markdown(capabilities) == "## Trajectory capability matrix\n\nNo capability matrix in this run.\n"
+    assert capability_table_rows(capabilities) == []
     assert "No perf_summary in this run." in page
     assert page.count("no data") == 2
 
