@@ -1,0 +1,111 @@
+"""Finding evaluation jobs under a prefix, and what the output already holds for each.
+
+A job folder, as ``gym eval run`` leaves it, holds a capture directory (``model-calls/``) and
+exactly one rollouts file. Gym writes other JSONL files beside it (the failures sidecar,
+materialised inputs, attempt logs, health verdicts) that are never rollouts files. A folder
+with several candidates is reported and skipped rather than guessed: processing the wrong
+file would publish a plausible but wrong run. One recursive listing serves the whole prefix.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from tasks.discover import fingerprint_inputs, list_inputs
+from tasks.naming import default_failures_url, job_id_for
+from tasks.runs import LATEST_FILE, is_complete, run_dir_of
+from tasks.storage import Location
+
+DEFAULT_ROLLOUTS_GLOB = "*.jsonl"
+DEFAULT_EXCLUDE_GLOBS = ("*_failures.jsonl", "*_materialized_inputs.jsonl", "*_attempts.jsonl", "rollout_verdicts.jsonl")
+DEFAULT_CAPTURE_DIR = "model-calls"
+
+
+@dataclass(frozen=True)
+class JobLayout:
+    """How a job folder is recognised: its capture directory name and rollouts file globs."""
+
+    rollouts_glob: str = DEFAULT_ROLLOUTS_GLOB
+    exclude_globs: tuple[str, ...] = DEFAULT_EXCLUDE_GLOBS
+    capture_dir: str = DEFAULT_CAPTURE_DIR
+
+    def is_rollouts_file(self, name: str) -> bool:
+        return fnmatch.fnmatchcase(name, self.rollouts_glob) and not any(fnmatch.fnmatchcase(name, g) for g in self.exclude_globs)
+
+
+@dataclass(frozen=True)
+class FoundJob:
+    """One job: its rollouts file and capture directory URLs, and its id (as ``run`` derives it)."""
+
+    folder: str
+    rollouts: str
+    capture_dir: str
+    job_id: str
+
+
+@dataclass(frozen=True)
+class SkippedFolder:
+    """A folder with a capture directory that is not a usable job, and why."""
+
+    folder: str
+    reason: str
+    candidates: tuple[str, ...] = ()
+
+
+@dataclass
+class JobSearch:
+    """The jobs found under a prefix, and the folders reported instead of processed."""
+
+    jobs: list[FoundJob] = field(default_factory=list)
+    skipped: list[SkippedFolder] = field(default_factory=list)
+
+
+def find_jobs(prefix: Location, layout: JobLayout) -> JobSearch:
+    """Every job folder below ``prefix`` (the prefix itself included), sorted by folder."""
+    files_by_folder: dict[str, list[str]] = {}
+    job_folders: set[str] = set()
+    for rel in prefix.list_tree():
+        folder, _, name = rel.rpartition("/")
+        files_by_folder.setdefault(folder, []).append(name)
+        parent, _, last = folder.rpartition("/")
+        if last == layout.capture_dir:
+            job_folders.add(parent)
+    search = JobSearch()
+    for folder in sorted(job_folders):
+        candidates = tuple(sorted(n for n in files_by_folder.get(folder, []) if layout.is_rollouts_file(n)))
+        where = prefix.child(folder) if folder else prefix
+        if len(candidates) == 1:
+            rollouts = where.child(candidates[0]).url
+            search.jobs.append(FoundJob(folder, rollouts, where.child(layout.capture_dir).url, job_id_for(rollouts)))
+        elif candidates:
+            search.skipped.append(SkippedFolder(folder, f"ambiguous: {len(candidates)} rollouts files", candidates))
+        else:
+            search.skipped.append(SkippedFolder(folder, "no rollouts file"))
+    return search
+
+
+def input_fingerprint(job: FoundJob, options: dict[str, Any]) -> str:
+    """The job fingerprint the stage would record, from listings only (no rows are read)."""
+    failures = Location(default_failures_url(job.rollouts), options)
+    inputs = list_inputs(
+        Location(job.rollouts, options),
+        failures if failures.exists() else None,
+        Location(job.capture_dir, options),
+    )
+    return fingerprint_inputs(inputs)
+
+
+def latest_manifest(output: Location, job_id: str) -> dict[str, Any] | None:
+    """The manifest of the job's ``LATEST`` complete run, or None when there is none."""
+    latest = output.child(job_id, LATEST_FILE)
+    if not latest.exists():
+        return None
+    run_dir = run_dir_of(output, job_id, latest.read_bytes().decode().strip())
+    manifest = run_dir.child("manifest.json")
+    if not is_complete(run_dir) or not manifest.exists():
+        return None
+    return orjson.loads(manifest.read_bytes())
