@@ -65,7 +65,7 @@ class ObservationGap(_Observation):
 
 
 class AgentInvocationRecord(_Observation):
-    kind: Literal["agent_invocation"]
+    kind: Literal["agent_invocation"] = "agent_invocation"
     invocation_id: str
     parent_invocation_id: str | None = None
     spawned_by_tool_call_id: str | None = None

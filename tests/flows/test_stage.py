@@ -1,0 +1,107 @@
+"""The stage flow end to end on a real Prefect server: samples, example job, S3, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.conformance.conftest import strict_diff
+from tests.conftest import EXAMPLE_JOB, SAMPLES
+from tests.flows.support import local_path, run_outputs, run_stage, tree_digest
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _without_exporter(document: dict) -> dict:
+    document = json.loads(json.dumps(document))
+    document["extra"]["nemo_gym"].pop("exporter", None)
+    return document
+
+
+@pytest.mark.parametrize("sample", ["realistic_job", "hostile_job"])
+def test_sample_job_reproduces_0_7_0(sample: str, tmp_path: Path) -> None:
+    job, expected = SAMPLES / sample, SAMPLES / f"{sample}.expected"
+    before = tree_digest(str(job))
+    result = run_stage(
+        rollouts=str(job / "rollouts.jsonl"),
+        capture_dir=str(job / "model-calls"),
+        output=str(tmp_path),
+        session_id="sample",
+        agent_version="1.0.0",
+    )
+    run = local_path(result["run_dir"])
+    assert tree_digest(str(job)) == before, "inputs must be byte-identical after a run"
+    for name in ("rollouts.jsonl", "rollouts_failures.jsonl"):
+        if (expected / name).exists():
+            actual_rows, expected_rows = _rows(run / name), _rows(expected / name)
+            assert len(actual_rows) == len(expected_rows)
+            for number, (actual, wanted) in enumerate(zip(actual_rows, expected_rows), start=1):
+                assert strict_diff(actual, wanted) is None, f"{name} line {number}"
+    for name in ("health/quality_summary.json", "health/rollout_verdicts.jsonl"):
+        assert (run / name).read_bytes() == (expected / name).read_bytes(), name
+    perf = json.loads((run / "perf_summary.json").read_text())
+    assert strict_diff(perf["run"], json.loads((expected / "perf_summary_run.json").read_text())) is None
+    rejections = {r["line"]: r for r in map(json.loads, (run / "atif/rejections.jsonl").read_text().splitlines())}
+    manifest = [json.loads(line) for line in (run / "atif/manifest.jsonl").read_text().splitlines()]
+    published = {entry["trajectory_path"] for entry in manifest}
+    for line, outcome in enumerate(map(json.loads, (expected / "atif_rows.jsonl").read_text().splitlines()), start=1):
+        if outcome["ok"]:
+            trajectory = outcome["atif"]
+            name = f"{trajectory['extra']['nemo_gym']['_ng_task_index']}-{trajectory['extra']['nemo_gym']['_ng_rollout_index']}.json" if "_ng_task_index" in trajectory["extra"]["nemo_gym"] else None
+            assert line not in rejections
+            exported = [json.loads((run / "atif" / p).read_text()) for p in published]
+            assert any(strict_diff(_without_exporter(doc), _without_exporter(trajectory)) is None for doc in exported), f"atif row {line}"
+        else:
+            message = outcome["error"].split(": ", 1)[1]
+            assert rejections[line]["error"] == message
+    assert (run / "_SUCCESS").exists()
+    assert (tmp_path / result["run_dir"].split("/")[-3] / "LATEST").read_text() == result["run_id"] + "\n"
+
+
+def test_example_job_is_reproducible_and_grouping_independent(tmp_path: Path) -> None:
+    common = dict(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output=str(tmp_path))
+    one = run_stage(**common, attempts_per_task=1)
+    whole = run_stage(**common, attempts_per_task=500)
+    assert one["run_dir"] != whole["run_dir"]
+    assert run_outputs(one["run_dir"]) == run_outputs(whole["run_dir"])
+    manifest = orjson.loads((local_path(whole["run_dir"]) / "manifest.json").read_bytes())
+    assert manifest["counts"]["orphans"] >= 1
+    assert manifest["run"]["scope"] == "full"
+
+
+def test_s3_run_equals_local_run(s3: str, tmp_path: Path) -> None:
+    import s3fs
+
+    fs = s3fs.S3FileSystem()
+    fs.mkdir("jobs")
+    fs.mkdir("results")
+    fs.put(str(EXAMPLE_JOB), "jobs/example_job", recursive=True)
+    before = tree_digest("s3://jobs/example_job")
+    remote = run_stage(
+        rollouts="s3://jobs/example_job/rollouts.jsonl",
+        capture_dir="s3://jobs/example_job/model-calls",
+        output="s3://results/out",
+        job_id="example",
+        session_id="s",
+        agent_version="1",
+    )
+    local = run_stage(
+        rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"),
+        capture_dir=str(EXAMPLE_JOB / "model-calls"),
+        output=str(tmp_path),
+        job_id="example",
+        session_id="s",
+        agent_version="1",
+    )
+    assert tree_digest("s3://jobs/example_job") == before
+    remote_outputs, local_outputs = run_outputs(remote["run_dir"]), run_outputs(local["run_dir"])
+    assert remote_outputs.pop("params.json") != local_outputs.pop("params.json")  # it records the input URLs
+    assert remote_outputs == local_outputs
+    assert fs.cat_file("results/out/example/LATEST").decode() == remote["run_id"] + "\n"
