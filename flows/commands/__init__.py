@@ -1,5 +1,5 @@
 """One module per ``evidence-stage`` subcommand; each exposes ``register(subparsers)``."""
 
-from flows.commands import run
+from flows.commands import batch, notify, run, serve
 
-COMMANDS = (run,)
+COMMANDS = (run, batch, serve, notify)
