@@ -181,7 +181,7 @@ _TURN = _model(
         "answer": (_any, _OPTIONAL),
         "reasoning_content": (_any, _OPTIONAL),
         "resolved": _opt(_is_bool),
-        "step_count": (_int_at_least(0), _OPTIONAL),
+        "step_count": (_int_at_least(0), _REQUIRED),
         "model_calls": (_list_of(_MODEL_CALL_REF), _OPTIONAL),
     }
 )

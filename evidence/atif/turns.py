@@ -118,7 +118,7 @@ def _agent_step(group: AgentGroup, turn: dict[str, Any], call: dict[str, Any], p
     if metrics is not None:
         step["metrics"] = metrics
     step["llm_call_count"] = 1
-    turn_info = {"turn_no": turn["turn_no"], "step_count": turn.get("step_count", 0)}
+    turn_info = {"turn_no": turn["turn_no"], "step_count": turn["step_count"]}
     if turn.get("resolved") is not None:
         turn_info["resolved"] = turn["resolved"]
     extra: dict[str, Any] = {"turn": turn_info, "model_call": dump_model_call(call)}
@@ -145,7 +145,7 @@ def agent_steps(
             raise AtifExportError(f"{path}.turn_no: turns must be ordered sequentially from 1")
         _check_copies(turn, group, path)
         calls_so_far += group.call_count
-        if turn.get("step_count", 0) != calls_so_far:
+        if turn["step_count"] != calls_so_far:
             raise AtifExportError(f"{path}.step_count: does not match the cumulative tool-call count")
         refs = turn.get("model_calls", [])
         if len(refs) != 1:

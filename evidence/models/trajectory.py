@@ -94,7 +94,7 @@ class TrajectoryTurn(BaseModel):
     answer: Any = None
     reasoning_content: Any = None
     resolved: bool | None = None
-    step_count: int = Field(default=0, ge=0)
+    step_count: int = Field(ge=0)  # required (health_perf.md §1); no default in 0.7.0
     model_calls: list[ModelCallRef] = Field(default_factory=list)
 
 

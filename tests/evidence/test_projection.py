@@ -90,8 +90,8 @@ def test_producer_identity_mismatch_rewrites_turns_and_is_reported_first() -> No
         "rollout_id": "3-1",
         "invocations": [invocation("root")],
         "turns": [
-            {"invocation_id": "root", "task_id": "other", "rollout_id": "3-1", "turn_no": 2, "timestamp": 5.0},
-            {"invocation_id": "root", "task_id": "other", "rollout_id": "3-1", "turn_no": 1, "timestamp": 9.0},
+            {"invocation_id": "root", "task_id": "other", "rollout_id": "3-1", "turn_no": 2, "timestamp": 5.0, "step_count": 0},
+            {"invocation_id": "root", "task_id": "other", "rollout_id": "3-1", "turn_no": 1, "timestamp": 9.0, "step_count": 0},
         ],
         "gaps": [{"code": "producer_gap"}],
     }
