@@ -1,0 +1,205 @@
+"""Deployments against a real ``prefect server start`` and ``evidence-stage serve``.
+
+One server process and one serve process for the whole module (each costs tens of seconds to
+start). Waits are bounded: a test fails with what it was waiting for, never hangs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+import yaml
+
+from flows.deployments import build_deployments, load_config
+from tasks.discover import capture_id_of
+from tasks.naming import canonical_url, job_id_for
+from tests.conftest import REPO, SAMPLES, free_port
+
+SAMPLE = SAMPLES / "realistic_job"
+BIN = Path(sys.executable).parent
+WAIT_S = 240
+
+
+def wait_for(check: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
+    """Poll ``check`` until it returns something truthy; fail naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def start(command: list[str], env: dict[str, str], log: Path, cwd: Path = REPO) -> subprocess.Popen:
+    return subprocess.Popen(command, env=env, cwd=cwd, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """SIGTERM to the process group we started (server workers, served flow runs), then SIGKILL."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+
+
+def copy_job(target: Path) -> Path:
+    shutil.copytree(SAMPLE, target)
+    return target
+
+
+def healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A ``prefect server start`` process and an ``evidence-stage serve`` process using it."""
+    root = tmp_path_factory.mktemp("deployments")
+    url = f"http://127.0.0.1:{free_port()}/api"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(PREFECT_HOME=str(root / "home"), PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_API_URL=url)
+    server_env = {**env, "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{root / 'prefect.db'}", "PREFECT_UI_ENABLED": "false"}
+    port = url.rsplit(":", 1)[1].split("/")[0]
+    server = start([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", port], server_env, root / "server.log")
+    serve = None
+    try:
+        wait_for(lambda: healthy(url) or server.poll() is not None, "the Prefect server")
+        assert server.poll() is None, (root / "server.log").read_text()[-3000:]
+        config = root / "stage.yaml"
+        config.write_text(
+            yaml.safe_dump({"output": str(root / "out"), "sweep": {"cron": "0 0 1 1 *", "prefix": str(root / "sweep-jobs"), "max_concurrency": 1}})
+        )
+        serve = start([str(BIN / "evidence-stage"), "serve", "--config", str(config)], env, root / "serve.log")
+        with prefect_client(url) as client:
+            for name in ("evidence-stage/on-eval-complete", "evidence-stage/manual", "evidence-stage-batch/sweep"):
+                wait_for(lambda name=name: _deployment(client, name), f"deployment {name}")
+            wait_for(lambda: client.read_automations_by_name("evidence-stage on gym.eval.completed"), "the trigger's automation")
+        yield {"url": url, "env": env, "root": root, "output": root / "out"}
+    finally:
+        for process in (serve, server):
+            if process is not None:
+                stop(process)
+
+
+def prefect_client(url: str) -> Any:
+    from prefect.client.orchestration import SyncPrefectClient
+
+    return SyncPrefectClient(url)
+
+
+def _deployment(client: Any, name: str) -> Any:
+    from prefect.exceptions import ObjectNotFound
+
+    try:
+        return client.read_deployment_by_name(name)
+    except ObjectNotFound:
+        return None
+
+
+def finished_runs(url: str, deployment: str) -> list[Any]:
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+
+    with prefect_client(url) as client:
+        deployment_id = client.read_deployment_by_name(deployment).id
+        runs = client.read_flow_runs(deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment_id])))
+    return [run for run in runs if run.state is not None and run.state.is_final()]
+
+
+def logs_of(served: dict[str, Any]) -> str:
+    return (served["root"] / "serve.log").read_text(errors="replace")[-4000:]
+
+
+def test_notify_triggers_the_job_flow_and_its_outputs_appear(served: dict[str, Any]) -> None:
+    copy_job(served["root"] / "jobs" / "night-eval")
+    result = subprocess.run(
+        [str(BIN / "evidence-stage"), "notify", "--rollouts", "jobs/night-eval/rollouts.jsonl", "--capture-dir", "jobs/night-eval/model-calls"],
+        env=served["env"], cwd=served["root"], capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    runs = wait_for(lambda: finished_runs(served["url"], "evidence-stage/on-eval-complete"), "the triggered flow run")
+    assert [run.state.type.value for run in runs] == ["COMPLETED"], logs_of(served)
+    rollouts = served["root"] / "jobs" / "night-eval" / "rollouts.jsonl"
+    job_dir = served["output"] / job_id_for(str(rollouts))
+    run_id = (job_dir / "LATEST").read_text().strip()
+    run_dir = job_dir / "runs" / run_id
+    assert (run_dir / "_SUCCESS").exists()
+    assert json.loads((run_dir / "params.json").read_text())["rollouts"] == canonical_url(str(rollouts))
+    assert (run_dir / "rollouts.jsonl").read_bytes().count(b"\n") == SAMPLE.joinpath("rollouts.jsonl").read_bytes().count(b"\n")
+
+
+def test_manual_deployment_run_uses_the_given_parameters(served: dict[str, Any]) -> None:
+    job = copy_job(served["root"] / "manual-job")
+    first_id = capture_id_of(orjson.loads((job / "rollouts.jsonl").read_bytes().splitlines()[0]))
+    params = {
+        "rollouts": str(job / "rollouts.jsonl"),
+        "capture_dir": str(job / "model-calls"),
+        "output": str(served["output"]),
+        "job_id": "chosen-job",
+        "run_id": "chosen-run",
+        "rollout_ids": [first_id],
+        "attempts_per_task": 1,
+    }
+    result = subprocess.run(
+        [str(BIN / "prefect"), "deployment", "run", "evidence-stage/manual", "--params", json.dumps({"params": params}), "--watch", "--watch-timeout", str(WAIT_S)],
+        env=served["env"], capture_output=True, text=True, timeout=WAIT_S + 60,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + logs_of(served)
+    run_dir = served["output"] / "chosen-job" / "runs" / "chosen-run"
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["run"]["scope"] == "subset"
+    assert manifest["counts"]["attempts"] == 1
+    assert manifest["parameters"]["rollout_ids"] == [first_id]
+    assert not (served["output"] / "chosen-job" / "LATEST").exists()
+
+
+def test_sweep_deployment_processes_the_configured_prefix(served: dict[str, Any]) -> None:
+    copy_job(served["root"] / "sweep-jobs" / "job-1")
+    result = subprocess.run(
+        [str(BIN / "prefect"), "deployment", "run", "evidence-stage-batch/sweep", "--watch", "--watch-timeout", str(WAIT_S)],
+        env=served["env"], capture_output=True, text=True, timeout=WAIT_S + 60,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + logs_of(served)
+    summaries = sorted((served["output"] / "batches").glob("*.json"))
+    assert len(summaries) == 1
+    summary = json.loads(summaries[0].read_text())
+    assert summary["prefix"] == str(served["root"] / "sweep-jobs")
+    assert [(job["status"], job["reason"]) for job in summary["jobs"]] == [("processed", "no complete run")]
+
+
+def _file_entrypoint(module_path: str) -> str:
+    module, _, function = module_path.rpartition(".")
+    return f"{module.replace('.', '/')}.py:{function}"
+
+
+def test_prefect_yaml_declares_the_served_deployments() -> None:
+    served = build_deployments(load_config(REPO / "configs" / "stage.yaml"))
+    declared = yaml.safe_load((REPO / "configs" / "prefect.yaml").read_text())
+    by_name = {d["name"]: d for d in declared["deployments"]}
+    assert set(by_name) == {d.name for d in served}
+    for deployment in served:
+        entry = by_name[deployment.name]
+        assert entry["entrypoint"] == _file_entrypoint(deployment.entrypoint)
+        assert entry["work_pool"]["name"] == "evidence-stage"
+        assert entry.get("parameters", {}) == deployment.parameters
+        assert [s["cron"] for s in entry.get("schedules", [])] == [s.schedule.cron for s in deployment.schedules]
+        triggers = [(t.name, sorted(t.expect), t.parameters) for t in deployment.triggers]
+        assert [(t["name"], t["expect"], t["parameters"]) for t in entry.get("triggers", [])] == triggers
