@@ -1,0 +1,49 @@
+"""``evidence-stage health ROLLOUTS_URL OUT_URL``: a drop-in for ``gym eval health-check``.
+
+Reads an existing rollouts file (any fsspec URL), writes ``quality_summary.json`` and
+``rollout_verdicts.jsonl`` into OUT_URL exactly as 0.7.0 does, and prints 0.7.0's two-line
+report. Unknown check ids and a missing file stop it like 0.7.0's parser errors (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from evidence.health import SUMMARY_NAME, VERDICTS_NAME, UnknownHealthCheck, health_check_bytes, normalize_ignored_checks
+from flows.commands.options import add_storage_options, storage_options_of
+from tasks.storage import InputNotFound, Location
+
+
+def check_ids(text: str) -> str:
+    """One ``--ignore-check`` value: an id or a comma-separated list without empty entries."""
+    if any(not part.strip() for part in text.split(",")):
+        raise argparse.ArgumentTypeError("check IDs must be a comma-separated list without empty entries")
+    return text
+
+
+def register(subcommands: Any) -> None:
+    parser = subcommands.add_parser("health", help="health-check an existing rollouts file (gym eval health-check)")
+    parser.add_argument("rollouts", metavar="ROLLOUTS_URL")
+    parser.add_argument("output", metavar="OUT_URL", help="folder for quality_summary.json and rollout_verdicts.jsonl")
+    parser.add_argument("--ignore-check", "--ignore-checks", "--ignore", action="append", default=[], type=check_ids, dest="ignored", metavar="ID")
+    add_storage_options(parser)
+    parser.set_defaults(handler=handle, parser=parser)
+
+
+def handle(args: argparse.Namespace) -> int:
+    options = storage_options_of(args)
+    source, out = Location(args.rollouts, options), Location(args.output, options)
+    try:  # 0.7.0 normalises the ignore list before it looks at any path
+        ignored = normalize_ignored_checks([part for value in args.ignored for part in value.split(",")])
+    except UnknownHealthCheck as exc:
+        args.parser.error(str(exc))
+    try:
+        data = source.read_bytes()
+    except InputNotFound:
+        args.parser.error(f"Rollout JSONL not found: {source.display}")
+    files = health_check_bytes(data, rollouts_path=source.display, output_dir=out.display, ignored=ignored)
+    out.child(SUMMARY_NAME).write_bytes(files.quality_summary.encode())
+    out.child(VERDICTS_NAME).write_bytes(files.rollout_verdicts.encode())
+    print(files.report)
+    return 0

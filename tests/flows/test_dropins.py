@@ -1,0 +1,74 @@
+"""The drop-in commands through the real CLI: ``health`` and ``export-atif`` on every golden case."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flows.cli import main
+from flows.stage import package_version
+from evidence.models.atif import Exporter
+from tests.conformance.conftest import load_cases
+from tests.conformance.test_atif_golden import expected_files, expected_outcome
+
+HEALTH = load_cases("health")
+ATIF = load_cases("atif")
+EXPORTER = Exporter(name="evidence-stage", version=package_version())
+
+
+@pytest.mark.parametrize(("name", "case"), HEALTH, ids=[n for n, _ in HEALTH])
+def test_health_dropin_matches_golden(name: str, case: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rollouts, out = tmp_path / "rollouts.jsonl", tmp_path / "reports"
+    rollouts.write_text(case["rollouts_jsonl"], encoding="utf-8")
+    ignore = [arg for check in case["ignored_checks"] if check.strip() for arg in ("--ignore-check", check)]  # the CLI refuses empty ids
+    assert main(["health", str(rollouts), str(out), *ignore]) == 0
+    verdicts = case["expected_rollout_verdicts_jsonl"].replace(json.dumps(case["input_path_used"]), json.dumps(str(rollouts)))
+    assert (out / "rollout_verdicts.jsonl").read_text(encoding="utf-8") == verdicts
+    assert (out / "quality_summary.json").read_text(encoding="utf-8") == case["expected_quality_summary_text"]
+    assert capsys.readouterr().out == case["expected_report_text"].replace(case["output_dir_used"], str(out)) + "\n"
+
+
+def test_health_dropin_refuses_unknown_check_and_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as unknown:
+        main(["health", str(tmp_path / "missing.jsonl"), str(tmp_path), "--ignore-check", "zzz,nope"])
+    assert unknown.value.code == 2
+    assert "Unknown rollout health check(s): nope, zzz" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as missing:
+        main(["health", str(tmp_path / "missing.jsonl"), str(tmp_path)])
+    assert missing.value.code == 2
+    assert "Rollout JSONL not found" in capsys.readouterr().err
+
+
+def _atif_args(case: dict[str, Any], rollouts: Path, out: Path) -> list[str]:
+    return ["export-atif", "--rollouts", str(rollouts), "--output-dir", str(out), "--session-id", case["session_id"], "--agent-version", case["agent_version"]]
+
+
+@pytest.mark.parametrize(("name", "case"), ATIF, ids=[n for n, _ in ATIF])
+def test_export_atif_dropin_matches_golden(name: str, case: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rollouts, out = tmp_path / "rollouts.jsonl", tmp_path / "atif"
+    setup = case.get("setup", {})
+    if not setup.get("rollouts_file_missing"):
+        rollouts.write_text(case["rollouts_jsonl"], encoding="utf-8")
+    if setup.get("output_dir_exists"):
+        out.mkdir()
+        (out / "sentinel").write_text("keep")
+    code, message = expected_outcome(case) if "setup" not in case else (1, "Error: " + case["expected_error"])
+    message = message.replace("{output_dir}", str(out)).replace("{rollouts_path}", str(rollouts)).replace("gym eval export", "evidence-stage export-atif")
+    try:
+        result = main(_atif_args(case, rollouts, out))
+    except SystemExit as exit_:
+        result = exit_.code
+    captured = capsys.readouterr()
+    assert result == code
+    if code == 0:
+        written = {p.name: p.read_bytes() for p in out.iterdir()}
+        assert written == expected_files(case, EXPORTER)
+        assert captured.out.splitlines()[0].startswith(f"Exported {len(written) - 1} ATIF trajectory file(s) to ")
+    else:
+        assert message in captured.err
+        assert not out.exists() or setup.get("output_dir_exists")
+    if setup.get("output_dir_exists"):
+        assert [p.name for p in out.iterdir()] == ["sentinel"]
