@@ -1,0 +1,38 @@
+"""The public surface of ``evidence`` is deliberate: this list changes only on purpose."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import evidence
+
+EXPECTED = {
+    "AtifExportError", "AtifRollout", "CaptureFiles", "CaptureLookup", "CollectedRow", "EvidenceError",
+    "Exporter", "HealthResult", "ReportContext", "RowDigest", "RowRejected", "SUMMARY_NAME",
+    "UnknownHealthCheck", "VERDICTS_NAME", "build_capabilities", "capabilities_markdown",
+    "capability_digest", "capability_table_rows", "capture_rollout_id", "check_capture_file_id",
+    "collect_row", "compute_perf_summary", "config_error_message", "convert_rollout", "dump_row",
+    "duplicate_key_message", "evaluate_row", "export_rollouts", "health_check_bytes", "health_markdown",
+    "histogram_values", "normalize_ignored_checks", "output_created_message", "output_exists_message",
+    "perf_markdown", "read_capture", "reduce_digests", "rejected_rows_message", "render_report",
+    "rollouts_not_found_message", "success_lines", "trajectory_identity",
+}
+
+
+def test_all_is_pinned_and_importable() -> None:
+    assert set(evidence.__all__) == EXPECTED
+    assert len(evidence.__all__) == len(EXPECTED)
+    for name in evidence.__all__:
+        assert getattr(evidence, name) is not None
+
+
+def test_evidence_never_imports_prefect_or_fsspec() -> None:
+    """The pure core stays pure (DESIGN.md): no orchestration or storage imports anywhere in it."""
+    forbidden = {"prefect", "fsspec", "s3fs", "os", "pathlib"}
+    for path in Path(evidence.__file__).parent.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                assert name.split(".")[0] not in forbidden, f"{path.name} imports {name}"
