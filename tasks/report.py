@@ -10,12 +10,13 @@ from typing import Any
 
 import orjson
 
-from evidence.capabilities import capability_digest, histogram_values
-from evidence.report import (
+from evidence import (
     ReportContext,
     capabilities_markdown,
+    capability_digest,
     capability_table_rows,
     health_markdown,
+    histogram_values,
     perf_markdown,
     render_report,
 )

@@ -16,7 +16,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from evidence.atif import (
+from evidence import (
+    AtifExportError,
+    Exporter,
     config_error_message,
     export_rollouts,
     output_created_message,
@@ -24,8 +26,6 @@ from evidence.atif import (
     rollouts_not_found_message,
     success_lines,
 )
-from evidence.errors import AtifExportError
-from evidence.models.atif import Exporter
 from flows.commands.options import add_storage_options, storage_options_of
 from flows.stage import package_version
 from tasks.context import EXPORTER_NAME

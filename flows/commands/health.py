@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from evidence.health import SUMMARY_NAME, VERDICTS_NAME, UnknownHealthCheck, health_check_bytes, normalize_ignored_checks
+from evidence import SUMMARY_NAME, VERDICTS_NAME, UnknownHealthCheck, health_check_bytes, normalize_ignored_checks
 from flows.commands.options import add_storage_options, storage_options_of
 from tasks.storage import InputNotFound, Location
 
