@@ -1,0 +1,65 @@
+"""Prefect artifacts of a job run and a batch run, read back through the Prefect client."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterType, FlowRunFilter, FlowRunFilterId
+
+from flows.batch import BatchParams, batch_flow
+from flows.params import StageParams
+from flows.stage import stage_flow
+from tests.conftest import EXAMPLE_JOB, SAMPLES
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+
+def artifacts_of(flow_run_id: UUID) -> dict[str, Any]:
+    """The flow run's keyed artifacts (latest version of each key), by key."""
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+        progress = client.read_artifacts(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])), artifact_filter=ArtifactFilter(type=ArtifactFilterType(any_=["progress"]))
+        )
+    by_key = {a.key: a for a in sorted(found, key=lambda a: a.updated or a.created) if a.key}
+    by_key.update({f"progress:{a.id}": a for a in progress})
+    return by_key
+
+
+def test_job_run_has_verdict_table_perf_markdown_links_and_finished_progress(tmp_path: Path) -> None:
+    params = StageParams(
+        rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output=str(tmp_path), attempts_per_task=6
+    )
+    state = stage_flow(params, return_state=True)
+    result = state.result()
+    artifacts = artifacts_of(state.state_details.flow_run_id)
+
+    verdicts = artifacts["evidence-stage-verdicts"]
+    assert verdicts.type == "table"
+    table = json.loads(verdicts.data) if isinstance(verdicts.data, str) else verdicts.data
+    assert {row["verdict"]: row["rollouts"] for row in table} == result["counts"]["verdicts"]
+    perf = artifacts["evidence-stage-perf-summary"]
+    assert perf.type == "markdown" and perf.data.strip()
+    links = {key: artifacts[key] for key in ("evidence-stage-run-dir", "evidence-stage-report")}  # Prefect stores links as markdown
+    assert result["run_dir"] in links["evidence-stage-run-dir"].data
+    assert f"{result['run_dir']}/report.html" in links["evidence-stage-report"].data
+    progress = [a for key, a in artifacts.items() if key.startswith("progress:")]
+    assert [a.data for a in progress] == [100.0]
+
+
+def test_batch_run_has_a_job_table_and_a_summary_link(tmp_path: Path) -> None:
+    shutil.copytree(SAMPLES / "realistic_job", tmp_path / "jobs" / "one")
+    state = batch_flow(BatchParams(prefix=str(tmp_path / "jobs"), output=str(tmp_path / "out")), return_state=True)
+    summary = state.result()
+    artifacts = artifacts_of(state.state_details.flow_run_id)
+
+    jobs = artifacts["evidence-stage-batch"]
+    table = json.loads(jobs.data) if isinstance(jobs.data, str) else jobs.data
+    assert [(row["job_id"], row["status"]) for row in table] == [(summary["jobs"][0]["job_id"], "processed")]
+    assert summary["summary_url"] in artifacts["evidence-stage-batch-summary"].data

@@ -1,0 +1,41 @@
+"""The Dask task runner on a real distributed.LocalCluster gives the thread runner's outputs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from distributed import Client, LocalCluster, get_task_stream
+
+from tests.conftest import EXAMPLE_JOB
+from tests.flows.support import local_path, run_outputs, run_stage
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LocalCluster]:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local:
+        yield local
+
+
+def test_dask_cluster_outputs_equal_thread_runner_outputs(cluster: LocalCluster, tmp_path: Path) -> None:
+    job = {"rollouts": str(EXAMPLE_JOB / "rollouts.jsonl"), "capture_dir": str(EXAMPLE_JOB / "model-calls"), "attempts_per_task": 4}
+    threaded = run_stage(**job, output=str(tmp_path / "thread"), task_runner="thread", job_id="example")
+    with Client(cluster) as client, get_task_stream(client) as stream:
+        on_dask = run_stage(**job, output=str(tmp_path / "dask"), task_runner="dask", dask_address=cluster.scheduler_address, job_id="example")
+
+    assert run_outputs(on_dask["run_dir"]) == run_outputs(threaded["run_dir"])
+    assert {"rollouts.jsonl", "perf_summary.json", "health/quality_summary.json", "atif/manifest.jsonl"} <= set(run_outputs(on_dask["run_dir"]))
+    assert (local_path(on_dask["run_dir"]) / "_SUCCESS").exists()
+    worker_addresses = set(cluster.scheduler_info["workers"])
+    ran_on = {record["worker"] for record in stream.data}
+    assert stream.data and ran_on <= worker_addresses
+
+
+def test_local_dask_cluster_from_dask_workers_gives_the_same_outputs(tmp_path: Path) -> None:
+    job = {"rollouts": str(EXAMPLE_JOB / "rollouts.jsonl"), "capture_dir": str(EXAMPLE_JOB / "model-calls"), "attempts_per_task": 8, "job_id": "example"}
+    threaded = run_stage(**job, output=str(tmp_path / "thread"))
+    on_dask = run_stage(**job, output=str(tmp_path / "dask"), task_runner="dask", dask_workers=2)
+    assert run_outputs(on_dask["run_dir"]) == run_outputs(threaded["run_dir"])
