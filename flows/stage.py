@@ -22,7 +22,7 @@ from tasks.naming import default_failures_url, job_id_for, new_run_id
 from tasks.publish import build_manifest, publish_artifacts, publish_run
 from tasks.reduce import reduce_run
 from tasks.report import render_run_report
-from tasks.runs import check_resume, claim, is_complete, recorded_params, run_dir_of
+from tasks.runs import check_resume, claim, discard_temporaries, is_complete, recorded_params, run_dir_of, update_latest
 from tasks.storage import Location
 
 MAX_TASK_RUNS = 100
@@ -80,7 +80,12 @@ def _output_params(params: StageParams, job_id: str) -> dict[str, Any]:
 
 
 def resolve_run(params: StageParams) -> tuple[RunContext, Location, dict[str, Any], str]:
-    """Locations, the run id, and the recorded parameters; claims the run directory."""
+    """Locations, the run id, and the recorded parameters; claims the run directory.
+
+    On ``resume`` the recorded parameters win (explicit conflicting ones are an error), stale
+    temp files of the killed process are removed, and a complete full run gets the LATEST
+    update it may have been killed before.
+    """
     options = params.storage_options
     main = Location(params.rollouts, options)
     failures_url = params.failures or default_failures_url(params.rollouts)
@@ -97,6 +102,9 @@ def resolve_run(params: StageParams) -> tuple[RunContext, Location, dict[str, An
         explicit = {k: requested[k] for k in requested if k in params.model_fields_set or k == "job_id"}
         check_resume(recorded, explicit)
         requested = recorded
+        discard_temporaries(run_dir)
+        if is_complete(run_dir) and not (recorded["rollout_ids"] or recorded["rollout_glob"]):
+            update_latest(output.child(job_id), run_id)  # a kill between _SUCCESS and LATEST
     else:
         claim(run_dir, requested)
     ctx = RunContext(

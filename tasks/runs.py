@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from tasks.storage import Location
+from tasks.storage.fs import TEMP_PREFIX
 
 PARAMS_FILE = "params.json"
 SUCCESS_FILE = "_SUCCESS"
@@ -46,6 +47,20 @@ def check_resume(recorded: dict[str, Any], requested: dict[str, Any]) -> None:
     if conflicts:
         detail = ", ".join(f"{k}: run has {recorded[k]!r}, asked {requested[k]!r}" for k in conflicts)
         raise RunConflict(f"--resume conflicts with the run's parameters ({detail})")
+
+
+def discard_temporaries(run_dir: Location) -> list[str]:
+    """Delete the temp files a killed run left behind (local disk only; returns their paths).
+
+    An interrupted atomic write leaves ``.tmp-*`` beside its target; object stores never show
+    an unfinished upload. Without this a resumed run would differ from an uninterrupted one.
+    """
+    if not run_dir.is_local or not run_dir.exists():
+        return []
+    stale = [rel for rel in run_dir.list_tree() if rel.rsplit("/", 1)[-1].startswith(TEMP_PREFIX)]
+    for rel in stale:
+        run_dir.child(rel).remove()
+    return stale
 
 
 def is_complete(run_dir: Location) -> bool:

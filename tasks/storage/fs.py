@@ -22,6 +22,8 @@ from fsspec.implementations.local import LocalFileSystem
 from tasks.retry import call_with_retries
 
 READ_BLOCK = 8 * 2**20
+TEMP_PREFIX = ".tmp-"
+"""Local atomic writes stage their bytes in ``<folder>/.tmp-*`` files; a crash can leave some."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,20 +159,20 @@ class Location:
         call_with_retries(self.url, put)
 
     def write_new(self, data: bytes) -> bool:
-        """Create the object only if it does not exist yet; False when it already exists."""
+        """Create the object only if it does not exist yet; False when it already exists.
+
+        On object stores a create whose response was lost (reset, timeout) may have succeeded:
+        when a retry then finds the object holding exactly our bytes, the create was ours.
+        """
+        tried = False
 
         def create() -> bool:
+            nonlocal tried
             if self.is_local:
-                os.makedirs(os.path.dirname(self.path), exist_ok=True)
-                try:
-                    fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-                except FileExistsError:
-                    return False
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                return True
+                return _create_local(self.path, data)
             if self.fs.exists(self.path):
-                return False
+                return tried and self.fs.cat_file(self.path) == data
+            tried = True
             try:
                 with self.fs.open(self.path, "xb") as f:
                     f.write(data)
@@ -182,6 +184,21 @@ class Location:
 
     def remove(self) -> None:
         call_with_retries(self.url, lambda: self.fs.rm_file(self.path))
+
+
+def _create_local(path: str, data: bytes) -> bool:
+    """O_EXCL create; the bytes go through a temp file so a crash never leaves a half file."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=TEMP_PREFIX, suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+    return True
 
 
 @contextlib.contextmanager
@@ -197,7 +214,7 @@ def atomic_writer(location: Location) -> Iterator[IO[bytes]]:
     if isinstance(fs, LocalFileSystem):
         folder = os.path.dirname(path)
         os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".part")
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=TEMP_PREFIX, suffix=".part")
         try:
             with os.fdopen(fd, "wb") as f:
                 yield f

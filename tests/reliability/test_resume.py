@@ -1,0 +1,101 @@
+"""--resume semantics (DESIGN.md invariant 5) through the real CLI, and in-process repairs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.flows.support import run_outputs, run_stage, tree_digest
+from tests.jobgen import JobInfo
+from tests.reliability.support import error_lines, job_args, run_cli, run_dir
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+
+def _fields(job: JobInfo, output: Path, **extra: object) -> dict[str, object]:
+    return {"rollouts": str(job.rollouts), "capture_dir": str(job.capture_dir), "output": str(output), **extra}
+
+
+def _parts(run: Path) -> dict[str, int]:
+    """Every per-attempt part by relative path -> inode (a rewrite makes a new inode)."""
+    return {str(p.relative_to(run)): p.stat().st_ino for p in sorted((run / "attempts").rglob("*.part"))}
+
+
+def test_resume_of_complete_run_is_a_noop_that_says_so(job: JobInfo, tmp_path: Path, prefect_server: str) -> None:
+    run_stage(**_fields(job, tmp_path, run_id="done"))
+    run = run_dir(tmp_path, "done")
+    before = tree_digest(str(run))
+    result = run_cli(prefect_server, [*job_args(job, tmp_path), "--resume", "done"])
+    assert result.returncode == 0, result.stderr
+    assert "already complete" in result.stdout
+    assert tree_digest(str(run)) == before
+
+
+def test_existing_run_id_without_resume_is_one_line_error(job: JobInfo, tmp_path: Path, prefect_server: str) -> None:
+    run_stage(**_fields(job, tmp_path, run_id="taken"))
+    run = run_dir(tmp_path, "taken")
+    before = tree_digest(str(run))
+    result = run_cli(prefect_server, [*job_args(job, tmp_path), "--run-id", "taken"])
+    assert result.returncode == 2
+    (line,) = error_lines(result.stderr)
+    assert "run id already exists" in line and "--resume" in line
+    assert tree_digest(str(run)) == before
+
+
+def test_resume_with_conflicting_parameters_is_an_error(job: JobInfo, tmp_path: Path, prefect_server: str) -> None:
+    run_stage(**_fields(job, tmp_path, run_id="mine", session_id="s1"))
+    run = run_dir(tmp_path, "mine")
+    (run / "_SUCCESS").unlink()
+    before = tree_digest(str(run))
+    result = run_cli(prefect_server, [*job_args(job, tmp_path), "--resume", "mine", "--session-id", "s2"])
+    assert result.returncode == 2
+    (line,) = error_lines(result.stderr)
+    assert "session_id" in line and "'s1'" in line and "'s2'" in line
+    assert tree_digest(str(run)) == before
+
+
+def test_resume_of_unknown_run_is_an_error(job: JobInfo, tmp_path: Path) -> None:
+    with pytest.raises(Exception, match="no such run to resume"):
+        run_stage(**_fields(job, tmp_path, resume="never-started"))
+
+
+def test_resume_skips_matching_parts_and_redoes_the_rest(job: JobInfo, tmp_path: Path) -> None:
+    reference = run_outputs(run_stage(**_fields(job, tmp_path / "ref", run_id="ref"))["run_dir"])
+    run_stage(**_fields(job, tmp_path / "out", run_id="partial", attempts_per_task=3))
+    run = run_dir(tmp_path / "out", "partial")
+    parts = sorted((run / "attempts").rglob("*.part"))
+    removed, stale = parts[1::4], parts[2]
+    for part in removed:
+        part.unlink()
+    header, _, body = stale.read_bytes().partition(b"\n")
+    stale.write_bytes(orjson.dumps({**orjson.loads(header), "fingerprint": "0" * 64}) + b"\n" + body[:10])
+    for name in ("_SUCCESS", "rollouts.jsonl", "perf_summary.json", "health/quality_summary.json"):
+        (run / name).unlink()
+    kept = {k: v for k, v in _parts(run).items() if k != str(stale.relative_to(run))}
+    result = run_stage(**_fields(job, tmp_path / "out", resume="partial"))
+    assert result["already_complete"] is False
+    after = _parts(run)
+    assert {k: after[k] for k in kept} == kept, "matching parts must be skipped, not rewritten"
+    assert set(after) == {str(p.relative_to(run)) for p in parts}
+    assert (run / "_SUCCESS").exists()
+    assert run_outputs(str(run)) == reference
+    manifest = orjson.loads((run / "manifest.json").read_bytes())
+    assert manifest["run"]["resumed"] is True
+    assert manifest["counts"]["attempts"] == len(parts)
+    assert (tmp_path / "out" / run.parts[-3] / "LATEST").read_text() == "partial\n"
+
+
+def test_resume_discards_temp_files_of_the_killed_process(job: JobInfo, tmp_path: Path) -> None:
+    run_stage(**_fields(job, tmp_path, run_id="tmpfiles"))
+    run = run_dir(tmp_path, "tmpfiles")
+    reference = run_outputs(str(run))
+    (run / "_SUCCESS").unlink()
+    (run / ".tmp-abc123.part").write_bytes(b"half a rollouts file")
+    (run / "attempts" / "main" / ".tmp-def456.part").write_bytes(b"half a part")
+    run_stage(**_fields(job, tmp_path, resume="tmpfiles"))
+    assert not [p for p in run.rglob(".tmp-*")]
+    assert run_outputs(str(run)) == reference
+    assert os.path.exists(run / "_SUCCESS")
