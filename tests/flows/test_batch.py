@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import orjson
 import pytest
 import s3fs
 
 import flows.batch
 from flows.batch import BatchParams, batch_flow
+from flows.cli import main
 from flows.params import StageParams
 from tests.conftest import SAMPLES
 from tests.flows.support import run_stage
@@ -97,3 +101,19 @@ def test_batch_reports_ambiguous_folders_and_a_failing_job_without_failing(bucke
     by_job = {entry["job_id"]: entry for entry in read_summary(result)["jobs"]}
     assert by_job[job_id_for(bad)]["reason"] == "RuntimeError: storage exploded"
     assert by_job[job_id_for(good)]["status"] == "processed"
+
+
+def test_batch_command_prints_each_job_and_exits_1_only_when_a_job_failed(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copytree(JOB, tmp_path / "jobs" / "local-job")
+    args = ["batch", str(tmp_path / "jobs"), "--output", str(tmp_path / "out"), "--max-concurrency", "1"]
+    assert main(args) == 0
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("processed") == 1 and printed.count("skipped") == 1
+    assert "summary: " in printed
+
+    def failing(params: StageParams) -> dict:
+        raise RuntimeError("no")
+
+    monkeypatch.setattr(flows.batch, "stage_flow", failing)
+    assert main([*args, "--force"]) == 1
