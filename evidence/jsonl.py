@@ -16,10 +16,24 @@ import orjson
 
 def dump_row(row: Any) -> bytes:
     """One JSONL line (no trailing newline); value-equal to what orjson would have written."""
+    line = orjson_line(row)
+    if line is None:
+        return json.dumps(_finite_or_null(row), ensure_ascii=False, separators=(",", ":")).encode()
+    return line
+
+
+def orjson_line(row: Any) -> bytes | None:
+    """orjson's own rendering of ``row``, or None when only ``dump_row``'s fallback can write it.
+
+    Such a line is strict JSON by construction: unique keys, no NaN/Infinity literals, floats
+    in their shortest round-trip spelling, integers within 64 bits, valid UTF-8 without lone
+    surrogates. Any reader that refuses lossy JSON therefore decodes it to exactly
+    ``orjson.loads(line)``, which lets callers parse it once.
+    """
     try:
         return orjson.dumps(row)
     except orjson.JSONEncodeError:
-        return json.dumps(_finite_or_null(row), ensure_ascii=False, separators=(",", ":")).encode()
+        return None
 
 
 def _finite_or_null(value: Any) -> Any:

@@ -134,6 +134,7 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
         return {"run_id": run_id, "run_dir": ctx.run_dir.url, "already_complete": True}
     plan = discover_job(ctx.main, ctx.failures, ctx.capture_dir)
     timings["discover_s"] = time.perf_counter() - clock
+    timings["discover_task_s"] = plan.seconds
     attempts = select_subset(plan.attempts, params) if params.is_subset else plan.attempts
     groups = make_groups(attempts, group_size(len(attempts), params.attempts_per_task))
     logger.info("%d attempts in %d groups; %d orphan captures; %d skipped lines", len(attempts), len(groups), len(plan.orphans), len(plan.skipped))
@@ -150,9 +151,11 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
             progress.advance(len(summary.statuses))
     timings["fan_out_s"] = time.perf_counter() - clock
     timings["in_task_s"] = task_seconds
+    timings["fan_out_parallelism"] = min(params.max_workers, len(groups))
     clock = time.perf_counter()
     reduced = reduce_run(ctx, attempts, recorded["atif_all_or_nothing"])
     timings["reduce_s"] = time.perf_counter() - clock
+    timings["reduce_task_s"] = reduced.seconds
     finished_at = datetime.now(timezone.utc)
     run = {
         "run_id": run_id,
@@ -165,7 +168,9 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
         "resumed": bool(params.resume),
     }
     manifest = build_manifest(run=run, params=recorded, config_fingerprint=config_fingerprint(recorded), plan=plan, statuses=statuses, reduced=reduced, timings=timings)
+    clock = time.perf_counter()
     report_html, tables = render_run_report(ctx.run_dir, manifest, reduced.histograms)
+    manifest["timings"]["report_s"] = round(time.perf_counter() - clock, 3)
     publish_run(ctx.run_dir, job_dir, manifest, report_html, not params.is_subset)
     publish_artifacts(manifest, ctx.run_dir, tables)
     logger.info("run %s complete: %s", run_id, manifest["counts"])

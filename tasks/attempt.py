@@ -17,13 +17,13 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import task_run as task_run_runtime
 from prefect.tasks import exponential_backoff
 
-from evidence.atif import convert_rollout
+from evidence.atif.convert import convert_orjson_row, convert_rollout
 from evidence.capabilities import capability_digest
 from evidence.capture import CaptureFiles
 from evidence.collect import collect_row
 from evidence.errors import AtifExportError
 from evidence.health import evaluate_row
-from evidence.jsonl import dump_row
+from evidence.jsonl import dump_row, orjson_line
 from evidence.models.atif import Exporter
 from tasks.context import EXPORTER_NAME, RunContext
 from tasks.discover import JSONL_SUFFIX, MAIN, MARKER_SUFFIX, AttemptRef
@@ -77,52 +77,65 @@ def _lookup_for(ctx: RunContext, attempt: AttemptRef):
 def build_part(ctx: RunContext, attempt: AttemptRef, raw: bytes) -> bytes:
     """Run the whole per-row evidence pipeline for one attempt and encode its part."""
     started = time.perf_counter()
-    row = orjson.loads(raw)
-    collected = collect_row(row, _lookup_for(ctx, attempt))
+    collected = collect_row(orjson.loads(raw), _lookup_for(ctx, attempt))
     header: dict[str, Any] = {
         "key": attempt.key,
         "fingerprint": attempt.fingerprint,
         "rollout_id": attempt.rollout_id,
         "repaired": collected.repaired,
     }
+    canonical = None
     if collected.rejected is not None:
         line = raw
         header["status"] = "rejected"
         header["reason"] = f"{collected.rejected.kind}: {collected.rejected.message}"
     else:
-        line = dump_row(collected.row)
+        canonical = orjson_line(collected.row)
+        line = dump_row(collected.row) if canonical is None else canonical
         header["status"] = "ok"
     blobs = [line]
     if attempt.source == MAIN:
-        value = orjson.loads(line)  # what the written file holds (non-finite floats are null)
-        header["health"] = evaluate_row(
-            value,
-            source=ctx.rollouts_out.display,
-            line=attempt.out_line,
-            ordinal=attempt.out_line - 1,
-            ignored=ctx.ignored_checks,
-        ).to_json()
-        header["capability"] = capability_digest(value)
-        perf = value.get("ng_perf")
-        header["perf"] = {"group": perf_group(value), "record": perf if isinstance(perf, dict) else None}
-        try:
-            converted = convert_rollout(
-                line,
-                session_id=ctx.session_id,
-                agent_version=ctx.agent_version,
-                exporter=Exporter(name=EXPORTER_NAME, version=ctx.exporter_version),
-            )
-        except AtifExportError as exc:
-            header["atif"] = {"error": exc.message}
-        else:
-            header["atif"] = {
-                "name": converted.file_name,
-                "key": list(converted.key),
-                "manifest": converted.manifest_line.decode(),
-            }
-            blobs.append(converted.content)
+        atif = _digest_main(ctx, attempt, line, canonical is not None, header)
+        if atif is not None:
+            blobs.append(atif)
     header["seconds"] = round(time.perf_counter() - started, 6)
     return encode_part(header, blobs)
+
+
+def _digest_main(ctx: RunContext, attempt: AttemptRef, line: bytes, canonical: bool, header: dict[str, Any]) -> bytes | None:
+    """Health, capability and perf digests plus the ATIF file of a main row, from one parse.
+
+    Every consumer reads what the written file holds (non-finite floats are null), decoded once;
+    only a line orjson did not write itself (a rejected input row, a fallback rendering) goes
+    through the strict ATIF loader again. None of the consumers modifies the value.
+    """
+    value = orjson.loads(line)
+    header["health"] = evaluate_row(
+        value,
+        source=ctx.rollouts_out.display,
+        line=attempt.out_line,
+        ordinal=attempt.out_line - 1,
+        ignored=ctx.ignored_checks,
+    ).to_json()
+    header["capability"] = capability_digest(value)
+    perf = value.get("ng_perf")
+    header["perf"] = {"group": perf_group(value), "record": perf if isinstance(perf, dict) else None}
+    identity = {
+        "session_id": ctx.session_id,
+        "agent_version": ctx.agent_version,
+        "exporter": Exporter(name=EXPORTER_NAME, version=ctx.exporter_version),
+    }
+    try:
+        converted = convert_orjson_row(value, **identity) if canonical else convert_rollout(line, **identity)
+    except AtifExportError as exc:
+        header["atif"] = {"error": exc.message}
+        return None
+    header["atif"] = {
+        "name": converted.file_name,
+        "key": list(converted.key),
+        "manifest": converted.manifest_line.decode(),
+    }
+    return converted.content
 
 
 def _existing_header(ctx: RunContext, attempt: AttemptRef) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@ so it never names a file here. Capture files claimed by no row are orphans: repo
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass, field
 
 import orjson
@@ -58,6 +59,7 @@ class JobPlan:
     orphans: list[str] = field(default_factory=list)
     inputs: dict[str, FileEntry] = field(default_factory=dict)
     fingerprint: str = ""
+    seconds: float = 0.0
 
     def of_source(self, source: str) -> list[AttemptRef]:
         return [a for a in self.attempts if a.source == source]
@@ -109,6 +111,7 @@ def fingerprint_inputs(inputs: dict[str, FileEntry]) -> str:
 
 def discover(main: Location, failures: Location | None, capture_dir: Location) -> JobPlan:
     """Scan the rollouts file(s) once and the capture directory once; return the job plan."""
+    started = time.perf_counter()
     plan = JobPlan(inputs=list_inputs(main, failures, capture_dir))
     prefix = capture_dir.name + "/"
     listing = {rel[len(prefix) :]: entry for rel, entry in plan.inputs.items() if rel.startswith(prefix)}
@@ -151,6 +154,7 @@ def discover(main: Location, failures: Location | None, capture_dir: Location) -
         name for name in listing if _capture_id_of_file(name) is not None and _capture_id_of_file(name) not in claimed
     )
     plan.fingerprint = fingerprint_inputs(plan.inputs)
+    plan.seconds = time.perf_counter() - started
     return plan
 
 
