@@ -118,3 +118,28 @@ def test_chromium_renders_matrix_and_verdicts(tmp_path: Path) -> None:
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     print(f"report screenshot: {screenshot}")
 
+
+
+def test_chromium_shows_the_example_job_run_report(tmp_path: Path, prefect_server: str) -> None:
+    """The report the stage itself wrote for the bundled example job, read back from the browser."""
+    from tests.conftest import EXAMPLE_JOB
+    from tests.flows.support import local_path, run_stage
+
+    result = run_stage(
+        rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output=str(tmp_path / "out")
+    )
+    run_dir = local_path(result["run_dir"])
+    capabilities = json.loads((run_dir / "capabilities.json").read_text(encoding="utf-8"))
+    summary = json.loads((run_dir / "health" / "quality_summary.json").read_text(encoding="utf-8"))
+    reader = _DomReader()
+    reader.feed(chromium(tmp_path / "profile", "--dump-dom", (run_dir / "report.html").as_uri()).stdout)
+
+    assert reader.cells == {
+        (agent, name): (entry["dimensions"][name]["status"], capability_cell(entry["dimensions"][name]))
+        for agent, entry in capabilities["agents"].items()
+        for name in DIMENSIONS
+    }
+    assert reader.verdicts == {name: str(count) for name, count in summary["run"]["verdicts"].items()}
+    screenshot = tmp_path / "example-report.png"
+    chromium(tmp_path / "profile-shot", "--window-size=1280,2400", f"--screenshot={screenshot}", (run_dir / "report.html").as_uri())
+    print(f"example job report screenshot: {screenshot}")
