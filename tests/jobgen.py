@@ -434,18 +434,22 @@ def _ref(server: str, response_id: str) -> dict[str, Any]:
             "response_id": response_id}
 
 
-def _usage(response: dict[str, Any]) -> dict[str, Any]:
-    """The agent's final usage in Responses shape, whatever the upstream dialect."""
+def _token_numbers(response: dict[str, Any]) -> tuple[int, int, int, int]:
+    """(prompt, cached, completion, reasoning) of one upstream reply, whatever its dialect."""
     u = response["usage"]
     if "prompt_tokens" in u:
-        numbers = (u["prompt_tokens"], u["prompt_tokens_details"]["cached_tokens"], u["completion_tokens"],
-                   u["completion_tokens_details"]["reasoning_tokens"])
-    elif "cache_read_input_tokens" in u:
-        numbers = (u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"],
-                   u["cache_read_input_tokens"], u["output_tokens"], 0)
-    else:
-        numbers = (u["input_tokens"], u["input_tokens_details"]["cached_tokens"], u["output_tokens"],
-                   u["output_tokens_details"]["reasoning_tokens"])
+        return (u["prompt_tokens"], u["prompt_tokens_details"]["cached_tokens"], u["completion_tokens"],
+                u["completion_tokens_details"]["reasoning_tokens"])
+    if "cache_read_input_tokens" in u:
+        return (u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"],
+                u["cache_read_input_tokens"], u["output_tokens"], 0)
+    return (u["input_tokens"], u["input_tokens_details"]["cached_tokens"], u["output_tokens"],
+            u["output_tokens_details"]["reasoning_tokens"])
+
+
+def _usage(responses: list[dict[str, Any]]) -> dict[str, Any]:
+    """The agent's usage in Responses shape: summed over its successful calls, as harnesses report it."""
+    numbers = [sum(column) for column in zip(*(_token_numbers(r) for r in responses))]
     return {"input_tokens": numbers[0], "input_tokens_details": {"cached_tokens": numbers[1]},
             "output_tokens": numbers[2], "output_tokens_details": {"reasoning_tokens": numbers[3]},
             "total_tokens": numbers[0] + numbers[2]}
@@ -510,8 +514,7 @@ def _row(src: _Source, task: _Task, ep: _Episode, ids: tuple[int, int, int],
     """A persisted rollout row as 0.7.0 writes it after an inline collection."""
     name, dialect, _, evidence = task.agent
     t, r, attempt = ids
-    final = next((x["response"] for x in reversed(ep.exchanges)
-                  if x["status_code"] == 200 and x["model_ref"]["name"] != _JUDGE), None)
+    answered = [x["response"] for x in ep.exchanges if x["status_code"] == 200 and x["model_ref"]["name"] != _JUDGE]
     duration_ms = round((ep.end - ep.exchanges[0]["started_at"]) * 1000, 3)
     row: dict[str, Any] = {"responses_create_params": {
         "input": _history_start(task, "responses"), "tools": [_tool_def("responses", x) for x in task.tools],
@@ -525,7 +528,7 @@ def _row(src: _Source, task: _Task, ep: _Episode, ids: tuple[int, int, int],
         "tool_choice": "auto", "tools": row["responses_create_params"]["tools"], "top_p": 1.0, "background": None,
         "max_output_tokens": 32768, "max_tool_calls": None, "previous_response_id": None, "prompt": None,
         "reasoning": None, "service_tier": None, "status": "completed", "text": None, "top_logprobs": None,
-        "truncation": None, "usage": _usage(final) if final else None, "user": None}
+        "truncation": None, "usage": _usage(answered) if answered else None, "user": None}
     resolved = failure is None and src.rng.random() < 0.5
     row.update(reward=1.0 if resolved else 0.0, resolved=resolved)
     if src.rng.random() < 0.85:
