@@ -32,6 +32,13 @@ _TRANSIENT_MARKERS = (
     "throttl",
     "requesttimeout",
     "server disconnected",
+    "serverdisconnected",
+    "could not connect",
+    "connection closed",
+    "connectionclosed",
+    "incompleteread",
+    "payloaderror",
+    "responsestreamingerror",
 )
 
 
@@ -63,8 +70,9 @@ def classify(url: str, exc: BaseException) -> StorageError:
     """Map a raw exception from fsspec/s3fs/botocore onto our tree.
 
     Missing files and permission problems are permanent; network-shaped failures and throttling
-    are transient. Anything we cannot recognise is treated as transient once: the retry budget is
-    small, so a truly permanent unknown error still surfaces quickly.
+    are transient, also when the SDK wrapped them (botocore's ``EndpointConnectionError`` keeps
+    the reset it wraps as its cause). An unrecognised ``OSError`` counts as transient: the retry
+    budget is small, so a truly permanent one still surfaces quickly.
     """
     if isinstance(exc, StorageError):
         return exc
@@ -72,7 +80,7 @@ def classify(url: str, exc: BaseException) -> StorageError:
         return InputNotFound(url, "not found")
     if isinstance(exc, (PermissionError, IsADirectoryError, NotADirectoryError, ValueError)):
         return PermanentStorageError(url, f"{type(exc).__name__}: {exc}")
-    if isinstance(exc, (TimeoutError, ConnectionError)):
+    if any(isinstance(cause, (TimeoutError, ConnectionError)) for cause in _chain(exc)):
         return TransientStorageError(url, f"{type(exc).__name__}: {exc}")
     text = f"{type(exc).__name__} {exc}".lower()
     if any(marker in text for marker in _TRANSIENT_MARKERS):
@@ -80,3 +88,13 @@ def classify(url: str, exc: BaseException) -> StorageError:
     if isinstance(exc, OSError):
         return TransientStorageError(url, f"{type(exc).__name__}: {exc}")
     return PermanentStorageError(url, f"{type(exc).__name__}: {exc}")
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from or during (cycle-safe)."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not s for s in seen):
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen

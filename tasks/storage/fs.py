@@ -14,12 +14,13 @@ import os
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from tasks.retry import call_with_retries
+from tasks.storage.base import classify
 
 READ_BLOCK = 8 * 2**20
 TEMP_PREFIX = ".tmp-"
@@ -201,14 +202,46 @@ def _create_local(path: str, data: bytes) -> bool:
     return True
 
 
+class Writer(Protocol):
+    """What ``atomic_writer`` yields: something bytes can be written to."""
+
+    def write(self, data: bytes) -> int: ...
+
+
+class _ClassifiedWriter:
+    """An object-store upload whose write errors (a part upload failing) are StorageErrors."""
+
+    def __init__(self, url: str, upload: IO[bytes]) -> None:
+        self._url = url
+        self._upload = upload
+
+    def write(self, data: bytes) -> int:
+        try:
+            return self._upload.write(data)
+        except Exception as exc:  # noqa: BLE001 - mapped onto the storage tree
+            raise classify(self._url, exc) from exc
+
+    def finish(self) -> None:
+        """Upload the buffered tail as the last part once a multipart upload has begun."""
+        if self._upload.offset is None:
+            return  # nothing sent yet: the commit is one PUT of the buffer
+        try:
+            self._upload.flush(force=True)
+        except Exception as exc:  # noqa: BLE001 - mapped onto the storage tree
+            raise classify(self._url, exc) from exc
+
+
 @contextlib.contextmanager
-def atomic_writer(location: Location) -> Iterator[IO[bytes]]:
-    """A binary file handle whose content appears at ``location`` only if the block succeeds.
+def atomic_writer(location: Location) -> Iterator[Writer]:
+    """A binary writer whose content appears at ``location`` only if the block succeeds.
 
     Locally: a temp file in the same folder, then ``os.replace``. On object stores: an upload
     with ``autocommit=False`` that is committed on success and discarded on error (an exception
-    inside a plain ``fs.open(..., "wb")`` would publish the partial object). The in-memory
-    filesystem (tests) gets the whole buffer in one ``pipe``.
+    inside a plain ``fs.open(..., "wb")`` would publish the partial object). Once a multipart
+    upload has begun (output over one block), the buffered tail must be flushed as the last
+    part before the commit, or the object would silently lose it. The commit is retried;
+    a failed part upload raises a ``StorageError`` so the task-level retry can redo the write.
+    The in-memory filesystem (tests) gets the whole buffer in one ``pipe``.
     """
     fs, path = location.fs, location.path
     if isinstance(fs, LocalFileSystem):
@@ -228,10 +261,12 @@ def atomic_writer(location: Location) -> Iterator[IO[bytes]]:
         yield buffer
         fs.pipe_file(path, buffer.getvalue())
     else:
-        f = fs.open(path, "wb", autocommit=False)
+        upload = call_with_retries(location.url, lambda: fs.open(path, "wb", autocommit=False))
+        writer = _ClassifiedWriter(location.url, upload)
         try:
-            yield f
+            yield writer
+            writer.finish()
+            call_with_retries(location.url, upload.commit)
         except BaseException:
-            f.discard()
+            upload.discard()
             raise
-        f.commit()
