@@ -19,7 +19,7 @@ from typing import IO, Any, Protocol
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from tasks.retry import call_with_retries
+from tasks import retry  # the module, not its names: importing tasks.retry first imports this package
 from tasks.storage.base import classify
 
 READ_BLOCK = 8 * 2**20
@@ -86,20 +86,20 @@ class Location:
         return Location(self.url.rstrip("/").rsplit("/", 1)[0], self.options)
 
     def exists(self) -> bool:
-        return call_with_retries(self.url, lambda: self.fs.exists(self.path))
+        return retry.call_with_retries(self.url, lambda: self.fs.exists(self.path))
 
     def is_dir(self) -> bool:
-        return call_with_retries(self.url, lambda: self.fs.isdir(self.path))
+        return retry.call_with_retries(self.url, lambda: self.fs.isdir(self.path))
 
     def read_bytes(self) -> bytes:
-        return call_with_retries(self.url, lambda: self.fs.cat_file(self.path))
+        return retry.call_with_retries(self.url, lambda: self.fs.cat_file(self.path))
 
     def read_range(self, start: int, end: int) -> bytes:
         """Bytes ``[start, end)``: one ranged GET on object stores."""
-        return call_with_retries(self.url, lambda: self.fs.cat_file(self.path, start=start, end=end))
+        return retry.call_with_retries(self.url, lambda: self.fs.cat_file(self.path, start=start, end=end))
 
     def entry(self) -> FileEntry:
-        info = call_with_retries(self.url, lambda: self.fs.info(self.path))
+        info = retry.call_with_retries(self.url, lambda: self.fs.info(self.path))
         return FileEntry(self.name, int(info.get("size") or 0), _version_of(info))
 
     def list_files(self) -> list[FileEntry]:
@@ -109,7 +109,7 @@ class Location:
             self.fs.invalidate_cache(self.path)
             return self.fs.ls(self.path, detail=True)
 
-        entries = call_with_retries(self.url, listing)
+        entries = retry.call_with_retries(self.url, listing)
         files = [
             FileEntry(e["name"].rstrip("/").rsplit("/", 1)[-1], int(e.get("size") or 0), _version_of(e))
             for e in entries
@@ -120,7 +120,7 @@ class Location:
     def list_tree(self) -> list[str]:
         """Every file path below this folder, relative to it, sorted."""
         root = self.path.rstrip("/")
-        found = call_with_retries(self.url, lambda: self.fs.find(root))
+        found = retry.call_with_retries(self.url, lambda: self.fs.find(root))
         return sorted(p[len(root) + 1 :] for p in found if p.startswith(root + "/"))
 
     def iter_lines(self) -> Iterator[tuple[int, int, bytes]]:
@@ -128,7 +128,7 @@ class Location:
 
         Lines split on ``\\n`` only, as Gym's JSONL readers do. Streaming keeps memory at one block.
         """
-        with call_with_retries(self.url, lambda: self.fs.open(self.path, "rb", block_size=READ_BLOCK)) as f:
+        with retry.call_with_retries(self.url, lambda: self.fs.open(self.path, "rb", block_size=READ_BLOCK)) as f:
             offset = 0
             line_no = 0
             tail = b""
@@ -157,7 +157,7 @@ class Location:
             with atomic_writer(self) as f:
                 f.write(data)
 
-        call_with_retries(self.url, put)
+        retry.call_with_retries(self.url, put)
 
     def write_new(self, data: bytes) -> bool:
         """Create the object only if it does not exist yet; False when it already exists.
@@ -181,10 +181,10 @@ class Location:
                 return False
             return True
 
-        return call_with_retries(self.url, create)
+        return retry.call_with_retries(self.url, create)
 
     def remove(self) -> None:
-        call_with_retries(self.url, lambda: self.fs.rm_file(self.path))
+        retry.call_with_retries(self.url, lambda: self.fs.rm_file(self.path))
 
 
 def _create_local(path: str, data: bytes) -> bool:
@@ -261,12 +261,14 @@ def atomic_writer(location: Location) -> Iterator[Writer]:
         yield buffer
         fs.pipe_file(path, buffer.getvalue())
     else:
-        upload = call_with_retries(location.url, lambda: fs.open(path, "wb", autocommit=False))
+        upload = retry.call_with_retries(location.url, lambda: fs.open(path, "wb", autocommit=False))
         writer = _ClassifiedWriter(location.url, upload)
         try:
             yield writer
             writer.finish()
-            call_with_retries(location.url, upload.commit)
+            retry.call_with_retries(location.url, upload.commit)
         except BaseException:
             upload.discard()
             raise
+        finally:
+            upload.closed = True  # committed or discarded: close() must not flush again
