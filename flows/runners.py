@@ -1,16 +1,39 @@
-"""Task runners from the flow's parameters: threads, processes, or Dask (prefect-dask)."""
+"""Where attempt groups execute, from the flow's parameters: threads, processes, or Dask.
+
+- ``thread``: group tasks run in a bounded thread pool of the flow process (one core: the
+  per-attempt work is pure Python and holds the GIL).
+- ``process``: group tasks still run as threads of the flow process, so each Prefect task run
+  costs what a thread task costs (Prefect's own process runner spends ~85 ms of CPU per task
+  run and seconds per worker start-up on Prefect imports), and each hands its group to an
+  attempt pool of ``max_workers`` processes. The pool forks from a forkserver that imported
+  ``tasks.attempt`` (no Prefect) once, so workers start in milliseconds and no worker ever
+  talks to the Prefect API.
+- ``dask``: task runs execute in Dask workers, which talk to the Prefect API themselves.
+"""
 
 from __future__ import annotations
 
-from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
+import multiprocessing
+import os
+from collections.abc import Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor
+from contextlib import contextmanager
+
+from prefect.settings import PREFECT_API_URL
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from flows.params import StageParams, TaskRunnerKind
 
+WORKER_MODULE = "tasks.attempt"
+# Group tasks in flight per pool worker: one computing, one queued behind it while its
+# task thread does Prefect's bookkeeping, so no worker waits for orchestration.
+TASKS_PER_WORKER = 2
+
 
 def build_runner(params: StageParams) -> TaskRunner:
-    """The runner that executes attempt groups; bounded in every case."""
+    """The runner that executes attempt group tasks; bounded in every case."""
     if params.task_runner is TaskRunnerKind.process:
-        return ProcessPoolTaskRunner(max_workers=params.max_workers)
+        return ThreadPoolTaskRunner(max_workers=params.max_workers * TASKS_PER_WORKER)
     if params.task_runner is TaskRunnerKind.dask:
         from prefect_dask import DaskTaskRunner
 
@@ -20,3 +43,37 @@ def build_runner(params: StageParams) -> TaskRunner:
             cluster_kwargs={"n_workers": params.dask_workers, "threads_per_worker": 1, "processes": True, "dashboard_address": None}
         )
     return ThreadPoolTaskRunner(max_workers=params.max_workers)
+
+
+@contextmanager
+def attempt_pool(params: StageParams) -> Iterator[Executor | None]:
+    """The worker processes of the ``process`` runner (None for the other kinds)."""
+    if params.task_runner is not TaskRunnerKind.process:
+        yield None
+        return
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([WORKER_MODULE])
+    with ProcessPoolExecutor(max_workers=params.max_workers, mp_context=context) as pool:
+        yield pool
+
+
+@contextmanager
+def shared_api(params: StageParams) -> Iterator[None]:
+    """Dask workers must report to this flow's Prefect API, never start their own.
+
+    Without ``PREFECT_API_URL`` a flow runs against an ephemeral server in a subprocess, and
+    every worker process would start another temporary server of its own (seconds each, and
+    its task runs invisible). Export the running ephemeral server's URL while workers spawn.
+    """
+    if params.task_runner is not TaskRunnerKind.dask or PREFECT_API_URL.value():
+        yield
+        return
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()
+    server.start()  # already running for this flow run: returns at once
+    os.environ["PREFECT_API_URL"] = server.api_url
+    try:
+        yield
+    finally:
+        os.environ.pop("PREFECT_API_URL", None)

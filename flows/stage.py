@@ -14,10 +14,10 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.params import StageParams, config_fingerprint
 from flows.progress import Progress
-from flows.runners import build_runner
-from tasks.attempt import process_group
+from flows.runners import attempt_pool, build_runner, shared_api
 from tasks.context import RunContext
 from tasks.discover import AttemptRef, JobPlan, discover
+from tasks.fanout import process_group
 from tasks.naming import default_failures_url, job_id_for, new_run_id
 from tasks.publish import build_manifest, publish_artifacts, publish_run
 from tasks.reduce import reduce_run
@@ -142,8 +142,8 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
     statuses: dict[str, dict[str, Any]] = {}
     task_seconds = 0.0
     progress = Progress(total=len(attempts))
-    with build_runner(params) as runner:
-        futures = runner.map(process_group, {"ctx": unmapped(ctx), "attempts": groups})
+    with shared_api(params), attempt_pool(params) as pool, build_runner(params) as runner:
+        futures = runner.map(process_group, {"ctx": unmapped(ctx), "attempts": groups, "pool": unmapped(pool)})
         for future in futures:
             summary = future.result()
             statuses.update(summary.statuses)

@@ -1,8 +1,10 @@
-"""The fan-out task: one group of attempts, each read -> evidence -> written on its own.
+"""The work of the fan-out: one group of attempts, each read -> evidence -> written on its own.
 
 Inside a group every attempt is isolated: a content problem becomes evidence or a reported bad
 attempt, and only a storage failure escapes (after the storage layer's own retries) to let
-Prefect retry the task, which then redoes only the attempts whose part is not written yet.
+Prefect retry the group task (``tasks.fanout``), which then redoes only the attempts whose part
+is not written yet. No Prefect import here: worker processes of the attempt pool import this
+module alone, which keeps their start-up cheap.
 """
 
 from __future__ import annotations
@@ -12,10 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-from prefect.runtime import task_run as task_run_runtime
-from prefect.tasks import exponential_backoff
 
 from evidence.atif.convert import convert_orjson_row, convert_rollout
 from evidence.capabilities import capability_digest
@@ -28,7 +26,6 @@ from evidence.models.atif import Exporter
 from tasks.context import EXPORTER_NAME, RunContext
 from tasks.discover import JSONL_SUFFIX, MAIN, MARKER_SUFFIX, AttemptRef
 from tasks.parts import decode_part, encode_part, part_location
-from tasks.retry import retry_on_transient
 from tasks.storage import InputNotFound
 
 
@@ -74,8 +71,8 @@ def _lookup_for(ctx: RunContext, attempt: AttemptRef):
     return lookup
 
 
-def build_part(ctx: RunContext, attempt: AttemptRef, raw: bytes) -> bytes:
-    """Run the whole per-row evidence pipeline for one attempt and encode its part."""
+def build_part(ctx: RunContext, attempt: AttemptRef, raw: bytes) -> tuple[dict[str, Any], bytes]:
+    """Run the whole per-row evidence pipeline for one attempt: its header and encoded part."""
     started = time.perf_counter()
     collected = collect_row(orjson.loads(raw), _lookup_for(ctx, attempt))
     header: dict[str, Any] = {
@@ -99,7 +96,7 @@ def build_part(ctx: RunContext, attempt: AttemptRef, raw: bytes) -> bytes:
         if atif is not None:
             blobs.append(atif)
     header["seconds"] = round(time.perf_counter() - started, 6)
-    return encode_part(header, blobs)
+    return header, encode_part(header, blobs)
 
 
 def _digest_main(ctx: RunContext, attempt: AttemptRef, line: bytes, canonical: bool, header: dict[str, Any]) -> bytes | None:
@@ -153,20 +150,14 @@ def _read_group_rows(ctx: RunContext, attempts: list[AttemptRef]) -> bytes:
     return ctx.source(first.source).read_range(first.offset, last.offset + last.length)
 
 
-@task(
-    name="process-attempts",
-    cache_policy=NO_CACHE,
-    persist_result=False,
-    retries=3,
-    retry_delay_seconds=exponential_backoff(backoff_factor=1),
-    retry_jitter_factor=0.5,
-    retry_condition_fn=retry_on_transient,
-)
-def process_group(ctx: RunContext, attempts: list[AttemptRef]) -> GroupSummary:
-    """Process one contiguous group of attempts from one input file."""
+def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool) -> GroupSummary:
+    """Process one contiguous group of attempts from one input file; write one part each.
+
+    ``check_existing`` (resume, task retry) keeps the parts already written for this
+    fingerprint. Runs in the group task's thread or in a worker process of the attempt pool.
+    """
     started = time.perf_counter()
     summary = GroupSummary()
-    check_existing = ctx.resume or (task_run_runtime.run_count or 1) > 1
     block = _read_group_rows(ctx, attempts)
     base = attempts[0].offset
     for attempt in attempts:
@@ -176,10 +167,10 @@ def process_group(ctx: RunContext, attempts: list[AttemptRef]) -> GroupSummary:
             summary.statuses[attempt.key] = _status_of(existing)
             continue
         raw = block[attempt.offset - base : attempt.offset - base + attempt.length]
-        part = build_part(ctx, attempt, raw)
+        header, part = build_part(ctx, attempt, raw)
         part_location(ctx.run_dir, attempt).write_bytes(part)
         summary.processed += 1
-        summary.statuses[attempt.key] = _status_of(orjson.loads(part[: part.index(b"\n")]))
+        summary.statuses[attempt.key] = _status_of(header)
     summary.seconds = time.perf_counter() - started
     return summary
 

@@ -1,0 +1,42 @@
+"""The fan-out task: one Prefect task run per group of attempts.
+
+The task itself is cheap orchestration. Its CPU-bound work (``tasks.attempt.run_group``) runs
+in the task's own thread, or, when the flow hands it an attempt pool, in one of the pool's
+worker processes: Prefect then keeps every task run in the flow process (about 10 ms each)
+while both cores parse, collect, check and convert.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Executor
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from prefect.runtime import task_run as task_run_runtime
+from prefect.tasks import exponential_backoff
+
+from tasks.attempt import GroupSummary, run_group
+from tasks.context import RunContext
+from tasks.discover import AttemptRef
+from tasks.retry import retry_on_transient
+
+
+@task(
+    name="process-attempts",
+    cache_policy=NO_CACHE,
+    persist_result=False,
+    retries=3,
+    retry_delay_seconds=exponential_backoff(backoff_factor=1),
+    retry_jitter_factor=0.5,
+    retry_condition_fn=retry_on_transient,
+)
+def process_group(ctx: RunContext, attempts: list[AttemptRef], pool: Executor | None = None) -> GroupSummary:
+    """Process one contiguous group of attempts from one input file, in ``pool`` when given.
+
+    A retry or a resume keeps the parts already written; storage errors raised in a worker
+    process come back here unchanged, so Prefect's retry condition sees them.
+    """
+    check_existing = ctx.resume or (task_run_runtime.run_count or 1) > 1
+    if pool is None:
+        return run_group(ctx, attempts, check_existing)
+    return pool.submit(run_group, ctx, attempts, check_existing).result()
