@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -91,7 +92,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         serve = start([str(BIN / "evidence-stage"), "serve", "--config", str(config)], env, root / "serve.log")
         with prefect_client(url) as client:
             for name in ("evidence-stage/on-eval-complete", "evidence-stage/manual", "evidence-stage-batch/sweep"):
-                wait_for(lambda name=name: _deployment(client, name), f"deployment {name}")
+                wait_for(lambda name=name: _deployment(client, name) or serve.poll() is not None, f"deployment {name}")
+                assert serve.poll() is None, (root / "serve.log").read_text(errors="replace")[-3000:]
             wait_for(lambda: client.read_automations_by_name("evidence-stage on gym.eval.completed"), "the trigger's automation")
         yield {"url": url, "env": env, "root": root, "output": root / "out"}
     finally:
@@ -203,3 +205,52 @@ def test_prefect_yaml_declares_the_served_deployments() -> None:
         assert [s["cron"] for s in entry.get("schedules", [])] == [s.schedule.cron for s in deployment.schedules]
         triggers = [(t.name, sorted(t.expect), t.parameters) for t in deployment.triggers]
         assert [(t["name"], t["expect"], t["parameters"]) for t in entry.get("triggers", [])] == triggers
+
+
+def test_prefect_yaml_deploys_to_a_process_pool_whose_worker_runs_it(served: dict[str, Any]) -> None:
+    """The compose setup's commands (work pool, prefect deploy, process worker) on this host.
+
+    The deployments get a ``-pool`` suffix and disabled triggers so they do not compete with
+    the served ones on the same server.
+    """
+    declared = yaml.safe_load((REPO / "configs" / "prefect.yaml").read_text())
+    for deployment in declared["deployments"]:
+        deployment["name"] += "-pool"
+        for trigger in deployment.get("triggers", []):
+            trigger["enabled"] = False
+    prefect_file = served["root"] / "prefect.yaml"
+    prefect_file.write_text(yaml.safe_dump(declared))
+    env = {**served["env"], "EVIDENCE_STAGE_HOME": str(REPO)}
+    for command in (["work-pool", "create", "evidence-stage", "--type", "process", "--overwrite"], ["deploy", "--all", "--prefect-file", str(prefect_file)]):
+        done = subprocess.run([str(BIN / "prefect"), "--no-prompt", *command], env=env, cwd=REPO, capture_output=True, text=True, timeout=WAIT_S)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    job = copy_job(served["root"] / "pool-job")
+    params = {"rollouts": str(job / "rollouts.jsonl"), "capture_dir": str(job / "model-calls"), "output": str(served["output"]), "job_id": "pool-job"}
+    worker = start([str(BIN / "prefect"), "worker", "start", "--pool", "evidence-stage", "--type", "process"], env, served["root"] / "worker.log")
+    try:
+        result = subprocess.run(
+            [str(BIN / "prefect"), "deployment", "run", "evidence-stage/manual-pool", "--params", json.dumps({"params": params}), "--watch", "--watch-timeout", str(WAIT_S)],
+            env=env, capture_output=True, text=True, timeout=WAIT_S + 60,
+        )
+    finally:
+        stop(worker)
+    assert result.returncode == 0, result.stdout[-3000:] + (served["root"] / "worker.log").read_text(errors="replace")[-3000:]
+    run_id = (served["output"] / "pool-job" / "LATEST").read_text().strip()
+    assert (served["output"] / "pool-job" / "runs" / run_id / "_SUCCESS").exists()
+
+
+def test_infra_runs_the_pinned_prefect_and_the_declared_work_pool() -> None:
+    compose = yaml.safe_load((REPO / "infra" / "docker-compose.yml").read_text())
+    declared = yaml.safe_load((REPO / "configs" / "prefect.yaml").read_text())
+    worker_values = yaml.safe_load((REPO / "infra" / "helm" / "prefect-worker.values.yaml").read_text())
+    pools = {d["work_pool"]["name"] for d in declared["deployments"]}
+    assert pools == {"evidence-stage"} == {worker_values["worker"]["config"]["workPool"]}
+    services = compose["services"]
+    assert "--pool evidence-stage " in services["worker"]["command"] + " "
+    assert "--prefect-file configs/prefect.yaml" in services["deploy"]["command"]
+    pinned = next(dep.split("==")[1] for dep in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"] if dep.startswith("prefect=="))
+    assert declared["prefect-version"] == pinned
+    assert services["prefect-server"]["image"].startswith(f"prefecthq/prefect:{pinned}-")
+    assert worker_values["worker"]["image"]["prefectTag"].startswith(f"{pinned}-")
+    assert services["deploy"]["environment"]["EVIDENCE_STAGE_HOME"] == "/opt/evidence-stage"
+    assert "WORKDIR /opt/evidence-stage" in (REPO / "infra" / "Dockerfile").read_text()
