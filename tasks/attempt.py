@@ -10,6 +10,7 @@ module alone, which keeps their start-up cheap.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,9 @@ from tasks.context import EXPORTER_NAME, RunContext
 from tasks.discover import JSONL_SUFFIX, MAIN, MARKER_SUFFIX, AttemptRef
 from tasks.parts import decode_part, encode_part, part_location
 from tasks.storage import InputNotFound
+
+
+READ_CHUNK_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -144,10 +148,29 @@ def _existing_header(ctx: RunContext, attempt: AttemptRef) -> dict[str, Any] | N
     return header if header.get("fingerprint") == attempt.fingerprint else None
 
 
-def _read_group_rows(ctx: RunContext, attempts: list[AttemptRef]) -> bytes:
-    """One ranged read covering the whole (contiguous, single-source) group."""
-    first, last = attempts[0], attempts[-1]
-    return ctx.source(first.source).read_range(first.offset, last.offset + last.length)
+def _group_rows(ctx: RunContext, attempts: list[AttemptRef]) -> Iterator[tuple[AttemptRef, bytes]]:
+    """The group's rows in order, by ranged reads of at most ``READ_CHUNK_BYTES`` (a longer row alone).
+
+    A group is contiguous in one input file, so a few reads cover it while memory stays bounded
+    by the chunk, whatever the group size.
+    """
+    source = ctx.source(attempts[0].source)
+    for chunk in _read_chunks(attempts):
+        base = chunk[0].offset
+        block = source.read_range(base, chunk[-1].offset + chunk[-1].length)
+        for attempt in chunk:
+            yield attempt, block[attempt.offset - base : attempt.offset - base + attempt.length]
+
+
+def _read_chunks(attempts: list[AttemptRef]) -> Iterator[list[AttemptRef]]:
+    chunk: list[AttemptRef] = []
+    for attempt in attempts:
+        if chunk and attempt.offset + attempt.length - chunk[0].offset > READ_CHUNK_BYTES:
+            yield chunk
+            chunk = []
+        chunk.append(attempt)
+    if chunk:
+        yield chunk
 
 
 def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool) -> GroupSummary:
@@ -158,15 +181,12 @@ def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool)
     """
     started = time.perf_counter()
     summary = GroupSummary()
-    block = _read_group_rows(ctx, attempts)
-    base = attempts[0].offset
-    for attempt in attempts:
+    for attempt, raw in _group_rows(ctx, attempts):
         existing = _existing_header(ctx, attempt) if check_existing else None
         if existing is not None:
             summary.skipped += 1
             summary.statuses[attempt.key] = _status_of(existing)
             continue
-        raw = block[attempt.offset - base : attempt.offset - base + attempt.length]
         header, part = build_part(ctx, attempt, raw)
         part_location(ctx.run_dir, attempt).write_bytes(part)
         summary.processed += 1

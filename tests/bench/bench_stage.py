@@ -15,7 +15,10 @@ peak_rss_mb (the stage's process tree, summed, sampled every 20 ms), stage_proce
 flow process alone, VmHWM), prefect_overhead_s and _pct (wall time minus in-task time: the
 discover and reduce task bodies, the group task bodies divided by the workers that ran them in
 parallel, and the flow's own report rendering), orjson_parse_s (reading and parsing every input
-line once with orjson: the floor), plus the shape and settings used.
+line once with orjson: the floor), stage_cpu_s (CPU seconds of the stage's process tree, which
+includes Python start-up and imports; the load average tells how busy the machine was), plus
+the shape and settings used; server_cpu_s is the Prefect server's CPU during the stage when
+the harness started the server.
 """
 
 from __future__ import annotations
@@ -123,25 +126,41 @@ def start_server(home: Path) -> tuple[subprocess.Popen[bytes], str, float]:
     raise RuntimeError("prefect server did not become healthy within 180 s")
 
 
-class TreeRss:
-    """Peak summed RSS of a process and its descendants, sampled on a thread."""
+class TreeSampler:
+    """Peak summed RSS and CPU seconds of a process and its descendants, sampled on a thread.
+
+    CPU time is the last sample of each process seen (a process that exits loses at most one
+    sampling interval); it shows the work done when other load on the machine inflates wall time.
+    """
 
     def __init__(self, pid: int) -> None:
         self.root = psutil.Process(pid)
         self.peak = 0
+        self.cpu: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            try:
-                procs = [self.root, *self.root.children(recursive=True)]
-                self.peak = max(self.peak, sum(p.memory_info().rss for p in procs if p.is_running()))
-            except psutil.Error:
-                pass
+            rss = 0
+            for proc in [self.root, *self._descendants()]:
+                try:
+                    with proc.oneshot():
+                        rss += proc.memory_info().rss
+                        times = proc.cpu_times()
+                    self.cpu[proc.pid] = times.user + times.system
+                except psutil.Error:
+                    pass
+            self.peak = max(self.peak, rss)
             self._stop.wait(SAMPLE_SECONDS)
 
-    def __enter__(self) -> TreeRss:
+    def _descendants(self) -> list[psutil.Process]:
+        try:
+            return self.root.children(recursive=True)
+        except psutil.Error:
+            return []
+
+    def __enter__(self) -> TreeSampler:
         self._thread.start()
         return self
 
@@ -177,7 +196,7 @@ def run_child(params_json: str) -> None:
     }))
 
 
-def run_stage(job: Path, output: Path, args: argparse.Namespace, api_url: str) -> tuple[dict[str, Any], int]:
+def run_stage(job: Path, output: Path, args: argparse.Namespace, api_url: str) -> tuple[dict[str, Any], TreeSampler]:
     params: dict[str, Any] = {
         "rollouts": str(job / "rollouts.jsonl"), "capture_dir": str(job / "model-calls"), "output": str(output),
         "session_id": "bench", "agent_version": "1.0.0",
@@ -190,11 +209,23 @@ def run_stage(job: Path, output: Path, args: argparse.Namespace, api_url: str) -
         [sys.executable, __file__, "--rollouts", "0", "--child", json.dumps(params)],
         env=env, cwd=REPO, stdout=subprocess.PIPE,
     )
-    with TreeRss(child.pid) as rss:
+    with TreeSampler(child.pid) as sampler:
         out, _ = child.communicate()
     if child.returncode != 0:
         raise RuntimeError(f"stage child failed with exit code {child.returncode}")
-    return json.loads(out.decode().strip().splitlines()[-1]), rss.peak
+    return json.loads(out.decode().strip().splitlines()[-1]), sampler
+
+
+def _cpu_seconds(server: subprocess.Popen[bytes] | None) -> float:
+    """CPU seconds of the server we started (and its workers) so far; 0 when it is not ours."""
+    if server is None:
+        return 0.0
+    root = psutil.Process(server.pid)
+    total = 0.0
+    for proc in [root, *root.children(recursive=True)]:
+        times = proc.cpu_times()
+        total += times.user + times.system
+    return total
 
 
 def in_task_seconds(timings: dict[str, float]) -> float:
@@ -217,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not api_url:
             server, api_url, server_start_s = start_server(scratch / "prefect-home")
-        child, peak = run_stage(job, scratch / "out", args, api_url)
+        server_cpu = _cpu_seconds(server)
+        child, sampler = run_stage(job, scratch / "out", args, api_url)
+        server_cpu = None if server is None else _cpu_seconds(server) - server_cpu
     finally:
         if server is not None:
             server.terminate()
@@ -232,11 +265,14 @@ def main(argv: list[str] | None = None) -> int:
         "wall_s": round(wall, 2),
         "rows_per_s": round(rows / wall, 1),
         "mb_per_s": round(input_bytes / MB / wall, 1),
-        "peak_rss_mb": round(peak / MB, 1),
+        "peak_rss_mb": round(sampler.peak / MB, 1),
         "stage_process_rss_mb": round(child["stage_process_rss_mb"], 1),
         "prefect_overhead_s": round(overhead, 2),
         "prefect_overhead_pct": round(100 * overhead / wall, 1),
         "orjson_parse_s": round(parse_s, 2),
+        "stage_cpu_s": round(sum(sampler.cpu.values()), 1),
+        "server_cpu_s": None if server_cpu is None else round(server_cpu, 1),
+        "load_average_1m": round(os.getloadavg()[0], 2),
         "server_start_s": None if server_start_s is None else round(server_start_s, 1),
         "job_generation_s": None if generated_s is None else round(generated_s, 1),
         "shape": {"rollouts": args.rollouts, "calls_per_rollout": args.calls_per_rollout, "history_bytes": args.history_bytes, "seed": args.seed},
