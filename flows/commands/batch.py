@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flows.commands.options import add_storage_options, storage_options_of
-from flows.params import TaskRunnerKind
+from flows.commands.options import add_job_options, storage_options_of
 from tasks.jobs import DEFAULT_CAPTURE_DIR, DEFAULT_EXCLUDE_GLOBS, DEFAULT_ROLLOUTS_GLOB
 
 EXIT_JOB_FAILED = 1
@@ -24,14 +23,7 @@ def register(subcommands: Any) -> None:
         help=f"file name glob that is never a rollouts file (repeatable; replaces the defaults {', '.join(DEFAULT_EXCLUDE_GLOBS)})",
     )
     parser.add_argument("--capture-dir-name", help=f"folder that marks a job folder (default {DEFAULT_CAPTURE_DIR!r})")
-    parser.add_argument("--ignore-check", action="append", default=[], dest="ignored_checks", metavar="ID")
-    parser.add_argument("--atif-all-or-nothing", action="store_true", default=None)
-    parser.add_argument("--attempts-per-task", type=int)
-    parser.add_argument("--task-runner", choices=[k.value for k in TaskRunnerKind])
-    parser.add_argument("--max-workers", type=int)
-    parser.add_argument("--dask-address")
-    parser.add_argument("--dask-workers", type=int)
-    add_storage_options(parser)
+    add_job_options(parser)
     parser.set_defaults(handler=handle)
 
 

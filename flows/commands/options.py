@@ -7,6 +7,8 @@ from typing import Any
 
 import orjson
 
+from flows.params import TaskRunnerKind
+
 
 def storage_option(text: str) -> tuple[str, Any]:
     """``key=value``; the value is parsed as JSON when it is JSON (true, 3, "x"), else kept as text."""
@@ -28,3 +30,15 @@ def add_storage_options(parser: argparse.ArgumentParser) -> None:
 
 def storage_options_of(args: argparse.Namespace) -> dict[str, Any]:
     return dict(args.storage_option)
+
+
+def add_job_options(parser: argparse.ArgumentParser) -> None:
+    """Options that shape how a job is processed, shared by ``run`` and ``batch``."""
+    parser.add_argument("--attempts-per-task", type=int)
+    parser.add_argument("--ignore-check", action="append", default=[], dest="ignored_checks", metavar="ID")
+    parser.add_argument("--atif-all-or-nothing", action="store_true", default=None)
+    parser.add_argument("--task-runner", choices=[k.value for k in TaskRunnerKind])
+    parser.add_argument("--max-workers", type=int)
+    parser.add_argument("--dask-address")
+    parser.add_argument("--dask-workers", type=int)
+    add_storage_options(parser)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flows.commands.options import add_storage_options, storage_options_of
-from flows.params import StageParams, TaskRunnerKind
+from flows.commands.options import add_job_options, storage_options_of
+from flows.params import StageParams
 
 
 def register(subcommands: Any) -> None:
@@ -18,18 +18,11 @@ def register(subcommands: Any) -> None:
     parser.add_argument("--job-id")
     parser.add_argument("--run-id")
     parser.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run in place")
-    parser.add_argument("--attempts-per-task", type=int)
     parser.add_argument("--session-id", help="ATIF session id (default: the job id)")
     parser.add_argument("--agent-version", help="ATIF agent version (default: the package version)")
-    parser.add_argument("--ignore-check", action="append", default=[], dest="ignored_checks", metavar="ID")
-    parser.add_argument("--atif-all-or-nothing", action="store_true", default=None)
     parser.add_argument("--rollout-id", action="append", default=[], dest="rollout_ids", metavar="ID", help="subset rerun")
     parser.add_argument("--rollout-glob", help="subset rerun: rollout ids matching this glob")
-    parser.add_argument("--task-runner", choices=[k.value for k in TaskRunnerKind])
-    parser.add_argument("--max-workers", type=int)
-    parser.add_argument("--dask-address")
-    parser.add_argument("--dask-workers", type=int)
-    add_storage_options(parser)
+    add_job_options(parser)
     parser.set_defaults(handler=handle)
 
 
