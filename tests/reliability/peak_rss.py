@@ -1,0 +1,31 @@
+"""Run the stage once in this process and print its memory figures as JSON (memory tests).
+
+Usage: python -m tests.reliability.peak_rss ROLLOUTS CAPTURE_DIR OUTPUT
+Prints {"attempts", "baseline_mib", "peak_mib", "growth_mib"}: RSS once everything is imported,
+the process's peak RSS after the run, and their difference (what the run itself needed).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+
+import psutil
+
+
+def main(rollouts: str, capture_dir: str, output: str) -> int:
+    from flows.params import StageParams
+    from flows.stage import stage_flow
+
+    baseline = psutil.Process().memory_info().rss / 2**20
+    result = stage_flow(StageParams(rollouts=rollouts, capture_dir=capture_dir, output=output))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
+    figures = {"attempts": result["counts"]["attempts"], "baseline_mib": round(baseline, 1), "peak_mib": round(peak, 1)}
+    figures["growth_mib"] = round(peak - baseline, 1)
+    print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:4]))
