@@ -54,6 +54,8 @@ def attempt_pool(params: StageParams) -> Iterator[Executor | None]:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([WORKER_MODULE])
     with ProcessPoolExecutor(max_workers=params.max_workers, mp_context=context) as pool:
+        for _ in range(params.max_workers):
+            pool.submit(int)  # start every worker now, in the background, not at the first group
         yield pool
 
 

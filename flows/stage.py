@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import time
+from concurrent.futures import Executor
 from datetime import datetime, timezone
 from importlib.metadata import version
 from typing import Any
@@ -125,6 +126,21 @@ def resolve_run(params: StageParams) -> tuple[RunContext, Location, dict[str, An
     return ctx, output.child(job_id), requested, run_id
 
 
+def fan_out(params: StageParams, ctx: RunContext, groups: list[list[AttemptRef]], pool: Executor | None) -> tuple[dict[str, dict[str, Any]], float]:
+    """Run every group task; return the per-attempt statuses and the summed in-task seconds."""
+    statuses: dict[str, dict[str, Any]] = {}
+    task_seconds = 0.0
+    progress = Progress(total=sum(len(group) for group in groups))
+    with shared_api(params), build_runner(params) as runner:
+        futures = runner.map(process_group, {"ctx": unmapped(ctx), "attempts": groups, "pool": unmapped(pool)})
+        for future in futures:
+            summary = future.result()
+            statuses.update(summary.statuses)
+            task_seconds += summary.seconds
+            progress.advance(len(summary.statuses))
+    return statuses, task_seconds
+
+
 @flow(name="evidence-stage", log_prints=False, persist_result=False)
 def stage_flow(params: StageParams) -> dict[str, Any]:
     """Process one evaluation job into a new (or resumed) run directory."""
@@ -136,23 +152,15 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
     if params.resume and is_complete(ctx.run_dir):
         logger.info("run %s is already complete; nothing to do", run_id)
         return {"run_id": run_id, "run_dir": ctx.run_dir.url, "already_complete": True}
-    plan = discover_job(ctx.main, ctx.failures, ctx.capture_dir)
-    timings["discover_s"] = time.perf_counter() - clock
-    timings["discover_task_s"] = plan.seconds
-    attempts = select_subset(plan.attempts, params) if params.is_subset else plan.attempts
-    groups = make_groups(attempts, group_size(len(attempts), params.attempts_per_task))
-    logger.info("%d attempts in %d groups; %d orphan captures; %d skipped lines", len(attempts), len(groups), len(plan.orphans), len(plan.skipped))
-    clock = time.perf_counter()
-    statuses: dict[str, dict[str, Any]] = {}
-    task_seconds = 0.0
-    progress = Progress(total=len(attempts))
-    with shared_api(params), attempt_pool(params) as pool, build_runner(params) as runner:
-        futures = runner.map(process_group, {"ctx": unmapped(ctx), "attempts": groups, "pool": unmapped(pool)})
-        for future in futures:
-            summary = future.result()
-            statuses.update(summary.statuses)
-            task_seconds += summary.seconds
-            progress.advance(len(summary.statuses))
+    with attempt_pool(params) as pool:  # its workers start while discovery runs
+        plan = discover_job(ctx.main, ctx.failures, ctx.capture_dir)
+        timings["discover_s"] = time.perf_counter() - clock
+        timings["discover_task_s"] = plan.seconds
+        attempts = select_subset(plan.attempts, params) if params.is_subset else plan.attempts
+        groups = make_groups(attempts, group_size(len(attempts), params.attempts_per_task))
+        logger.info("%d attempts in %d groups; %d orphan captures; %d skipped lines", len(attempts), len(groups), len(plan.orphans), len(plan.skipped))
+        clock = time.perf_counter()
+        statuses, task_seconds = fan_out(params, ctx, groups, pool)
     timings["fan_out_s"] = time.perf_counter() - clock
     timings["in_task_s"] = task_seconds
     timings["fan_out_parallelism"] = min(params.max_workers, len(groups))

@@ -29,7 +29,7 @@ from tasks.discover import JSONL_SUFFIX, MAIN, MARKER_SUFFIX, AttemptRef
 from tasks.parts import decode_part, encode_part, part_location
 from tasks.storage import InputNotFound
 
-
+# A group's rows are read by ranged reads of about this size: few requests, bounded memory.
 READ_CHUNK_BYTES = 16 * 1024 * 1024
 
 
