@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -253,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         server_cpu = None if server is None else _cpu_seconds(server) - server_cpu
     finally:
         if server is not None:
-            server.terminate()
+            os.killpg(server.pid, signal.SIGTERM)  # the CLI and its uvicorn process
             server.wait(30)
         if not args.keep_output:
             shutil.rmtree(scratch, ignore_errors=True)
