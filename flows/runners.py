@@ -3,9 +3,9 @@
 - ``thread``: group tasks run in a bounded thread pool of the flow process (one core: the
   per-attempt work is pure Python and holds the GIL).
 - ``process``: group tasks still run as threads of the flow process, so each Prefect task run
-  costs what a thread task costs (Prefect's own process runner spends ~85 ms of CPU per task
-  run and seconds per worker start-up on Prefect imports), and each hands its group to an
-  attempt pool of ``max_workers`` processes. The pool forks from a forkserver that imported
+  costs what a thread task costs (Prefect's own process runner spent about 0.1 s of CPU per
+  task run and ~2 s per worker start-up on Prefect imports, measured on two cores), and each
+  hands its group to an attempt pool of ``max_workers`` processes. The pool forks from a forkserver that imported
   ``tasks.attempt`` (no Prefect) once, so workers start in milliseconds and no worker ever
   talks to the Prefect API.
 - ``dask``: task runs execute in Dask workers, which talk to the Prefect API themselves.
