@@ -20,7 +20,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field
 
 from flows.params import StageParams, TaskRunnerKind, config_fingerprint
-from flows.stage import _output_params, stage_flow
+from flows.stage import output_params, stage_flow
 from tasks.jobs import DEFAULT_CAPTURE_DIR, DEFAULT_EXCLUDE_GLOBS, DEFAULT_ROLLOUTS_GLOB, FoundJob, JobLayout, find_jobs, input_fingerprint, latest_manifest
 from tasks.naming import new_run_id
 from tasks.storage import Location
@@ -74,7 +74,7 @@ def freshness(job: FoundJob, params: StageParams) -> tuple[str | None, str | Non
     run_id = manifest["run"]["run_id"]
     if manifest["inputs"]["fingerprint"] != input_fingerprint(job, params.storage_options):
         return "inputs changed", run_id
-    if manifest["config_fingerprint"] != config_fingerprint(_output_params(params, job.job_id)):
+    if manifest["config_fingerprint"] != config_fingerprint(output_params(params, job.job_id)):
         return "config changed", run_id
     return None, run_id
 

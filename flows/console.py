@@ -16,7 +16,9 @@ console = Console(stderr=True)
 
 def run_with_progress(params: StageParams) -> int:
     """Run the flow with a live progress bar; print where the outputs are and what they hold."""
-    from flows.stage import stage_flow
+    from flows.stage import preflight, stage_flow
+
+    preflight(params)
 
     bar = Progress(TextColumn("attempts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True)
     handle = bar.add_task("attempts", total=None)

@@ -49,7 +49,11 @@ class StageParams(BaseModel):
     )
     rollout_ids: list[str] = Field(default_factory=list, title="Rollout ids", description="Subset rerun: only these rollout ids (new run, scope subset).")
     rollout_glob: str | None = Field(default=None, title="Rollout id glob", description="Subset rerun: rollout ids matching this glob.")
-    task_runner: TaskRunnerKind = Field(default=TaskRunnerKind.thread, title="Task runner", description="thread, process or dask.")
+    task_runner: TaskRunnerKind = Field(
+        default=TaskRunnerKind.process,
+        title="Task runner",
+        description="process (default: Prefect task runs on threads, attempt work on --max-workers processes), thread, or dask.",
+    )
     max_workers: int = Field(default=2, ge=1, le=256, title="Workers", description="Parallel attempt groups (threads or processes).")
     dask_address: str | None = Field(default=None, title="Dask scheduler", description="tcp://host:port of an existing Dask scheduler.")
     dask_workers: int = Field(default=2, ge=1, le=256, title="Local Dask workers", description="Worker processes of a local Dask cluster.")
@@ -61,10 +65,6 @@ class StageParams(BaseModel):
         if value is not None and (not value or not all(c.isalnum() or c in "._-" for c in value) or value[0] in ".-"):
             raise ValueError(f"must be letters, digits, '.', '_' or '-' and not start with '.' or '-': {value!r}")
         return value
-
-    @property
-    def is_subset(self) -> bool:
-        return bool(self.rollout_ids) or self.rollout_glob is not None
 
 
 def config_fingerprint(recorded: dict[str, Any]) -> str:

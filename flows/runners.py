@@ -23,6 +23,7 @@ from prefect.settings import PREFECT_API_URL
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from flows.params import StageParams, TaskRunnerKind
+from tasks.attempt import adopt_environment
 
 WORKER_MODULE = "tasks.attempt"
 # Group tasks in flight per pool worker: one computing, one queued behind it while its
@@ -53,7 +54,9 @@ def attempt_pool(params: StageParams) -> Iterator[Executor | None]:
         return
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([WORKER_MODULE])
-    with ProcessPoolExecutor(max_workers=params.max_workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(
+        max_workers=params.max_workers, mp_context=context, initializer=adopt_environment, initargs=(dict(os.environ),)
+    ) as pool:
         for _ in range(params.max_workers):
             pool.submit(int)  # start every worker now, in the background, not at the first group
         yield pool

@@ -17,13 +17,24 @@ from flows.params import StageParams, config_fingerprint
 from flows.progress import Progress
 from flows.runners import attempt_pool, build_runner, shared_api
 from tasks.context import RunContext
-from tasks.discover import AttemptRef, JobPlan, discover
+from tasks.discover import AttemptRef, JobPlan, check_inputs, discover
 from tasks.fanout import process_group
 from tasks.naming import default_failures_url, job_id_for, new_run_id
 from tasks.publish import build_manifest, publish_artifacts, publish_run
 from tasks.reduce import reduce_run
+from tasks.retry import retry_on_transient
 from tasks.report import render_run_report
-from tasks.runs import check_resume, claim, discard_temporaries, is_complete, recorded_params, run_dir_of, update_latest
+from tasks.runs import (
+    PARAMS_FILE,
+    RunConflict,
+    check_resume,
+    claim,
+    discard_temporaries,
+    is_complete,
+    recorded_params,
+    run_dir_of,
+    update_latest,
+)
 from tasks.storage import Location
 
 # A task run costs ~50 ms of CPU in the flow process and as much in the Prefect server (measured
@@ -53,23 +64,28 @@ def make_groups(attempts: list[AttemptRef], size: int) -> list[list[AttemptRef]]
     return groups
 
 
-def select_subset(attempts: list[AttemptRef], params: StageParams) -> list[AttemptRef]:
+def select_subset(attempts: list[AttemptRef], rollout_ids: list[str], rollout_glob: str | None) -> list[AttemptRef]:
     """Attempts chosen by rollout id or glob for a subset rerun."""
-    wanted = set(params.rollout_ids)
+    wanted = set(rollout_ids)
     return [
         a
         for a in attempts
         if a.rollout_id is not None
-        and (a.rollout_id in wanted or (params.rollout_glob is not None and fnmatch.fnmatchcase(a.rollout_id, params.rollout_glob)))
+        and (a.rollout_id in wanted or (rollout_glob is not None and fnmatch.fnmatchcase(a.rollout_id, rollout_glob)))
     ]
 
 
-@task(name="discover-job", cache_policy=NO_CACHE, persist_result=False, retries=2)
+def is_subset(recorded: dict[str, Any]) -> bool:
+    """Whether a run's recorded parameters select a subset of the job's attempts."""
+    return bool(recorded["rollout_ids"]) or recorded["rollout_glob"] is not None
+
+
+@task(name="discover-job", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_condition_fn=retry_on_transient)
 def discover_job(main: Location, failures: Location | None, capture_dir: Location) -> JobPlan:
     return discover(main, failures, capture_dir)
 
 
-def _output_params(params: StageParams, job_id: str) -> dict[str, Any]:
+def output_params(params: StageParams, job_id: str) -> dict[str, Any]:
     return {
         "rollouts": params.rollouts,
         "capture_dir": params.capture_dir,
@@ -101,14 +117,14 @@ def resolve_run(params: StageParams) -> tuple[RunContext, Location, dict[str, An
     output = Location(params.output, options)
     run_id = params.resume or params.run_id or new_run_id()
     run_dir = run_dir_of(output, job_id, run_id)
-    requested = _output_params(params, job_id)
+    requested = output_params(params, job_id)
+    check_inputs(main, Location(params.capture_dir, options))
     if params.resume:
         recorded = recorded_params(run_dir)
-        explicit = {k: requested[k] for k in requested if k in params.model_fields_set or k == "job_id"}
-        check_resume(recorded, explicit)
+        check_resume(recorded, _explicit(params, requested))
         requested = recorded
         discard_temporaries(run_dir)
-        if is_complete(run_dir) and not (recorded["rollout_ids"] or recorded["rollout_glob"]):
+        if is_complete(run_dir) and not is_subset(recorded):
             update_latest(output.child(job_id), run_id)  # a kill between _SUCCESS and LATEST
     else:
         claim(run_dir, requested)
@@ -124,6 +140,30 @@ def resolve_run(params: StageParams) -> tuple[RunContext, Location, dict[str, An
         resume=bool(params.resume),
     )
     return ctx, output.child(job_id), requested, run_id
+
+
+def _explicit(params: StageParams, requested: dict[str, Any]) -> dict[str, Any]:
+    """The output parameters the caller set explicitly (a resume must agree with them)."""
+    return {k: requested[k] for k in requested if k in params.model_fields_set or k == "job_id"}
+
+
+def preflight(params: StageParams) -> None:
+    """The checks that stop a run before it starts, made without starting a flow run.
+
+    The CLI calls this first so a typo or a taken run id costs one line, not a failed flow run;
+    ``resolve_run`` repeats the checks inside the flow (deployments do not pass through here).
+    """
+    options = params.storage_options
+    check_inputs(Location(params.rollouts, options), Location(params.capture_dir, options))
+    job_id = params.job_id or job_id_for(params.rollouts)
+    run_id = params.resume or params.run_id
+    if run_id is None:
+        return
+    run_dir = run_dir_of(Location(params.output, options), job_id, run_id)
+    if params.resume:
+        check_resume(recorded_params(run_dir), _explicit(params, output_params(params, job_id)))
+    elif run_dir.child(PARAMS_FILE).exists():
+        raise RunConflict(f"run id already exists: {run_dir.url} (use --resume to continue it)")
 
 
 def fan_out(params: StageParams, ctx: RunContext, groups: list[list[AttemptRef]], pool: Executor | None) -> tuple[dict[str, dict[str, Any]], float]:
@@ -156,7 +196,8 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
         plan = discover_job(ctx.main, ctx.failures, ctx.capture_dir)
         timings["discover_s"] = time.perf_counter() - clock
         timings["discover_task_s"] = plan.seconds
-        attempts = select_subset(plan.attempts, params) if params.is_subset else plan.attempts
+        subset = is_subset(recorded)  # from the run itself: a resumed subset run stays a subset
+        attempts = select_subset(plan.attempts, recorded["rollout_ids"], recorded["rollout_glob"]) if subset else plan.attempts
         groups = make_groups(attempts, group_size(len(attempts), params.attempts_per_task))
         logger.info("%d attempts in %d groups; %d orphan captures; %d skipped lines", len(attempts), len(groups), len(plan.orphans), len(plan.skipped))
         clock = time.perf_counter()
@@ -173,7 +214,7 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
         "run_id": run_id,
         "job_id": recorded["job_id"],
         "run_dir": ctx.run_dir.url,
-        "scope": "subset" if params.is_subset else "full",
+        "scope": "subset" if subset else "full",
         "package_version": package_version(),
         "started_at": started_at.isoformat(),
         "finished_at": finished_at.isoformat(),
@@ -183,7 +224,7 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
     clock = time.perf_counter()
     report_html, tables = render_run_report(ctx.run_dir, manifest, reduced.histograms)
     manifest["timings"]["report_s"] = round(time.perf_counter() - clock, 3)
-    publish_run(ctx.run_dir, job_dir, manifest, report_html, not params.is_subset)
+    publish_run(ctx.run_dir, job_dir, manifest, report_html, not subset)
     publish_artifacts(manifest, ctx.run_dir, tables)
     logger.info("run %s complete: %s", run_id, manifest["counts"])
     return {"run_id": run_id, "run_dir": ctx.run_dir.url, "counts": manifest["counts"], "already_complete": False}

@@ -9,6 +9,7 @@ module alone, which keeps their start-up cheap.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -41,6 +42,16 @@ class GroupSummary:
     processed: int = 0
     skipped: int = 0
     seconds: float = 0.0
+
+
+def adopt_environment(environment: dict[str, str]) -> None:
+    """Attempt-pool initializer: a worker sees the flow process's environment as it is now.
+
+    Workers fork from a long-lived forkserver whose environment is frozen at its start, so
+    credentials or endpoints set later (``AWS_*``) would otherwise be missing in the workers.
+    """
+    os.environ.clear()
+    os.environ.update(environment)
 
 
 def perf_group(row: dict[str, Any]) -> str:
@@ -94,6 +105,7 @@ def build_part(ctx: RunContext, attempt: AttemptRef, raw: bytes) -> tuple[dict[s
         canonical = orjson_line(collected.row)
         line = dump_row(collected.row) if canonical is None else canonical
         header["status"] = "ok"
+        header["notes"] = row_notes(collected.row, attempt)
     blobs = [line]
     if attempt.source == MAIN:
         atif = _digest_main(ctx, attempt, line, canonical is not None, header)
@@ -101,6 +113,21 @@ def build_part(ctx: RunContext, attempt: AttemptRef, raw: bytes) -> tuple[dict[s
             blobs.append(atif)
     header["seconds"] = round(time.perf_counter() - started, 6)
     return header, encode_part(header, blobs)
+
+
+def row_notes(row: dict[str, Any], attempt: AttemptRef) -> list[str]:
+    """What the manifest should say about a collected row: no capture id, and its capture gaps.
+
+    The gaps are the evidence 0.7.0 writes into the row (missing or damaged capture, failed
+    observation join, ...); repeating their codes per attempt makes every bad input findable
+    from the manifest alone.
+    """
+    notes = [] if attempt.rollout_id is not None else ["no capture rollout id: capture not collected"]
+    capture = row.get("ng_model_call_capture")
+    gaps = capture.get("gaps") if isinstance(capture, dict) else None
+    if isinstance(gaps, list):
+        notes.extend(f"gap {gap['code']}" for gap in gaps if isinstance(gap, dict) and isinstance(gap.get("code"), str))
+    return notes
 
 
 def _digest_main(ctx: RunContext, attempt: AttemptRef, line: bytes, canonical: bool, header: dict[str, Any]) -> bytes | None:
@@ -201,4 +228,6 @@ def _status_of(header: dict[str, Any]) -> dict[str, Any]:
         status["reason"] = header["reason"]
     if header.get("repaired"):
         status["repaired"] = True
+    if header.get("notes"):
+        status["notes"] = header["notes"]
     return status

@@ -82,16 +82,20 @@ def _attempt_fingerprint(line: bytes, capture: FileEntry | None, incomplete: boo
     return digest.hexdigest()
 
 
-def list_inputs(main: Location, failures: Location | None, capture_dir: Location) -> dict[str, FileEntry]:
-    """Every input file (relative name -> size/version), from one HEAD per file and one LIST.
+def check_inputs(main: Location, capture_dir: Location) -> None:
+    """Raise ``InputNotFound`` for a missing rollouts file or capture directory.
 
-    Raises ``InputNotFound`` for a missing rollouts file or capture directory: a run over a typo
-    would silently report every attempt as ``no_records``.
+    A run over a typo would otherwise report every attempt as ``no_records``.
     """
     if not main.exists():
         raise InputNotFound(main.url, "rollouts file not found")
     if not capture_dir.is_dir():
         raise InputNotFound(capture_dir.url, "capture directory not found")
+
+
+def list_inputs(main: Location, failures: Location | None, capture_dir: Location) -> dict[str, FileEntry]:
+    """Every input file (relative name -> size/version), from one HEAD per file and one LIST."""
+    check_inputs(main, capture_dir)
     inputs = {main.name: main.entry()}
     if failures is not None:
         inputs[failures.name] = failures.entry()

@@ -34,6 +34,7 @@ def build_manifest(
     counts: dict[str, int] = {}
     for status in statuses.values():
         counts[status["status"]] = counts.get(status["status"], 0) + 1
+    repeated = _repeated_rollout_ids(statuses)
     return {
         "run": run,
         "parameters": params,
@@ -54,7 +55,7 @@ def build_manifest(
             "verdicts": reduced.verdicts,
         },
         "attempts": [
-            {"key": a.key, "line": a.line, "source": a.source, "fingerprint": a.fingerprint, **statuses[a.key]}
+            _attempt_entry(a.key, a.line, a.source, a.fingerprint, statuses[a.key], repeated)
             for a in plan.attempts
             if a.key in statuses
         ],
@@ -62,6 +63,25 @@ def build_manifest(
         "orphans": plan.orphans,
         "timings": {k: round(v, 3) for k, v in timings.items()},
     }
+
+
+def _repeated_rollout_ids(statuses: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """Rollout ids claimed by more than one attempt (duplicate identities), with their counts."""
+    seen: dict[str, int] = {}
+    for status in statuses.values():
+        if status.get("rollout_id") is not None:
+            seen[status["rollout_id"]] = seen.get(status["rollout_id"], 0) + 1
+    return {rollout_id: n for rollout_id, n in seen.items() if n > 1}
+
+
+def _attempt_entry(
+    key: str, line: int, source: str, fingerprint: str, status: dict[str, Any], repeated: dict[str, int]
+) -> dict[str, Any]:
+    entry = {"key": key, "line": line, "source": source, "fingerprint": fingerprint, **status}
+    count = repeated.get(status.get("rollout_id"))  # type: ignore[arg-type]
+    if count:
+        entry["notes"] = [*entry.get("notes", []), f"duplicate rollout id: {count} attempts share it"]
+    return entry
 
 
 @task(name="publish-run", cache_policy=NO_CACHE, persist_result=False)

@@ -1,7 +1,8 @@
 """A hostile generated job completes; every planted bad input is reported; inputs are untouched.
 
 Row-level damage is named in manifest.json (skipped lines, rejected attempts with a reason,
-orphans, repairs); capture-level damage is evidence inside the row, as 0.7.0 records it
+notes on attempts without a capture id, duplicates and capture gaps, orphans, repairs);
+capture-level damage is also evidence inside the row, as 0.7.0 records it
 (``ng_model_call_capture.gaps``, health findings) — see tests/jobgen.py.
 """
 
@@ -62,6 +63,11 @@ def _unreadable(e: Evidence, p: PlantedInput) -> bool:
     return "model_call_capture_records_unreadable" in e.gaps_of(p.rollout_id)
 
 
+def _noted(text: str) -> Callable[[Evidence, PlantedInput], bool]:
+    """The attempt's manifest entry names the problem (so the manifest alone lists every bad input)."""
+    return lambda e, p: any(text in note for note in e.attempt(p).get("notes", []))
+
+
 def _processed(e: Evidence, p: PlantedInput) -> bool:
     return any(a["rollout_id"] == p.rollout_id and a["status"] == "ok" for a in e.attempts.values())
 
@@ -73,11 +79,14 @@ CHECKS: dict[str, Callable[[Evidence, PlantedInput], bool]] = {
     "blank_line": lambda e, p: not _skipped(e, p) and f"main:{p.line}" not in e.attempts,
     "invalid_identity": _rejected,
     "path_traversal_id": _rejected,
-    "missing_identity": lambda e, p: e.attempt(p)["rollout_id"] is None and e.attempt(p)["status"] == "ok",
-    "duplicate_identity": lambda e, p: "rollout_duplicate_identity" in e.findings.get(p.rollout_id, set()),
+    "missing_identity": lambda e, p: e.attempt(p)["rollout_id"] is None and _noted("no capture rollout id")(e, p),
+    "duplicate_identity": lambda e, p: "rollout_duplicate_identity" in e.findings.get(p.rollout_id, set())
+    and _noted("duplicate rollout id")(e, p),
     "stale_no_records": lambda e, p: e.attempt(p).get("repaired") is True,
-    "missing_capture": lambda e, p: "model_call_capture_no_records" in e.gaps_of(p.rollout_id),
-    "invalid_observations": lambda e, p: "agent_observation_join_failed" in e.gaps_of(p.rollout_id),
+    "missing_capture": lambda e, p: "model_call_capture_no_records" in e.gaps_of(p.rollout_id)
+    and _noted("gap model_call_capture_no_records")(e, p),
+    "invalid_observations": lambda e, p: "agent_observation_join_failed" in e.gaps_of(p.rollout_id)
+    and _noted("gap agent_observation_join_failed")(e, p),
     "failed_attempt": lambda e, p: e.attempt(p)["status"] == "ok",
     "orphan_capture": lambda e, p: Path(p.path).name in e.manifest["orphans"],
     "incomplete_marker": lambda e, p: "model_call_capture_incomplete" in e.gaps_of(p.rollout_id),

@@ -99,3 +99,25 @@ def test_resume_discards_temp_files_of_the_killed_process(job: JobInfo, tmp_path
     assert not [p for p in run.rglob(".tmp-*")]
     assert run_outputs(str(run)) == reference
     assert os.path.exists(run / "_SUCCESS")
+
+
+def test_resumed_subset_run_stays_a_subset(job: JobInfo, tmp_path: Path) -> None:
+    """The selection comes from the interrupted run, not from the resume's own arguments."""
+    first = run_stage(**_fields(job, tmp_path, run_id="some", rollout_glob="0-*"))
+    run = run_dir(tmp_path, "some")
+    chosen = orjson.loads((run / "manifest.json").read_bytes())["counts"]["attempts"]
+    (run / "_SUCCESS").unlink()
+    run_stage(**_fields(job, tmp_path, resume="some"))
+    manifest = orjson.loads((run / "manifest.json").read_bytes())
+    assert manifest["run"]["scope"] == "subset"
+    assert manifest["counts"]["attempts"] == chosen < job.main_rows
+    assert not (tmp_path / run.parts[-3] / "LATEST").exists(), f"a subset run never moves LATEST ({first['run_id']})"
+
+
+def test_missing_capture_dir_claims_no_run_directory(job: JobInfo, tmp_path: Path, prefect_server: str) -> None:
+    result = run_cli(prefect_server, ["--rollouts", str(job.rollouts), "--capture-dir", str(tmp_path / "typo"), "--output", str(tmp_path / "out")])
+    assert result.returncode == 2
+    (line,) = error_lines(result.stderr)
+    assert "capture directory not found" in line
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
