@@ -1,16 +1,19 @@
 """The reduce: per-attempt parts -> the run's outputs, streaming in input order.
 
 Parts are read once each (with bounded read-ahead) and each output is written atomically.
-Only small per-attempt digests are held in memory (health digests are folded as they stream;
-perf records and capability digests are a few hundred bytes each).
+Memory holds only what a fold needs all at once: the health digests (duplicate identities and
+task checks look across rows) and compact perf records (quantiles). Capability digests and ATIF
+manifest lines are spilled to a local temporary file and folded from it, so the reduce's
+footprint grows by a few hundred bytes per attempt, not kilobytes.
 """
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 import orjson
 from prefect import task
@@ -62,13 +65,33 @@ def _write_rows(ctx: RunContext, attempts: list[AttemptRef], name: str) -> int:
     return count
 
 
+class _Spill:
+    """An append-only local temporary JSONL file of small records, read back as a stream."""
+
+    def __init__(self) -> None:
+        self._file: IO[bytes] = tempfile.TemporaryFile()
+        self.count = 0
+
+    def add(self, record: Any) -> None:
+        self._file.write(orjson.dumps(record) + b"\n")
+        self.count += 1
+
+    def __iter__(self) -> Iterator[Any]:
+        self._file.seek(0)
+        return (orjson.loads(line) for line in self._file)
+
+    def close(self) -> None:
+        self._file.close()
+
+
 @dataclass(slots=True)
 class _AtifState:
     """ATIF decisions taken in input order: first (task, rollout) key wins."""
 
     seen: set[tuple[str, str]] = field(default_factory=set)
     rejections: list[dict[str, Any]] = field(default_factory=list)
-    accepted: list[tuple[AttemptRef, str, dict[str, Any]]] = field(default_factory=list)
+    accepted: dict[str, str] = field(default_factory=dict)  # attempt key -> file name
+    manifest: _Spill = field(default_factory=_Spill)  # manifest lines, input order
 
     def decide(self, attempt: AttemptRef, header: dict[str, Any]) -> None:
         atif = header["atif"]
@@ -80,7 +103,8 @@ class _AtifState:
             self._reject(attempt, header, duplicate_key_message(key))
             return
         self.seen.add(key)
-        self.accepted.append((attempt, atif["name"], atif["manifest"]))
+        self.accepted[attempt.key] = atif["name"]
+        self.manifest.add(atif["manifest"])
 
     def _reject(self, attempt: AttemptRef, header: dict[str, Any], message: str) -> None:
         self.rejections.append({"line": attempt.out_line, "rollout_id": header.get("rollout_id"), "error": message})
@@ -92,8 +116,8 @@ class _MainFold:
 
     health: list[RowDigest] = field(default_factory=list)
     atif: _AtifState = field(default_factory=_AtifState)
-    perf: dict[str, list[Any]] = field(default_factory=dict)
-    capabilities: list[dict[str, Any]] = field(default_factory=list)
+    perf: dict[str, list[bytes | None]] = field(default_factory=dict)  # compact: decoded per summary
+    capabilities: _Spill = field(default_factory=_Spill)
 
 
 def _fold_main(ctx: RunContext, attempts: list[AttemptRef]) -> _MainFold:
@@ -105,8 +129,9 @@ def _fold_main(ctx: RunContext, attempts: list[AttemptRef]) -> _MainFold:
             out.write(b"\n")
             fold.health.append(RowDigest.from_json(header["health"]))
             fold.atif.decide(attempt, header)
-            fold.perf.setdefault(header["perf"]["group"], []).append(header["perf"]["record"])
-            fold.capabilities.append(header["capability"])
+            record = header["perf"]["record"]
+            fold.perf.setdefault(header["perf"]["group"], []).append(None if record is None else orjson.dumps(record))
+            fold.capabilities.add(header["capability"])
     return fold
 
 
@@ -119,9 +144,9 @@ def _write_health(ctx: RunContext, digests: list[RowDigest]) -> dict[str, int]:
     return dict(result.summary()["run"]["verdicts"])
 
 
-def _write_perf(ctx: RunContext, perf: dict[str, list[Any]]) -> None:
-    def summary(rows: list[Any]) -> Any:
-        return compute_perf_summary([r for r in rows if r is not None], len(rows))
+def _write_perf(ctx: RunContext, perf: dict[str, list[bytes | None]]) -> None:
+    def summary(rows: list[bytes | None]) -> Any:
+        return compute_perf_summary([orjson.loads(r) for r in rows if r is not None], len(rows))
 
     every = [r for rows in perf.values() for r in rows]
     document = {"run": summary(every), "groups": {name: summary(perf[name]) for name in sorted(perf)}}
@@ -136,16 +161,17 @@ def _write_atif(ctx: RunContext, attempts: list[AttemptRef], atif: _AtifState, a
         text = rejected_rows_message([(r["line"], r["error"]) for r in atif.rejections])
         folder.child("error.txt").write_bytes(text.encode())
         return False
-    wanted = {attempt.key: name for attempt, name, _ in atif.accepted}
-    chosen = [a for a in attempts if a.key in wanted]
+    chosen = [a for a in attempts if a.key in atif.accepted]
 
     def publish(attempt: AttemptRef) -> None:
         _, blobs = decode_part(part_location(ctx.run_dir, attempt).read_bytes())
-        folder.child(wanted[attempt.key]).write_bytes(blobs[1])
+        folder.child(atif.accepted[attempt.key]).write_bytes(blobs[1])
 
     for _ in ordered_prefetch(publish, chosen):
         pass
-    folder.child("manifest.jsonl").write_bytes(b"".join(entry.encode() + b"\n" for _, _, entry in atif.accepted))
+    with atomic_writer(folder.child("manifest.jsonl")) as out:
+        for entry in atif.manifest:
+            out.write(entry.encode() + b"\n")
     return True
 
 
@@ -157,15 +183,20 @@ def reduce_run(ctx: RunContext, attempts: list[AttemptRef], all_or_nothing: bool
     failures = [a for a in attempts if a.source == FAILURES]
     result = ReduceSummary()
     fold = _fold_main(ctx, main)
-    result.rows[MAIN] = len(main)
-    if ctx.failures is not None:
-        result.rows[FAILURES] = _write_rows(ctx, failures, "rollouts_failures.jsonl")
-    result.verdicts = _write_health(ctx, fold.health)
-    _write_perf(ctx, fold.perf)
-    capabilities = build_capabilities(fold.capabilities)
-    ctx.run_dir.child("capabilities.json").write_bytes(orjson.dumps(capabilities, option=INDENT) + b"\n")
-    result.histograms = histogram_values(fold.capabilities)
-    result.atif_published = _write_atif(ctx, main, fold.atif, all_or_nothing)
+    try:
+        result.rows[MAIN] = len(main)
+        if ctx.failures is not None:
+            result.rows[FAILURES] = _write_rows(ctx, failures, "rollouts_failures.jsonl")
+        result.verdicts = _write_health(ctx, fold.health)
+        fold.health.clear()
+        _write_perf(ctx, fold.perf)
+        capabilities = build_capabilities(fold.capabilities)
+        ctx.run_dir.child("capabilities.json").write_bytes(orjson.dumps(capabilities, option=INDENT) + b"\n")
+        result.histograms = histogram_values(fold.capabilities)
+        result.atif_published = _write_atif(ctx, main, fold.atif, all_or_nothing)
+    finally:
+        fold.capabilities.close()
+        fold.atif.manifest.close()
     result.atif_files = len(fold.atif.accepted) if result.atif_published else 0
     result.atif_rejections = len(fold.atif.rejections)
     result.seconds = time.perf_counter() - started
