@@ -75,7 +75,10 @@ def test_run_under_storage_faults_equals_fault_free_run(scenario: str, s3: str, 
     retries_before = RETRY_COUNTER.count
     with FaultProxy(s3, plan) as proxy:
         state = stage_flow(
-            StageParams(**_fields("s3://results/faulty", storage_options={"endpoint_url": proxy.url, **NO_SDK_RETRIES}, attempts_per_task=4)),
+            StageParams(
+                **_fields("s3://results/faulty", storage_options={"endpoint_url": proxy.url, **NO_SDK_RETRIES}, attempts_per_task=4),
+                task_runner="thread",  # storage retries are counted in this process
+            ),
             return_state=True,
         )
     result = state.result()
