@@ -42,6 +42,17 @@ def _sample_files() -> dict[str, bytes]:
     return files
 
 
+def _example_job_files(output: Path) -> dict[str, bytes]:
+    """The bundled example job through the stage's own per-rollout export (collection included)."""
+    from flows.cli import main
+    from tests.conftest import EXAMPLE_JOB
+
+    assert main(["run", "--rollouts", str(EXAMPLE_JOB / "rollouts.jsonl"), "--capture-dir", str(EXAMPLE_JOB / "model-calls"),
+                 "--output", str(output), "--run-id", "harbor"]) == 0
+    (atif,) = output.glob("*/runs/harbor/atif")
+    return {f"example__{p.name}": p.read_bytes() for p in sorted(atif.glob("*.json"))}
+
+
 def _harbor_errors(harbor: Path, directory: Path, files: dict[str, bytes]) -> dict[str, list[str]]:
     paths = []
     for name, content in files.items():
@@ -54,13 +65,16 @@ def _harbor_errors(harbor: Path, directory: Path, files: dict[str, bytes]) -> di
     return {Path(path).name: errors for path, errors in json.loads(done.stdout).items()}
 
 
-def test_emitted_files_validate_with_harbor(harbor: Path, tmp_path: Path) -> None:
-    files = {**_golden_files(), **_sample_files()}
-    assert len(files) >= 40
+def test_emitted_files_validate_with_harbor(harbor: Path, tmp_path: Path, prefect_server: str) -> None:
+    example = _example_job_files(tmp_path / "run")
+    assert example, "the example job has convertible rollouts"
+    files = {**_golden_files(), **_sample_files(), **example}
+    assert len(files) >= 40 + len(example)
     broken = json.loads(next(iter(files.values())))
     broken["steps"][0]["step_id"] = 5
     files["negative_control.json"] = json.dumps(broken).encode()
-    errors = _harbor_errors(harbor, tmp_path, files)
+    (tmp_path / "files").mkdir()
+    errors = _harbor_errors(harbor, tmp_path / "files", files)
     assert errors.keys() == files.keys()
     assert errors.pop("negative_control.json"), "harbor must flag a wrong step_id"
     assert {name: problems for name, problems in errors.items() if problems} == {}

@@ -105,3 +105,15 @@ def test_s3_run_equals_local_run(s3: str, tmp_path: Path) -> None:
     assert remote_outputs.pop("params.json") != local_outputs.pop("params.json")  # it records the input URLs
     assert remote_outputs == local_outputs
     assert fs.cat_file("results/out/example/LATEST").decode() == remote["run_id"] + "\n"
+
+
+def test_report_command_regenerates_the_same_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from flows.cli import main
+
+    result = run_stage(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output=str(tmp_path))
+    page = local_path(result["run_dir"]) / "report.html"
+    original = page.read_bytes()
+    page.unlink()
+    assert main(["report", result["run_dir"]]) == 0
+    assert page.read_bytes() == original
+    assert capsys.readouterr().out.strip().endswith("report.html")

@@ -1,0 +1,64 @@
+"""Discovery on memory://: one attempt per object row, capture claims, orphans, fingerprints."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from tasks.discover import discover, fingerprint_inputs, list_inputs
+from tasks.storage import InputNotFound, Location
+
+ROWS = [
+    {"_ng_task_index": 0, "_ng_rollout_index": 0},
+    {"_ng_task_index": 0, "_ng_rollout_index": 1, "_ng_attempt_index": 1},
+    {"_ng_rollout_id": "../x"},
+    {"no": "identity"},
+]
+
+
+def _job(rows: list[bytes], captures: dict[str, bytes]) -> tuple[Location, Location]:
+    root = Location("memory://job")
+    root.child("rollouts.jsonl").write_bytes(b"\n".join(rows) + b"\n")
+    for name, data in captures.items():
+        root.child("model-calls", name).write_bytes(data)
+    return root.child("rollouts.jsonl"), root.child("model-calls")
+
+
+@pytest.mark.usefixtures("memfs")
+def test_attempts_keys_ids_captures_and_skipped_lines() -> None:
+    lines = [orjson.dumps(ROWS[0]), b"", b"[1, 2]", orjson.dumps(ROWS[1]), b"{broken", orjson.dumps(ROWS[2]), orjson.dumps(ROWS[3])]
+    main, captures = _job(lines, {"0-0.capture.jsonl": b"{}\n", "0-1-a1.capture.incomplete": b"", "9-9.capture.jsonl": b"{}\n"})
+    plan = discover(main, None, captures)
+    assert [(a.key, a.out_line, a.rollout_id) for a in plan.attempts] == [
+        ("main:1", 1, "0-0"),
+        ("main:4", 2, "0-1-a1"),
+        ("main:6", 3, None),  # an invalid id is never a file name
+        ("main:7", 4, None),
+    ]
+    first, retry = plan.attempts[0], plan.attempts[1]
+    assert first.capture is not None and first.capture.size == 3 and not first.incomplete
+    assert retry.capture is None and retry.incomplete
+    assert [(s.line, s.reason.split(":")[0]) for s in plan.skipped] == [(3, "not a JSON object"), (5, "invalid JSON")]
+    assert plan.orphans == ["9-9.capture.jsonl"]
+    data = main.read_bytes()
+    for attempt in plan.attempts:
+        assert orjson.loads(data[attempt.offset : attempt.offset + attempt.length]) == ROWS[attempt.out_line - 1]
+
+
+@pytest.mark.usefixtures("memfs")
+def test_fingerprints_follow_the_bytes() -> None:
+    main, captures = _job([orjson.dumps(ROWS[0])], {"0-0.capture.jsonl": b"{}\n"})
+    before = discover(main, None, captures)
+    captures.child("0-0.capture.jsonl").write_bytes(b"{}\n{}\n")
+    after = discover(main, None, captures)
+    assert before.attempts[0].fingerprint != after.attempts[0].fingerprint
+    assert before.fingerprint != after.fingerprint == fingerprint_inputs(list_inputs(main, None, captures))
+
+
+@pytest.mark.usefixtures("memfs")
+def test_missing_inputs_are_errors_not_empty_runs() -> None:
+    main, captures = _job([orjson.dumps(ROWS[0])], {"0-0.capture.jsonl": b"{}\n"})
+    with pytest.raises(InputNotFound, match="capture directory"):
+        discover(main, None, Location("memory://job/typo"))
+    with pytest.raises(InputNotFound, match="rollouts file"):
+        discover(Location("memory://job/none.jsonl"), None, captures)
