@@ -9,6 +9,7 @@ Callers import from ``evidence``; the public surface below is pinned by a test.
 
 from evidence.atif import (
     config_error_message,
+    convert_orjson_row,
     convert_rollout,
     duplicate_key_message,
     export_rollouts,
@@ -34,7 +35,7 @@ from evidence.health import (
     reduce_digests,
 )
 from evidence.identity import capture_rollout_id, check_capture_file_id, trajectory_identity
-from evidence.jsonl import dump_row
+from evidence.jsonl import dump_row, orjson_line
 from evidence.models.atif import AtifRollout, Exporter
 from evidence.perf_summary import compute_perf_summary
 from evidence.report import (
@@ -70,6 +71,7 @@ __all__ = [
     "collect_row",
     "compute_perf_summary",
     "config_error_message",
+    "convert_orjson_row",
     "convert_rollout",
     "dump_row",
     "duplicate_key_message",
@@ -79,6 +81,7 @@ __all__ = [
     "health_markdown",
     "histogram_values",
     "normalize_ignored_checks",
+    "orjson_line",
     "output_created_message",
     "output_exists_message",
     "perf_markdown",

@@ -17,14 +17,18 @@ from typing import Any
 
 import orjson
 
-from evidence.atif.convert import convert_orjson_row, convert_rollout
-from evidence.capabilities import capability_digest
-from evidence.capture import CaptureFiles
-from evidence.collect import collect_row
-from evidence.errors import AtifExportError
-from evidence.health import evaluate_row
-from evidence.jsonl import dump_row, orjson_line
-from evidence.models.atif import Exporter
+from evidence import (
+    AtifExportError,
+    CaptureFiles,
+    Exporter,
+    capability_digest,
+    collect_row,
+    convert_orjson_row,
+    convert_rollout,
+    dump_row,
+    evaluate_row,
+    orjson_line,
+)
 from tasks.context import EXPORTER_NAME, RunContext
 from tasks.discover import JSONL_SUFFIX, MAIN, MARKER_SUFFIX, AttemptRef
 from tasks.parts import decode_part, encode_part, part_location

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from evidence.errors import RowRejected
-from evidence.identity import capture_rollout_id, check_capture_file_id
+from evidence import RowRejected, capture_rollout_id, check_capture_file_id
 from tasks.storage import FileEntry, InputNotFound, Location
 
 JSONL_SUFFIX = ".capture.jsonl"

@@ -19,10 +19,16 @@ import orjson
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from evidence.atif import duplicate_key_message, rejected_rows_message
-from evidence.capabilities import build_capabilities, histogram_values
-from evidence.health import HealthResult, RowDigest, reduce_digests
-from evidence.perf_summary import compute_perf_summary
+from evidence import (
+    HealthResult,
+    RowDigest,
+    build_capabilities,
+    compute_perf_summary,
+    duplicate_key_message,
+    histogram_values,
+    reduce_digests,
+    rejected_rows_message,
+)
 from tasks.context import RunContext
 from tasks.discover import FAILURES, MAIN, AttemptRef
 from tasks.parts import decode_part, part_location
