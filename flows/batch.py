@@ -111,7 +111,7 @@ def summarise(params: BatchParams, batch_run_id: str, started_at: str, entries: 
     }
 
 
-@flow(name="evidence-stage-batch", log_prints=False, persist_result=False)
+@flow(name="evidence-stage", log_prints=False, persist_result=False)  # one flow name: deployments read evidence-stage/<name>
 def batch_flow(params: BatchParams) -> dict[str, Any]:
     """Process every job under a prefix that has no current run; write the batch summary."""
     logger = get_run_logger()

@@ -3,7 +3,7 @@
 - ``evidence-stage/on-eval-complete``: runs the job flow when an evaluation script emits
   ``gym.eval.completed`` (``evidence-stage notify``); the event payload becomes the parameters.
 - ``evidence-stage/manual``: no schedule; reruns from the UI form or ``prefect deployment run``.
-- ``evidence-stage-batch/sweep``: the bucket flow on a cron, so jobs nobody announced (or whose
+- ``evidence-stage/sweep``: the bucket flow on a cron, so jobs nobody announced (or whose
   inputs or config changed) are processed too.
 
 ``configs/prefect.yaml`` declares the same three for ``prefect deploy`` with a work pool; a test

@@ -91,7 +91,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         )
         serve = start([str(BIN / "evidence-stage"), "serve", "--config", str(config)], env, root / "serve.log")
         with prefect_client(url) as client:
-            for name in ("evidence-stage/on-eval-complete", "evidence-stage/manual", "evidence-stage-batch/sweep"):
+            for name in ("evidence-stage/on-eval-complete", "evidence-stage/manual", "evidence-stage/sweep"):
                 wait_for(lambda name=name: _deployment(client, name) or serve.poll() is not None, f"deployment {name}")
                 assert serve.poll() is None, (root / "serve.log").read_text(errors="replace")[-3000:]
             wait_for(lambda: client.read_automations_by_name("evidence-stage on gym.eval.completed"), "the trigger's automation")
@@ -176,7 +176,7 @@ def test_manual_deployment_run_uses_the_given_parameters(served: dict[str, Any])
 def test_sweep_deployment_processes_the_configured_prefix(served: dict[str, Any]) -> None:
     copy_job(served["root"] / "sweep-jobs" / "job-1")
     result = subprocess.run(
-        [str(BIN / "prefect"), "deployment", "run", "evidence-stage-batch/sweep", "--watch", "--watch-timeout", str(WAIT_S)],
+        [str(BIN / "prefect"), "deployment", "run", "evidence-stage/sweep", "--watch", "--watch-timeout", str(WAIT_S)],
         env=served["env"], capture_output=True, text=True, timeout=WAIT_S + 60,
     )
     assert result.returncode == 0, result.stdout[-3000:] + logs_of(served)
