@@ -33,6 +33,7 @@ class FaultPlan:
     fractions: dict[str, float] = field(default_factory=dict)
     resets: bool = False
     fail_first: dict[str, int] = field(default_factory=dict)
+    fail_first_of_kind: dict[str, int] = field(default_factory=dict)  # e.g. {"list": 1}: rare kinds always see a fault
     seed: int = 0
     requests: Counter = field(default_factory=Counter)
     injected: Counter = field(default_factory=Counter)
@@ -48,6 +49,9 @@ class FaultPlan:
             sticky = next((s for s, n in self.fail_first.items() if n > 0 and s in path), None)
             if sticky is not None:
                 self.fail_first[sticky] -= 1
+                fault = "InternalError"
+            elif self.fail_first_of_kind.get(kind, 0) > 0:
+                self.fail_first_of_kind[kind] -= 1
                 fault = "InternalError"
             elif self._rng.random() < self.fractions.get(kind, 0.0):
                 fault = "reset" if self.resets and self._rng.random() < 0.5 else _ERRORS[self._rng.randrange(len(_ERRORS))][1]
