@@ -20,6 +20,7 @@ import orjson
 from evidence import (
     AtifExportError,
     CaptureFiles,
+    CaptureLookup,
     Exporter,
     capability_digest,
     collect_row,
@@ -68,7 +69,7 @@ def perf_group(row: dict[str, Any]) -> str:
     return name if isinstance(name, str) else ""
 
 
-def _lookup_for(ctx: RunContext, attempt: AttemptRef):
+def _lookup_for(ctx: RunContext, attempt: AttemptRef) -> CaptureLookup:
     """The capture lookup for one attempt: discovery already knows which files exist."""
 
     def lookup(rollout_id: str) -> CaptureFiles | None:
