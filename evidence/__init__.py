@@ -26,18 +26,20 @@ from evidence.errors import AtifExportError, EvidenceError, RowRejected
 from evidence.health import (
     SUMMARY_NAME,
     VERDICTS_NAME,
-    HealthResult,
+    HealthFold,
     RowDigest,
     UnknownHealthCheck,
     evaluate_row,
     health_check_bytes,
+    identity_sizes,
     normalize_ignored_checks,
-    reduce_digests,
+    verdict_line,
+    verdict_order,
 )
 from evidence.identity import capture_rollout_id, check_capture_file_id, trajectory_identity
 from evidence.jsonl import dump_row, orjson_line
 from evidence.models.atif import AtifRollout, Exporter
-from evidence.perf_summary import compute_perf_summary
+from evidence.perf_summary import compute_perf_summary, summary_input
 from evidence.report import (
     ReportContext,
     capabilities_markdown,
@@ -57,7 +59,7 @@ __all__ = [
     "CollectedRow",
     "EvidenceError",
     "Exporter",
-    "HealthResult",
+    "HealthFold",
     "ReportContext",
     "RowDigest",
     "RowRejected",
@@ -80,16 +82,19 @@ __all__ = [
     "health_check_bytes",
     "health_markdown",
     "histogram_values",
+    "identity_sizes",
     "normalize_ignored_checks",
     "orjson_line",
     "output_created_message",
     "output_exists_message",
     "perf_markdown",
     "read_capture",
-    "reduce_digests",
     "rejected_rows_message",
     "render_report",
     "rollouts_not_found_message",
     "success_lines",
+    "summary_input",
     "trajectory_identity",
+    "verdict_line",
+    "verdict_order",
 ]

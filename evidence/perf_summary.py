@@ -16,6 +16,18 @@ from typing import Any
 
 TOKEN_FIELDS = ("prompt_tokens", "cached_prompt_tokens", "completion_tokens", "reasoning_tokens")
 LATENCY_QUANTILES = (50, 90, 99)
+SUMMARY_FIELDS = ("token_observability_coverage", *TOKEN_FIELDS, "num_turns", "total_latency_ms")
+
+
+def summary_input(record: Any) -> dict[str, Any] | None:
+    """The part of one ``ng_perf`` value the summary reads; None when it is not a record.
+
+    A reduce keeps one of these per rollout until the quantiles are computed, so it keeps only
+    ``SUMMARY_FIELDS``: the summary of the trimmed records equals the summary of the originals.
+    """
+    if not isinstance(record, dict):
+        return None
+    return {field: record[field] for field in SUMMARY_FIELDS if field in record}
 
 
 def compute_perf_summary(records: Sequence[Any], total_rollouts: int) -> dict[str, Any] | None:

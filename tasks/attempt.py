@@ -29,6 +29,7 @@ from evidence import (
     dump_row,
     evaluate_row,
     orjson_line,
+    summary_input,
 )
 from tasks.context import EXPORTER_NAME, RunContext
 from tasks.discover import JSONL_SUFFIX, MAIN, MARKER_SUFFIX, AttemptRef
@@ -151,8 +152,7 @@ def _digest_main(ctx: RunContext, attempt: AttemptRef, line: bytes, canonical: b
         ignored=ctx.ignored_checks,
     ).to_json()
     header["capability"] = capability_digest(value)
-    perf = value.get("ng_perf")
-    header["perf"] = {"group": perf_group(value), "record": perf if isinstance(perf, dict) else None}
+    header["perf"] = {"group": perf_group(value), "record": summary_input(value.get("ng_perf"))}
     identity = {
         "session_id": ctx.session_id,
         "agent_version": ctx.agent_version,
@@ -173,7 +173,7 @@ def _digest_main(ctx: RunContext, attempt: AttemptRef, line: bytes, canonical: b
 
 def _existing_header(ctx: RunContext, attempt: AttemptRef) -> dict[str, Any] | None:
     """The header of an attempt's part if it exists and matches the attempt's fingerprint."""
-    location = part_location(ctx.run_dir, attempt)
+    location = part_location(ctx.run_dir, attempt.source, attempt.line)
     if not location.exists():
         return None
     header, _ = decode_part(location.read_bytes())
@@ -220,7 +220,7 @@ def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool)
             summary.statuses[attempt.key] = _status_of(existing)
             continue
         header, part = build_part(ctx, attempt, raw)
-        part_location(ctx.run_dir, attempt).write_bytes(part)
+        part_location(ctx.run_dir, attempt.source, attempt.line).write_bytes(part)
         summary.processed += 1
         summary.statuses[attempt.key] = _status_of(header)
     summary.seconds = time.perf_counter() - started

@@ -12,15 +12,14 @@ from typing import Any
 
 import orjson
 
-from tasks.discover import AttemptRef
 from tasks.storage import Location
 
 ATTEMPTS_FOLDER = "attempts"
 
 
-def part_location(run_dir: Location, attempt: AttemptRef) -> Location:
+def part_location(run_dir: Location, source: str, line: int) -> Location:
     """Where an attempt's part lives: named by its key (source, line), never by its rollout id."""
-    return run_dir.child(ATTEMPTS_FOLDER, attempt.source, f"{attempt.line:09d}.part")
+    return run_dir.child(ATTEMPTS_FOLDER, source, f"{line:09d}.part")
 
 
 def encode_part(header: dict[str, Any], blobs: list[bytes]) -> bytes:

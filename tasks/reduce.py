@@ -1,39 +1,43 @@
 """The reduce: per-attempt parts -> the run's outputs, streaming in input order.
 
-Parts are read once each (with bounded read-ahead) and each output is written atomically.
-Memory holds only what a fold needs all at once: the health digests (duplicate identities and
-task checks look across rows) and compact perf records (quantiles). Capability digests and ATIF
-manifest lines are spilled to a local temporary file and folded from it, so the reduce's
-footprint grows by a few hundred bytes per attempt, not kilobytes.
+Parts are read once each (with bounded read-ahead) and each output is written atomically. The
+one pass over the main parts writes ``rollouts.jsonl`` and spills every per-attempt record a
+fold needs (health digests, perf records, capability digests, accepted ATIF files) to local
+temporary files; each fold then streams its spill. Memory holds only the folds' own state:
+counters, the identities seen (duplicates, the ATIF first-wins rule) and one sort buffer for the
+verdict lines, so it does not grow by kilobytes per attempt (DESIGN.md invariant 6).
 """
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 import orjson
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from evidence import (
-    HealthResult,
+    HealthFold,
     RowDigest,
     build_capabilities,
     compute_perf_summary,
     duplicate_key_message,
     histogram_values,
-    reduce_digests,
+    identity_sizes,
     rejected_rows_message,
+    verdict_line,
+    verdict_order,
 )
 from tasks.context import RunContext
 from tasks.discover import FAILURES, MAIN, AttemptRef
 from tasks.parts import decode_part, part_location
 from tasks.prefetch import ordered_prefetch
 from tasks.retry import retry_on_transient
+from tasks.spill import SortedSpill, Spill
 from tasks.storage import atomic_writer
 
 INDENT = orjson.OPT_INDENT_2
@@ -54,7 +58,7 @@ class ReduceSummary:
 
 def _parts(ctx: RunContext, attempts: list[AttemptRef]) -> Iterator[tuple[AttemptRef, dict[str, Any], list[bytes]]]:
     def load(attempt: AttemptRef) -> tuple[AttemptRef, dict[str, Any], list[bytes]]:
-        header, blobs = decode_part(part_location(ctx.run_dir, attempt).read_bytes())
+        header, blobs = decode_part(part_location(ctx.run_dir, attempt.source, attempt.line).read_bytes())
         return attempt, header, blobs
 
     return ordered_prefetch(load, attempts)
@@ -71,33 +75,14 @@ def _write_rows(ctx: RunContext, attempts: list[AttemptRef], name: str) -> int:
     return count
 
 
-class _Spill:
-    """An append-only local temporary JSONL file of small records, read back as a stream."""
-
-    def __init__(self) -> None:
-        self._file: IO[bytes] = tempfile.TemporaryFile()
-        self.count = 0
-
-    def add(self, record: Any) -> None:
-        self._file.write(orjson.dumps(record) + b"\n")
-        self.count += 1
-
-    def __iter__(self) -> Iterator[Any]:
-        self._file.seek(0)
-        return (orjson.loads(line) for line in self._file)
-
-    def close(self) -> None:
-        self._file.close()
-
-
 @dataclass(slots=True)
 class _AtifState:
     """ATIF decisions taken in input order: first (task, rollout) key wins."""
 
+    accepted: Spill  # [line, file name] of each accepted main attempt, input order
+    manifest: Spill  # manifest lines, input order
     seen: set[tuple[str, str]] = field(default_factory=set)
     rejections: list[dict[str, Any]] = field(default_factory=list)
-    accepted: dict[str, str] = field(default_factory=dict)  # attempt key -> file name
-    manifest: _Spill = field(default_factory=_Spill)  # manifest lines, input order
 
     def decide(self, attempt: AttemptRef, header: dict[str, Any]) -> None:
         atif = header["atif"]
@@ -109,7 +94,7 @@ class _AtifState:
             self._reject(attempt, header, duplicate_key_message(key))
             return
         self.seen.add(key)
-        self.accepted[attempt.key] = atif["name"]
+        self.accepted.add([attempt.line, atif["name"]])
         self.manifest.add(atif["manifest"])
 
     def _reject(self, attempt: AttemptRef, header: dict[str, Any], message: str) -> None:
@@ -118,48 +103,68 @@ class _AtifState:
 
 @dataclass(slots=True)
 class _MainFold:
-    """The small per-attempt digests gathered while main rows stream into rollouts.jsonl."""
+    """Where the main pass puts each attempt's small records: spills, plus the ATIF decisions."""
 
-    health: list[RowDigest] = field(default_factory=list)
-    atif: _AtifState = field(default_factory=_AtifState)
-    perf: dict[str, list[bytes | None]] = field(default_factory=dict)  # compact: decoded per summary
-    capabilities: _Spill = field(default_factory=_Spill)
+    health: Spill
+    perf: Spill  # [group, perf summary input or None]
+    capabilities: Spill
+    atif: _AtifState
+
+    @classmethod
+    def open(cls, stack: ExitStack) -> _MainFold:
+        """Empty spills, deleted when ``stack`` closes."""
+
+        def spill() -> Spill:
+            return stack.enter_context(Spill())
+
+        return cls(spill(), spill(), spill(), _AtifState(spill(), spill()))
 
 
-def _fold_main(ctx: RunContext, attempts: list[AttemptRef]) -> _MainFold:
-    """One streaming pass over the main parts: rollouts.jsonl plus every digest fold."""
-    fold = _MainFold()
+def _fold_main(ctx: RunContext, attempts: list[AttemptRef], fold: _MainFold) -> None:
+    """One streaming pass over the main parts: rollouts.jsonl plus every fold's spill."""
     with atomic_writer(ctx.rollouts_out) as out:
         for attempt, header, blobs in _parts(ctx, attempts):
             out.write(blobs[0])
             out.write(b"\n")
-            fold.health.append(RowDigest.from_json(header["health"]))
+            fold.health.add(header["health"])
             fold.atif.decide(attempt, header)
-            record = header["perf"]["record"]
-            fold.perf.setdefault(header["perf"]["group"], []).append(None if record is None else orjson.dumps(record))
+            fold.perf.add([header["perf"]["group"], header["perf"]["record"]])
             fold.capabilities.add(header["capability"])
-    return fold
 
 
-def _write_health(ctx: RunContext, digests: list[RowDigest]) -> dict[str, int]:
-    result: HealthResult = reduce_digests(digests, ctx.ignored_checks)
-    ctx.health_dir.child("quality_summary.json").write_bytes(result.summary_text().encode())
-    with atomic_writer(ctx.health_dir.child("rollout_verdicts.jsonl")) as out:
-        for line in result.verdict_lines():
-            out.write(line.encode())
-    return dict(result.summary()["run"]["verdicts"])
+def _write_health(ctx: RunContext, spill: Spill) -> dict[str, int]:
+    """Both health files from the spilled digests: count identities, fold, sort the verdict lines."""
+    fold = HealthFold(ctx.ignored_checks, identity_sizes(RowDigest.from_json(d) for d in spill))
+    with SortedSpill() as lines:
+        for data in spill:
+            reported = fold.add(RowDigest.from_json(data))
+            lines.add(verdict_order(reported), verdict_line(reported))
+        ctx.health_dir.child("quality_summary.json").write_bytes(fold.summary_text().encode())
+        with atomic_writer(ctx.health_dir.child("rollout_verdicts.jsonl")) as out:
+            for line in lines.texts():
+                out.write(line.encode())
+    return dict(fold.summary()["run"]["verdicts"])
 
 
-def _write_perf(ctx: RunContext, perf: dict[str, list[bytes | None]]) -> None:
-    def summary(rows: list[bytes | None]) -> Any:
-        return compute_perf_summary([orjson.loads(r) for r in rows if r is not None], len(rows))
+def _write_perf(ctx: RunContext, spill: Spill) -> None:
+    """The run summary over every main row (file order: float totals depend on it), then one per group."""
+    records: list[dict[str, Any] | None] = []
+    groups: dict[str, list[int]] = {}
+    for name, record in spill:
+        groups.setdefault(name, []).append(len(records))
+        records.append(record)
 
-    every = [r for rows in perf.values() for r in rows]
-    document = {"run": summary(every), "groups": {name: summary(perf[name]) for name in sorted(perf)}}
+    def summary(rows: list[dict[str, Any] | None]) -> Any:
+        return compute_perf_summary([r for r in rows if r is not None], len(rows))
+
+    document = {
+        "run": summary(records),
+        "groups": {name: summary([records[i] for i in groups[name]]) for name in sorted(groups)},
+    }
     ctx.run_dir.child("perf_summary.json").write_bytes(orjson.dumps(document, option=INDENT) + b"\n")
 
 
-def _write_atif(ctx: RunContext, attempts: list[AttemptRef], atif: _AtifState, all_or_nothing: bool) -> bool:
+def _write_atif(ctx: RunContext, atif: _AtifState, all_or_nothing: bool) -> bool:
     """Publish accepted ATIF files + manifest, or (all-or-nothing with a rejection) only error.txt."""
     folder = ctx.run_dir.child("atif")
     folder.child("rejections.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in atif.rejections))
@@ -167,13 +172,13 @@ def _write_atif(ctx: RunContext, attempts: list[AttemptRef], atif: _AtifState, a
         text = rejected_rows_message([(r["line"], r["error"]) for r in atif.rejections])
         folder.child("error.txt").write_bytes(text.encode())
         return False
-    chosen = [a for a in attempts if a.key in atif.accepted]
 
-    def publish(attempt: AttemptRef) -> None:
-        _, blobs = decode_part(part_location(ctx.run_dir, attempt).read_bytes())
-        folder.child(atif.accepted[attempt.key]).write_bytes(blobs[1])
+    def publish(accepted: list[Any]) -> None:
+        line, name = accepted
+        _, blobs = decode_part(part_location(ctx.run_dir, MAIN, line).read_bytes())
+        folder.child(name).write_bytes(blobs[1])
 
-    for _ in ordered_prefetch(publish, chosen):
+    for _ in ordered_prefetch(publish, iter(atif.accepted)):
         pass
     with atomic_writer(folder.child("manifest.jsonl")) as out:
         for entry in atif.manifest:
@@ -188,22 +193,19 @@ def reduce_run(ctx: RunContext, attempts: list[AttemptRef], all_or_nothing: bool
     main = [a for a in attempts if a.source == MAIN]
     failures = [a for a in attempts if a.source == FAILURES]
     result = ReduceSummary()
-    fold = _fold_main(ctx, main)
-    try:
+    with ExitStack() as stack:
+        fold = _MainFold.open(stack)
+        _fold_main(ctx, main, fold)
         result.rows[MAIN] = len(main)
         if ctx.failures is not None:
             result.rows[FAILURES] = _write_rows(ctx, failures, "rollouts_failures.jsonl")
         result.verdicts = _write_health(ctx, fold.health)
-        fold.health.clear()
         _write_perf(ctx, fold.perf)
         capabilities = build_capabilities(fold.capabilities)
         ctx.run_dir.child("capabilities.json").write_bytes(orjson.dumps(capabilities, option=INDENT) + b"\n")
         result.histograms = histogram_values(fold.capabilities)
-        result.atif_published = _write_atif(ctx, main, fold.atif, all_or_nothing)
-    finally:
-        fold.capabilities.close()
-        fold.atif.manifest.close()
-    result.atif_files = len(fold.atif.accepted) if result.atif_published else 0
+        result.atif_published = _write_atif(ctx, fold.atif, all_or_nothing)
+    result.atif_files = fold.atif.accepted.count if result.atif_published else 0
     result.atif_rejections = len(fold.atif.rejections)
     result.seconds = time.perf_counter() - started
     return result

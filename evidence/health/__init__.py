@@ -1,8 +1,9 @@
 """Rollout health checks and reports, as NeMo Gym 0.7.0 computes them.
 
 Two halves, one implementation: ``evaluate_row`` turns one row into a small JSON-ready
-``RowDigest`` (per attempt, in parallel); ``reduce_digests`` turns the digests, in file order,
-into ``quality_summary.json`` and ``rollout_verdicts.jsonl``. ``health_check_bytes`` runs both
+``RowDigest`` (per attempt, in parallel); two streaming passes (``identity_sizes``, then
+``HealthFold``) turn the digests, in file order, into ``quality_summary.json`` and the
+``rollout_verdicts.jsonl`` lines, sorted by ``verdict_order``; ``reduce_digests`` runs both in memory. ``health_check_bytes`` runs both
 over a whole rollouts file for the drop-in command.
 """
 
@@ -10,7 +11,15 @@ from evidence.health.digest import RowDigest, RowStats
 from evidence.health.dropin import VERDICTS_NAME, SUMMARY_NAME, HealthFiles, digest_lines, health_check_bytes
 from evidence.health.evaluate import evaluate_row, unreadable_row
 from evidence.health.ignored import UnknownHealthCheck, normalize_ignored_checks
-from evidence.health.reduce import HealthResult, health_report_text, reduce_digests
+from evidence.health.reduce import (
+    HealthFold,
+    HealthResult,
+    health_report_text,
+    identity_sizes,
+    reduce_digests,
+    verdict_line,
+    verdict_order,
+)
 from evidence.health.registry import CHECK_IDS, CHECKS, CheckSpec
 
 __all__ = [
@@ -20,6 +29,7 @@ __all__ = [
     "VERDICTS_NAME",
     "CheckSpec",
     "HealthFiles",
+    "HealthFold",
     "HealthResult",
     "RowDigest",
     "RowStats",
@@ -28,7 +38,10 @@ __all__ = [
     "evaluate_row",
     "health_check_bytes",
     "health_report_text",
+    "identity_sizes",
     "normalize_ignored_checks",
     "reduce_digests",
     "unreadable_row",
+    "verdict_line",
+    "verdict_order",
 ]

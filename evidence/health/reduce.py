@@ -1,24 +1,29 @@
 """The reduce side of health: digests (file order) to 0.7.0's two report files.
 
 Everything here depends only on the sequence of digests, never on how rows were grouped into
-tasks or workers: the duplicate-identity post-pass, task checks, coverage, statistics, the
-verdict order and the exact serialisation are all computed from the full sequence.
+tasks or workers. The reduce is two streaming passes so a caller can keep the digests on disk:
+``identity_sizes`` counts identities (the duplicate-identity post-pass needs the whole file),
+then ``HealthFold.add`` takes each digest in file order and keeps only counts and one merged
+``Repeat`` per (task, rollout index). Verdict lines are sorted by ``verdict_order``; the
+caller chooses where (``reduce_digests`` sorts in memory).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evidence.health.digest import HEALTHY, UNHEALTHY, UNOBSERVED, RowDigest, finding
+from evidence.health.digest import HEALTHY, UNHEALTHY, UNOBSERVED, RowDigest, RowStats, finding
 from evidence.health.encode import dumps_compact, dumps_indented
 from evidence.health.registry import CHECK_IDS, ROLLOUT_CHECKS, TASK_CHECKS
 from evidence.health.task_checks import Repeat
 
 DUPLICATE_IDENTITY = "rollout_duplicate_identity"
 VERDICTS = (HEALTHY, UNHEALTHY, UNOBSERVED)
+
+IdentityKey = tuple[int | str | None, int | str, int | str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,93 +39,153 @@ class TaskResult:
         return [check for check, details in self.outcomes.items() if details]
 
 
-@dataclass(frozen=True, slots=True)
-class HealthResult:
-    """Final digests (input order, post-pass applied), task results and the ignored ids."""
+def identity_sizes(digests: Iterable[RowDigest]) -> Counter[IdentityKey]:
+    """Pass one: how many rows share each identity (the duplicate-identity post-pass input)."""
+    return Counter(digest.identity_key for digest in digests)
 
-    digests: tuple[RowDigest, ...]
-    tasks: tuple[TaskResult, ...]
-    ignored: tuple[str, ...]
 
-    def verdict_lines(self) -> Iterator[str]:
-        """``rollout_verdicts.jsonl`` line by line (each ends with a newline), sorted by identity."""
-        for digest in sorted(self.digests, key=_verdict_order):
-            yield dumps_compact(_verdict_row(digest)) + "\n"
+class HealthFold:
+    """Pass two: digests in file order in, ``quality_summary.json`` out.
 
-    def verdicts_text(self) -> str:
-        return "".join(self.verdict_lines())
+    Holds counters and one merged ``Repeat`` per (task, rollout index), never the digests, so a
+    caller that streams digests from disk needs memory for the tasks, not for the rows.
+    """
+
+    def __init__(self, ignored: Collection[str], sizes: Mapping[IdentityKey, int]) -> None:
+        self._ignored = tuple(ignored)
+        self._sizes = {} if DUPLICATE_IDENTITY in ignored else sizes
+        self._records = 0
+        self._captures = 0
+        self._coverage = {check: Counter({"evaluated": 0, "unobserved": 0, "ignored": 0}) for check in CHECK_IDS}
+        self._verdicts = dict.fromkeys(VERDICTS, 0)
+        self._issues = dict.fromkeys(CHECK_IDS, 0)
+        self._stats = _RunStats()
+        self._repeats: dict[int | str, dict[int | str, Repeat]] = {}
+
+    def add(self, digest: RowDigest) -> RowDigest:
+        """Fold one digest; return it as reported (with its duplicate-identity finding, if any)."""
+        size = self._sizes.get(digest.identity_key, 1)
+        if size > 1:
+            digest = digest.with_finding(finding(DUPLICATE_IDENTITY, None, {"duplicate_count": size}))
+        self._records += 1
+        self._captures += digest.stats.capture_observed
+        for spec in ROLLOUT_CHECKS:
+            self._coverage[spec.id][_state(spec.id in self._ignored, spec.id in digest.unobserved)] += 1
+        self._verdicts[digest.verdict] += 1
+        for item in digest.findings:
+            self._issues[item["check"]] += 1
+        self._stats.add(digest.stats)
+        by_rollout = self._repeats.setdefault(digest.task, {})
+        known = by_rollout.get(digest.rollout)
+        by_rollout[digest.rollout] = Repeat.of(digest) if known is None else known.merged(digest)
+        return digest
 
     def summary(self) -> dict[str, Any]:
         """``quality_summary.json`` as a dict, keys in 0.7.0's order."""
+        tasks = self._task_results()
+        coverage = {check: Counter(counts) for check, counts in self._coverage.items()}
+        issues = dict(self._issues)
+        for task in tasks:
+            for spec in TASK_CHECKS:
+                unobserved = spec.id in task.outcomes and task.outcomes[spec.id] is None
+                coverage[spec.id][_state(spec.id in self._ignored, unobserved)] += 1
+            for check, details in task.outcomes.items():
+                issues[check] += len(details or ())
         return {
             "run": {
-                "ignored_checks": sorted(self.ignored),
+                "ignored_checks": sorted(self._ignored),
                 "artifacts": {
-                    "records": len(self.digests),
-                    "captures": sum(d.stats.capture_observed for d in self.digests),
-                    "coverage": self._coverage(),
+                    "records": self._records,
+                    "captures": self._captures,
+                    "coverage": {check: dict(counts) for check, counts in coverage.items()},
                 },
-                "verdicts": {verdict: sum(d.verdict == verdict for d in self.digests) for verdict in VERDICTS},
-                "issues": self._issues(),
-                "stats": _run_stats(self.digests),
+                "verdicts": dict(self._verdicts),
+                "issues": issues,
+                "stats": self._stats.summary(),
             },
-            "tasks": _task_entries(self.tasks),
+            "tasks": _task_entries(tasks),
         }
 
     def summary_text(self) -> str:
         """The exact file text: 2-space indentation, raw UTF-8, no trailing newline."""
         return dumps_indented(self.summary())
 
-    def _coverage(self) -> dict[str, dict[str, int]]:
-        coverage = {check: Counter({"evaluated": 0, "unobserved": 0, "ignored": 0}) for check in CHECK_IDS}
-        for digest in self.digests:
-            for spec in ROLLOUT_CHECKS:
-                coverage[spec.id][_state(spec.id in self.ignored, spec.id in digest.unobserved)] += 1
-        for task in self.tasks:
-            for spec in TASK_CHECKS:
-                unobserved = spec.id in task.outcomes and task.outcomes[spec.id] is None
-                coverage[spec.id][_state(spec.id in self.ignored, unobserved)] += 1
-        return {check: dict(counts) for check, counts in coverage.items()}
+    def _task_results(self) -> list[TaskResult]:
+        results = []
+        for task, by_rollout in self._repeats.items():
+            repeats = tuple(by_rollout.values())
+            outcomes = {spec.id: spec.run(repeats) for spec in TASK_CHECKS if spec.id not in self._ignored}
+            results.append(TaskResult(task, repeats, outcomes))
+        return results
 
-    def _issues(self) -> dict[str, int]:
-        issues = dict.fromkeys(CHECK_IDS, 0)
-        for digest in self.digests:
-            for item in digest.findings:
-                issues[item["check"]] += 1
-        for task in self.tasks:
-            for check, details in task.outcomes.items():
-                issues[check] += len(details or ())
-        return issues
+
+class _RunStats:
+    """Run-level statistics, summed left to right in file order."""
+
+    def __init__(self) -> None:
+        self.errors = self.affected = self.ended_on_error = 0
+        self.replayed = self.replaying_rollouts = 0
+        self.prompt = self.completion = self.capture_prompt = self.capture_completion = 0
+        self.by_status: Counter[str] = Counter()
+
+    def add(self, stats: RowStats) -> None:
+        self.by_status.update(stats.errors_by_status)
+        self.errors += stats.model_call_errors
+        self.affected += stats.model_call_errors > 0
+        self.ended_on_error += stats.ended_on_error
+        self.replayed += stats.duplicated_calls
+        self.replaying_rollouts += stats.duplicated_calls > 0
+        self.prompt += stats.transcript_prompt
+        self.completion += stats.transcript_completion
+        self.capture_prompt += stats.capture_prompt
+        self.capture_completion += stats.capture_completion
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "model_call_errors": {
+                "total": self.errors,
+                "by_status": dict(sorted(self.by_status.items())),
+                "rollouts_affected": self.affected,
+                "ended_on_error": self.ended_on_error,
+            },
+            "duplicated_calls": {"replayed": self.replayed, "rollouts": self.replaying_rollouts},
+            "tokens": {
+                "prompt": self.prompt,
+                "completion": self.completion,
+                "capture_prompt": self.capture_prompt,
+                "capture_completion": self.capture_completion,
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class HealthResult:
+    """Both report files of an in-memory reduce: the summary and the sorted verdict lines."""
+
+    summary_value: dict[str, Any]
+    lines: tuple[str, ...]
+
+    def verdict_lines(self) -> Iterator[str]:
+        """``rollout_verdicts.jsonl`` line by line (each ends with a newline), sorted by identity."""
+        return iter(self.lines)
+
+    def verdicts_text(self) -> str:
+        return "".join(self.lines)
+
+    def summary(self) -> dict[str, Any]:
+        return self.summary_value
+
+    def summary_text(self) -> str:
+        """The exact file text: 2-space indentation, raw UTF-8, no trailing newline."""
+        return dumps_indented(self.summary_value)
 
 
 def reduce_digests(digests: Iterable[RowDigest], ignored: Collection[str]) -> HealthResult:
-    """Apply the duplicate-identity post-pass, then the task checks, to digests in file order."""
-    rows = tuple(digests)
-    if DUPLICATE_IDENTITY not in ignored:
-        rows = _flag_duplicates(rows)
-    return HealthResult(rows, _task_results(rows, ignored), tuple(ignored))
-
-
-def _flag_duplicates(digests: tuple[RowDigest, ...]) -> tuple[RowDigest, ...]:
-    """Every member of an identity group of two or more gets a finding appended."""
-    sizes = Counter(digest.identity_key for digest in digests)
-    return tuple(
-        digest.with_finding(finding(DUPLICATE_IDENTITY, None, {"duplicate_count": sizes[digest.identity_key]}))
-        if sizes[digest.identity_key] > 1 else digest
-        for digest in digests
-    )
-
-
-def _task_results(digests: tuple[RowDigest, ...], ignored: Collection[str]) -> tuple[TaskResult, ...]:
-    grouped: dict[int | str, dict[int | str, list[RowDigest]]] = {}
-    for digest in digests:
-        grouped.setdefault(digest.task, {}).setdefault(digest.rollout, []).append(digest)
-    results = []
-    for task, by_rollout in grouped.items():
-        repeats = tuple(Repeat.merge(copies) for copies in by_rollout.values())
-        outcomes = {spec.id: spec.run(repeats) for spec in TASK_CHECKS if spec.id not in ignored}
-        results.append(TaskResult(task, repeats, outcomes))
-    return tuple(results)
+    """Both passes over digests held in memory (the drop-in command and small inputs)."""
+    rows = list(digests)
+    fold = HealthFold(ignored, identity_sizes(rows))
+    reported = [fold.add(digest) for digest in rows]
+    return HealthResult(fold.summary(), tuple(verdict_line(d) for d in sorted(reported, key=verdict_order)))
 
 
 def _task_entries(tasks: Iterable[TaskResult]) -> dict[str, dict[str, Any]]:
@@ -136,33 +201,13 @@ def _task_entries(tasks: Iterable[TaskResult]) -> dict[str, dict[str, Any]]:
     return entries
 
 
-def _run_stats(digests: tuple[RowDigest, ...]) -> dict[str, Any]:
-    by_status: Counter[str] = Counter()
-    for digest in digests:
-        by_status.update(digest.stats.errors_by_status)
-    stats = [digest.stats for digest in digests]
-    return {
-        "model_call_errors": {
-            "total": sum(s.model_call_errors for s in stats),
-            "by_status": dict(sorted(by_status.items())),
-            "rollouts_affected": sum(s.model_call_errors > 0 for s in stats),
-            "ended_on_error": sum(s.ended_on_error for s in stats),
-        },
-        "duplicated_calls": {
-            "replayed": sum(s.duplicated_calls for s in stats),
-            "rollouts": sum(s.duplicated_calls > 0 for s in stats),
-        },
-        "tokens": {
-            "prompt": sum(s.transcript_prompt for s in stats),
-            "completion": sum(s.transcript_completion for s in stats),
-            "capture_prompt": sum(s.capture_prompt for s in stats),
-            "capture_completion": sum(s.capture_completion for s in stats),
-        },
-    }
-
-
 def _state(ignored: bool, unobserved: bool) -> str:
     return "ignored" if ignored else "unobserved" if unobserved else "evaluated"
+
+
+def verdict_line(digest: RowDigest) -> str:
+    """One ``rollout_verdicts.jsonl`` line (with its newline) for a digest as reported."""
+    return dumps_compact(_verdict_row(digest)) + "\n"
 
 
 def _verdict_row(digest: RowDigest) -> dict[str, Any]:
@@ -179,7 +224,7 @@ def _verdict_row(digest: RowDigest) -> dict[str, Any]:
     return row
 
 
-def _verdict_order(digest: RowDigest) -> tuple[tuple[int, Any], ...]:
+def verdict_order(digest: RowDigest) -> tuple[tuple[int, Any], ...]:
     """Ints first (numerically), then everything else by string form; a null stage is "None"."""
     return tuple(
         (0, part) if isinstance(part, int) else (1, str(part))

@@ -15,19 +15,26 @@ from evidence.health.digest import UNHEALTHY, UNOBSERVED, RowDigest
 
 @dataclass(frozen=True, slots=True)
 class Repeat:
-    """All digests of one (task, rollout index), stages and duplicates merged."""
+    """All digests of one (task, rollout index), stages and duplicates merged.
+
+    Built in file order by ``of`` then ``merged``: one verdict if every copy agrees (else
+    unobserved), policy calls observed only if observed in every copy, the most successful calls.
+    """
 
     verdict: str
     policy_calls_observed: bool
     successful_model_calls: int
 
     @classmethod
-    def merge(cls, copies: Sequence[RowDigest]) -> Repeat:
-        verdicts = {copy.verdict for copy in copies}
-        return cls(
-            verdict=verdicts.pop() if len(verdicts) == 1 else UNOBSERVED,
-            policy_calls_observed=all(copy.stats.policy_calls_observed for copy in copies),
-            successful_model_calls=max(copy.stats.successful_model_calls for copy in copies),
+    def of(cls, digest: RowDigest) -> Repeat:
+        return cls(digest.verdict, digest.stats.policy_calls_observed, digest.stats.successful_model_calls)
+
+    def merged(self, digest: RowDigest) -> Repeat:
+        calls = digest.stats.successful_model_calls
+        return Repeat(
+            verdict=self.verdict if digest.verdict == self.verdict else UNOBSERVED,
+            policy_calls_observed=self.policy_calls_observed and digest.stats.policy_calls_observed,
+            successful_model_calls=calls if calls > self.successful_model_calls else self.successful_model_calls,
         )
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evidence.health import RowDigest, digest_lines, evaluate_row, reduce_digests, unreadable_row
+from evidence.health import HealthFold, RowDigest, digest_lines, identity_sizes, evaluate_row, reduce_digests, unreadable_row
 from evidence.health.calls import has_tool_call, nonempty, response_has_content
 from tests.conformance.conftest import load_cases
 
@@ -80,8 +80,9 @@ def test_verdict_follows_findings_then_unobserved() -> None:
     no_trajectory = evaluate_row(_healthy(ng_trajectory=None), source="f", line=2, ordinal=1, ignored=())
     assert (healthy.verdict, no_trajectory.verdict) == ("healthy", "unobserved")
     assert no_trajectory.stats.transcript_prompt == 3 and not no_trajectory.stats.capture_observed
-    duplicate = reduce_digests([healthy, healthy], ()).digests[0]
-    assert duplicate.verdict == "unhealthy"
+    fold = HealthFold((), identity_sizes([healthy, healthy]))
+    assert [fold.add(healthy).verdict, fold.add(healthy).verdict] == ["unhealthy", "unhealthy"]
+    assert fold.summary()["run"]["verdicts"] == {"healthy": 0, "unhealthy": 2, "unobserved": 0}
 
 
 def test_content_predicates() -> None:
