@@ -20,6 +20,7 @@ from tasks.context import RunContext
 from tasks.discover import AttemptRef, JobPlan, check_inputs, discover
 from tasks.fanout import process_group
 from tasks.naming import default_failures_url, job_id_for, new_run_id
+from tasks.manifest import AttemptLog
 from tasks.publish import build_manifest, publish_artifacts, publish_run
 from tasks.reduce import reduce_run
 from tasks.retry import retry_on_transient
@@ -166,19 +167,17 @@ def preflight(params: StageParams) -> None:
         raise RunConflict(f"run id already exists: {run_dir.url} (use --resume to continue it)")
 
 
-def fan_out(params: StageParams, ctx: RunContext, groups: list[list[AttemptRef]], pool: Executor | None) -> tuple[dict[str, dict[str, Any]], float]:
-    """Run every group task; return the per-attempt statuses and the summed in-task seconds."""
-    statuses: dict[str, dict[str, Any]] = {}
+def fan_out(params: StageParams, ctx: RunContext, groups: list[list[AttemptRef]], pool: Executor | None) -> float:
+    """Run every group task; return the summed in-task seconds (each attempt's status is in its part)."""
     task_seconds = 0.0
     progress = Progress(total=sum(len(group) for group in groups))
     with shared_api(params), build_runner(params) as runner:
         futures = runner.map(process_group, {"ctx": unmapped(ctx), "attempts": groups, "pool": unmapped(pool)})
         for future in futures:
             summary = future.result()
-            statuses.update(summary.statuses)
             task_seconds += summary.seconds
-            progress.advance(len(summary.statuses))
-    return statuses, task_seconds
+            progress.advance(summary.processed + summary.skipped)
+    return task_seconds
 
 
 @flow(name="evidence-stage", log_prints=False, persist_result=False)
@@ -201,30 +200,31 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
         groups = make_groups(attempts, group_size(len(attempts), params.attempts_per_task))
         logger.info("%d attempts in %d groups; %d orphan captures; %d skipped lines", len(attempts), len(groups), len(plan.orphans), len(plan.skipped))
         clock = time.perf_counter()
-        statuses, task_seconds = fan_out(params, ctx, groups, pool)
+        task_seconds = fan_out(params, ctx, groups, pool)
     timings["fan_out_s"] = time.perf_counter() - clock
     timings["in_task_s"] = task_seconds
     timings["fan_out_parallelism"] = min(params.max_workers, len(groups))
-    clock = time.perf_counter()
-    reduced = reduce_run(ctx, attempts, recorded["atif_all_or_nothing"])
-    timings["reduce_s"] = time.perf_counter() - clock
-    timings["reduce_task_s"] = reduced.seconds
-    finished_at = datetime.now(timezone.utc)
-    run = {
-        "run_id": run_id,
-        "job_id": recorded["job_id"],
-        "run_dir": ctx.run_dir.url,
-        "scope": "subset" if subset else "full",
-        "package_version": package_version(),
-        "started_at": started_at.isoformat(),
-        "finished_at": finished_at.isoformat(),
-        "resumed": bool(params.resume),
-    }
-    manifest = build_manifest(run=run, params=recorded, config_fingerprint=config_fingerprint(recorded), plan=plan, statuses=statuses, reduced=reduced, timings=timings)
-    clock = time.perf_counter()
-    report_html, tables = render_run_report(ctx.run_dir, manifest, reduced.histograms)
-    manifest["timings"]["report_s"] = round(time.perf_counter() - clock, 3)
-    publish_run(ctx.run_dir, job_dir, manifest, report_html, not subset)
+    with AttemptLog() as log:
+        clock = time.perf_counter()
+        reduced = reduce_run(ctx, attempts, recorded["atif_all_or_nothing"], log)
+        timings["reduce_s"] = time.perf_counter() - clock
+        timings["reduce_task_s"] = reduced.seconds
+        finished_at = datetime.now(timezone.utc)
+        run = {
+            "run_id": run_id,
+            "job_id": recorded["job_id"],
+            "run_dir": ctx.run_dir.url,
+            "scope": "subset" if subset else "full",
+            "package_version": package_version(),
+            "started_at": started_at.isoformat(),
+            "finished_at": finished_at.isoformat(),
+            "resumed": bool(params.resume),
+        }
+        manifest = build_manifest(run=run, params=recorded, config_fingerprint=config_fingerprint(recorded), plan=plan, log=log, reduced=reduced, timings=timings)
+        clock = time.perf_counter()
+        report_html, tables = render_run_report(ctx.run_dir, manifest, reduced.histograms)
+        manifest["timings"]["report_s"] = round(time.perf_counter() - clock, 3)
+        publish_run(ctx.run_dir, job_dir, manifest, report_html, not subset)
     publish_artifacts(manifest, ctx.run_dir, tables)
     logger.info("run %s complete: %s", run_id, manifest["counts"])
     return {"run_id": run_id, "run_dir": ctx.run_dir.url, "counts": manifest["counts"], "already_complete": False}

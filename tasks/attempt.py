@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -42,9 +42,8 @@ READ_CHUNK_BYTES = 16 * 1024 * 1024
 
 @dataclass(slots=True)
 class GroupSummary:
-    """What a group task returns: per-attempt statuses and timings, never payloads."""
+    """What a group task returns: counts and timings (each attempt's status is in its part)."""
 
-    statuses: dict[str, dict[str, Any]] = field(default_factory=dict)
     processed: int = 0
     skipped: int = 0
     seconds: float = 0.0
@@ -171,13 +170,13 @@ def _digest_main(ctx: RunContext, attempt: AttemptRef, line: bytes, canonical: b
     return converted.content
 
 
-def _existing_header(ctx: RunContext, attempt: AttemptRef) -> dict[str, Any] | None:
-    """The header of an attempt's part if it exists and matches the attempt's fingerprint."""
+def _has_current_part(ctx: RunContext, attempt: AttemptRef) -> bool:
+    """Whether the attempt's part exists and was made from the attempt as it is now (its fingerprint)."""
     location = part_location(ctx.run_dir, attempt.source, attempt.line)
     if not location.exists():
-        return None
+        return False
     header, _ = decode_part(location.read_bytes())
-    return header if header.get("fingerprint") == attempt.fingerprint else None
+    return header.get("fingerprint") == attempt.fingerprint
 
 
 def _group_rows(ctx: RunContext, attempts: list[AttemptRef]) -> Iterator[tuple[AttemptRef, bytes]]:
@@ -214,25 +213,11 @@ def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool)
     started = time.perf_counter()
     summary = GroupSummary()
     for attempt, raw in _group_rows(ctx, attempts):
-        existing = _existing_header(ctx, attempt) if check_existing else None
-        if existing is not None:
+        if check_existing and _has_current_part(ctx, attempt):
             summary.skipped += 1
-            summary.statuses[attempt.key] = _status_of(existing)
             continue
         header, part = build_part(ctx, attempt, raw)
         part_location(ctx.run_dir, attempt.source, attempt.line).write_bytes(part)
         summary.processed += 1
-        summary.statuses[attempt.key] = _status_of(header)
     summary.seconds = time.perf_counter() - started
     return summary
-
-
-def _status_of(header: dict[str, Any]) -> dict[str, Any]:
-    status = {"status": header["status"], "rollout_id": header.get("rollout_id"), "seconds": header.get("seconds")}
-    if header.get("reason"):
-        status["reason"] = header["reason"]
-    if header.get("repaired"):
-        status["repaired"] = True
-    if header.get("notes"):
-        status["notes"] = header["notes"]
-    return status

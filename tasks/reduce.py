@@ -34,6 +34,7 @@ from evidence import (
 )
 from tasks.context import RunContext
 from tasks.discover import FAILURES, MAIN, AttemptRef
+from tasks.manifest import AttemptLog
 from tasks.parts import decode_part, part_location
 from tasks.prefetch import ordered_prefetch
 from tasks.retry import retry_on_transient
@@ -64,13 +65,14 @@ def _parts(ctx: RunContext, attempts: list[AttemptRef]) -> Iterator[tuple[Attemp
     return ordered_prefetch(load, attempts)
 
 
-def _write_rows(ctx: RunContext, attempts: list[AttemptRef], name: str) -> int:
+def _write_rows(ctx: RunContext, attempts: list[AttemptRef], name: str, log: AttemptLog) -> int:
     """Concatenate the enriched lines of one source, in input order."""
     count = 0
     with atomic_writer(ctx.run_dir.child(name)) as out:
-        for _, _, blobs in _parts(ctx, attempts):
+        for attempt, header, blobs in _parts(ctx, attempts):
             out.write(blobs[0])
             out.write(b"\n")
+            log.add(attempt.source, attempt.line, header)
             count += 1
     return count
 
@@ -120,12 +122,13 @@ class _MainFold:
         return cls(spill(), spill(), spill(), _AtifState(spill(), spill()))
 
 
-def _fold_main(ctx: RunContext, attempts: list[AttemptRef], fold: _MainFold) -> None:
+def _fold_main(ctx: RunContext, attempts: list[AttemptRef], fold: _MainFold, log: AttemptLog) -> None:
     """One streaming pass over the main parts: rollouts.jsonl plus every fold's spill."""
     with atomic_writer(ctx.rollouts_out) as out:
         for attempt, header, blobs in _parts(ctx, attempts):
             out.write(blobs[0])
             out.write(b"\n")
+            log.add(attempt.source, attempt.line, header)
             fold.health.add(header["health"])
             fold.atif.decide(attempt, header)
             fold.perf.add([header["perf"]["group"], header["perf"]["record"]])
@@ -187,18 +190,18 @@ def _write_atif(ctx: RunContext, atif: _AtifState, all_or_nothing: bool) -> bool
 
 
 @task(name="reduce-run", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_condition_fn=retry_on_transient)
-def reduce_run(ctx: RunContext, attempts: list[AttemptRef], all_or_nothing: bool) -> ReduceSummary:
-    """Write every run-level output from the parts."""
+def reduce_run(ctx: RunContext, attempts: list[AttemptRef], all_or_nothing: bool, log: AttemptLog) -> ReduceSummary:
+    """Write every run-level output from the parts; record each attempt's manifest entry in ``log``."""
     started = time.perf_counter()
     main = [a for a in attempts if a.source == MAIN]
     failures = [a for a in attempts if a.source == FAILURES]
     result = ReduceSummary()
     with ExitStack() as stack:
         fold = _MainFold.open(stack)
-        _fold_main(ctx, main, fold)
+        _fold_main(ctx, main, fold, log)
         result.rows[MAIN] = len(main)
         if ctx.failures is not None:
-            result.rows[FAILURES] = _write_rows(ctx, failures, "rollouts_failures.jsonl")
+            result.rows[FAILURES] = _write_rows(ctx, failures, "rollouts_failures.jsonl", log)
         result.verdicts = _write_health(ctx, fold.health)
         _write_perf(ctx, fold.perf)
         capabilities = build_capabilities(fold.capabilities)

@@ -12,7 +12,7 @@ import contextlib
 import io
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
@@ -152,10 +152,15 @@ class Location:
 
     def write_bytes(self, data: bytes) -> None:
         """Write the whole object atomically (temp + rename locally, one PUT on object stores)."""
+        self.write_chunks(lambda: (data,))
+
+    def write_chunks(self, chunks: Callable[[], Iterable[bytes]]) -> None:
+        """Write the object atomically from ``chunks()``, called again for each retry of a failed write."""
 
         def put() -> None:
             with atomic_writer(self) as f:
-                f.write(data)
+                for chunk in chunks():
+                    f.write(chunk)
 
         retry.call_with_retries(self.url, put)
 
