@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from tasks.spill import Spill
+from tasks.spill import Spill, TemporaryStore
 
 INDENT = orjson.OPT_INDENT_2
 
@@ -31,7 +31,7 @@ def attempt_status(header: dict[str, Any]) -> dict[str, Any]:
     return status
 
 
-class AttemptLog:
+class AttemptLog(TemporaryStore):
     """Every attempt's manifest entry in input order (on disk), with the counts the manifest states."""
 
     def __init__(self) -> None:
@@ -63,12 +63,6 @@ class AttemptLog:
 
     def close(self) -> None:
         self._entries.close()
-
-    def __enter__(self) -> AttemptLog:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class Streamed:

@@ -12,14 +12,27 @@ import heapq
 import pickle
 import tempfile
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, Any, Self
 
 import orjson
 
 SORT_BUFFER = 4096
 
 
-class Spill:
+class TemporaryStore:
+    """Something holding local temporary files: a context manager that deletes them on exit."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Spill(TemporaryStore):
     """An append-only temporary JSONL file of small records, read back (any number of times) as a stream."""
 
     def __init__(self) -> None:
@@ -37,14 +50,8 @@ class Spill:
     def close(self) -> None:
         self._file.close()
 
-    def __enter__(self) -> Spill:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class SortedSpill:
+class SortedSpill(TemporaryStore):
     """A stable external sort of ``(key, text)`` pairs: sorted runs of ``SORT_BUFFER`` on disk, merged.
 
     Keys are any picklable, mutually comparable values (tuples, ints wider than 64 bits); equal
@@ -77,12 +84,6 @@ class SortedSpill:
     def close(self) -> None:
         for run in self._runs:
             run.close()
-
-    def __enter__(self) -> SortedSpill:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _key(item: tuple[Any, str]) -> Any:
