@@ -54,7 +54,7 @@ class StageParams(BaseModel):
         title="Task runner",
         description="process (default: Prefect task runs on threads, attempt work on --max-workers processes), thread, or dask.",
     )
-    max_workers: int = Field(default=2, ge=1, le=256, title="Workers", description="Parallel attempt groups (threads or processes).")
+    max_workers: int = Field(default=2, ge=1, le=256, title="Workers", description="Parallel attempt groups: threads, attempt processes, or tasks in flight on an existing Dask cluster.")
     dask_address: str | None = Field(default=None, title="Dask scheduler", description="tcp://host:port of an existing Dask scheduler.")
     dask_workers: int = Field(default=2, ge=1, le=256, title="Local Dask workers", description="Worker processes of a local Dask cluster.")
     storage_options: dict[str, Any] = Field(default_factory=dict, title="Storage options", description="fsspec options, e.g. endpoint_url.")

@@ -46,6 +46,15 @@ def build_runner(params: StageParams) -> TaskRunner:
     return ThreadPoolTaskRunner(max_workers=params.max_workers)
 
 
+def runner_slots(params: StageParams) -> int:
+    """Group tasks the runner executes at once: the flow keeps one more in flight, so none waits for it."""
+    if params.task_runner is TaskRunnerKind.process:
+        return params.max_workers * TASKS_PER_WORKER
+    if params.task_runner is TaskRunnerKind.dask:
+        return params.max_workers if params.dask_address else params.dask_workers
+    return params.max_workers
+
+
 @contextmanager
 def attempt_pool(params: StageParams) -> Iterator[Executor | None]:
     """The worker processes of the ``process`` runner (None for the other kinds)."""

@@ -5,17 +5,22 @@ from __future__ import annotations
 import fnmatch
 import math
 import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor
+from contextlib import ExitStack
 from datetime import datetime, timezone
 from importlib.metadata import version
 from typing import Any
 
-from prefect import flow, get_run_logger, task, unmapped
+from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.futures import PrefectFuture
 
 from flows.params import StageParams, config_fingerprint
 from flows.progress import Progress
-from flows.runners import attempt_pool, build_runner, shared_api
+from flows.runners import attempt_pool, build_runner, runner_slots, shared_api
+from tasks.attempt import GroupSummary
 from tasks.context import RunContext
 from tasks.discover import AttemptRef, JobPlan, check_inputs, discover
 from tasks.fanout import process_group
@@ -54,26 +59,29 @@ def group_size(total: int, requested: int | None) -> int:
     return requested or max(MIN_GROUP, math.ceil(total / MAX_TASK_RUNS))
 
 
-def make_groups(attempts: list[AttemptRef], size: int) -> list[list[AttemptRef]]:
+def make_groups(attempts: Iterable[AttemptRef], size: int) -> Iterator[list[AttemptRef]]:
     """Contiguous groups from one source each, so a group's rows are one ranged read."""
-    groups: list[list[AttemptRef]] = []
+    group: list[AttemptRef] = []
     for attempt in attempts:
-        if groups and len(groups[-1]) < size and groups[-1][-1].source == attempt.source:
-            groups[-1].append(attempt)
-        else:
-            groups.append([attempt])
-    return groups
+        if group and (len(group) >= size or group[-1].source != attempt.source):
+            yield group
+            group = []
+        group.append(attempt)
+    if group:
+        yield group
 
 
-def select_subset(attempts: list[AttemptRef], rollout_ids: list[str], rollout_glob: str | None) -> list[AttemptRef]:
-    """Attempts chosen by rollout id or glob for a subset rerun."""
+def subset_filter(rollout_ids: list[str], rollout_glob: str | None) -> Callable[[AttemptRef], bool]:
+    """Whether an attempt is chosen by rollout id or glob for a subset rerun."""
     wanted = set(rollout_ids)
-    return [
-        a
-        for a in attempts
-        if a.rollout_id is not None
-        and (a.rollout_id in wanted or (rollout_glob is not None and fnmatch.fnmatchcase(a.rollout_id, rollout_glob)))
-    ]
+
+    def chosen(attempt: AttemptRef) -> bool:
+        rollout_id = attempt.rollout_id
+        if rollout_id is None:
+            return False
+        return rollout_id in wanted or (rollout_glob is not None and fnmatch.fnmatchcase(rollout_id, rollout_glob))
+
+    return chosen
 
 
 def is_subset(recorded: dict[str, Any]) -> bool:
@@ -167,17 +175,32 @@ def preflight(params: StageParams) -> None:
         raise RunConflict(f"run id already exists: {run_dir.url} (use --resume to continue it)")
 
 
-def fan_out(params: StageParams, ctx: RunContext, groups: list[list[AttemptRef]], pool: Executor | None) -> float:
-    """Run every group task; return the summed in-task seconds (each attempt's status is in its part)."""
+def fan_out(params: StageParams, ctx: RunContext, groups: Iterator[list[AttemptRef]], total: int, pool: Executor | None) -> tuple[float, int]:
+    """Run a task per group, a bounded window of them in flight; return the summed in-task seconds and the group count.
+
+    Groups are read from the plan's spill as the window moves, so the flow holds the attempts
+    of the groups in flight, not the job's. Each attempt's status is in its part.
+    """
     task_seconds = 0.0
-    progress = Progress(total=sum(len(group) for group in groups))
+    count = 0
+    progress = Progress(total=total)
+    in_flight: deque[PrefectFuture[GroupSummary]] = deque()
+
+    def finish_oldest() -> None:
+        nonlocal task_seconds
+        summary = in_flight.popleft().result()
+        task_seconds += summary.seconds
+        progress.advance(summary.processed + summary.skipped)
+
     with shared_api(params), build_runner(params) as runner:
-        futures = runner.map(process_group, {"ctx": unmapped(ctx), "attempts": groups, "pool": unmapped(pool)})
-        for future in futures:
-            summary = future.result()
-            task_seconds += summary.seconds
-            progress.advance(summary.processed + summary.skipped)
-    return task_seconds
+        for group in groups:
+            count += 1
+            in_flight.append(runner.submit(process_group, {"ctx": ctx, "attempts": group, "pool": pool}))
+            if len(in_flight) > runner_slots(params):
+                finish_oldest()
+        while in_flight:
+            finish_oldest()
+    return task_seconds, count
 
 
 @flow(name="evidence-stage", log_prints=False, persist_result=False)
@@ -191,35 +214,28 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
     if params.resume and is_complete(ctx.run_dir):
         logger.info("run %s is already complete; nothing to do", run_id)
         return {"run_id": run_id, "run_dir": ctx.run_dir.url, "already_complete": True}
-    with attempt_pool(params) as pool:  # its workers start while discovery runs
-        plan = discover_job(ctx.main, ctx.failures, ctx.capture_dir)
-        timings["discover_s"] = time.perf_counter() - clock
-        timings["discover_task_s"] = plan.seconds
-        subset = is_subset(recorded)  # from the run itself: a resumed subset run stays a subset
-        attempts = select_subset(plan.attempts, recorded["rollout_ids"], recorded["rollout_glob"]) if subset else plan.attempts
-        groups = make_groups(attempts, group_size(len(attempts), params.attempts_per_task))
-        logger.info("%d attempts in %d groups; %d orphan captures; %d skipped lines", len(attempts), len(groups), len(plan.orphans), len(plan.skipped))
+    subset = is_subset(recorded)  # from the run itself: a resumed subset run stays a subset
+    with ExitStack() as stack:
+        with attempt_pool(params) as pool:  # its workers start while discovery runs
+            plan = stack.enter_context(discover_job(ctx.main, ctx.failures, ctx.capture_dir))
+            timings["discover_s"] = time.perf_counter() - clock
+            timings["discover_task_s"] = plan.seconds
+            if subset:
+                plan.select(subset_filter(recorded["rollout_ids"], recorded["rollout_glob"]))
+            total = plan.attempts.count
+            size = group_size(total, params.attempts_per_task)
+            logger.info("%d attempts in groups of %d; %d orphan captures; %d skipped lines", total, size, len(plan.orphans), len(plan.skipped))
+            clock = time.perf_counter()
+            task_seconds, groups = fan_out(params, ctx, make_groups(plan.attempts, size), total, pool)
+        timings["fan_out_s"] = time.perf_counter() - clock
+        timings["in_task_s"] = task_seconds
+        timings["fan_out_parallelism"] = min(params.max_workers, groups)
+        log = stack.enter_context(AttemptLog())
         clock = time.perf_counter()
-        task_seconds = fan_out(params, ctx, groups, pool)
-    timings["fan_out_s"] = time.perf_counter() - clock
-    timings["in_task_s"] = task_seconds
-    timings["fan_out_parallelism"] = min(params.max_workers, len(groups))
-    with AttemptLog() as log:
-        clock = time.perf_counter()
-        reduced = reduce_run(ctx, attempts, recorded["atif_all_or_nothing"], log)
+        reduced = reduce_run(ctx, plan.attempts, recorded["atif_all_or_nothing"], log)
         timings["reduce_s"] = time.perf_counter() - clock
         timings["reduce_task_s"] = reduced.seconds
-        finished_at = datetime.now(timezone.utc)
-        run = {
-            "run_id": run_id,
-            "job_id": recorded["job_id"],
-            "run_dir": ctx.run_dir.url,
-            "scope": "subset" if subset else "full",
-            "package_version": package_version(),
-            "started_at": started_at.isoformat(),
-            "finished_at": finished_at.isoformat(),
-            "resumed": bool(params.resume),
-        }
+        run = run_record(params, recorded, ctx, run_id, started_at, subset)
         manifest = build_manifest(run=run, params=recorded, config_fingerprint=config_fingerprint(recorded), plan=plan, log=log, reduced=reduced, timings=timings)
         clock = time.perf_counter()
         report_html, tables = render_run_report(ctx.run_dir, manifest, reduced.histograms)
@@ -228,3 +244,17 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
     publish_artifacts(manifest, ctx.run_dir, tables)
     logger.info("run %s complete: %s", run_id, manifest["counts"])
     return {"run_id": run_id, "run_dir": ctx.run_dir.url, "counts": manifest["counts"], "already_complete": False}
+
+
+def run_record(params: StageParams, recorded: dict[str, Any], ctx: RunContext, run_id: str, started_at: datetime, subset: bool) -> dict[str, Any]:
+    """The manifest's ``run`` section: identity, scope and times of this run."""
+    return {
+        "run_id": run_id,
+        "job_id": recorded["job_id"],
+        "run_dir": ctx.run_dir.url,
+        "scope": "subset" if subset else "full",
+        "package_version": package_version(),
+        "started_at": started_at.isoformat(),
+        "finished_at": datetime.now(timezone.utc).isoformat(),
+        "resumed": bool(params.resume),
+    }

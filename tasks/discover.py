@@ -2,17 +2,21 @@
 
 The attempt key is ``(source, line)``; the rollout id is evidence that can repeat or be invalid,
 so it never names a file here. Capture files claimed by no row are orphans: reported, never read.
+The plan keeps its per-attempt and per-file records in local spills, so a job of 20,000
+attempts costs the flow no more memory than one of 2,000 (DESIGN.md invariant 6).
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import orjson
 
 from evidence import RowRejected, capture_rollout_id, check_capture_file_id
+from tasks.spill import Spill, TemporaryStore
 from tasks.storage import FileEntry, InputNotFound, Location
 
 JSONL_SUFFIX = ".capture.jsonl"
@@ -49,19 +53,29 @@ class SkippedLine:
     reason: str
 
 
-@dataclass(slots=True)
-class JobPlan:
-    """Everything discovery learned about a job; small per attempt."""
+class JobPlan(TemporaryStore):
+    """Everything discovery learned about a job: spilled attempts and input files, the rest small."""
 
-    attempts: list[AttemptRef] = field(default_factory=list)
-    skipped: list[SkippedLine] = field(default_factory=list)
-    orphans: list[str] = field(default_factory=list)
-    inputs: dict[str, FileEntry] = field(default_factory=dict)
-    fingerprint: str = ""
-    seconds: float = 0.0
+    def __init__(self) -> None:
+        self.attempts: Spill[AttemptRef] = Spill()  # input order: main, then failures
+        self.inputs: Spill[tuple[str, FileEntry]] = Spill()  # (relative name, entry), sorted by name
+        self.skipped: list[SkippedLine] = []
+        self.orphans: list[str] = []
+        self.fingerprint = ""
+        self.seconds = 0.0
 
-    def of_source(self, source: str) -> list[AttemptRef]:
-        return [a for a in self.attempts if a.source == source]
+    def select(self, keep: Callable[[AttemptRef], bool]) -> None:
+        """Keep only the attempts ``keep`` accepts (a subset run), in input order."""
+        chosen: Spill[AttemptRef] = Spill()
+        for attempt in self.attempts:
+            if keep(attempt):
+                chosen.add(attempt)
+        self.attempts.close()
+        self.attempts = chosen
+
+    def close(self) -> None:
+        self.attempts.close()
+        self.inputs.close()
 
 
 def capture_id_of(row: dict) -> str | None:
@@ -115,11 +129,25 @@ def fingerprint_inputs(inputs: dict[str, FileEntry]) -> str:
 def discover(main: Location, failures: Location | None, capture_dir: Location) -> JobPlan:
     """Scan the rollouts file(s) once and the capture directory once; return the job plan."""
     started = time.perf_counter()
-    plan = JobPlan(inputs=list_inputs(main, failures, capture_dir))
-    prefix = capture_dir.name + "/"
-    listing = {rel[len(prefix) :]: entry for rel, entry in plan.inputs.items() if rel.startswith(prefix)}
+    inputs = list_inputs(main, failures, capture_dir)
+    plan = JobPlan()
+    try:
+        _scan(plan, [(MAIN, main)] + ([(FAILURES, failures)] if failures is not None else []), capture_dir.name, inputs)
+        plan.fingerprint = fingerprint_inputs(inputs)
+        for rel in sorted(inputs):
+            plan.inputs.add((rel, inputs[rel]))
+    except BaseException:
+        plan.close()
+        raise
+    plan.seconds = time.perf_counter() - started
+    return plan
+
+
+def _scan(plan: JobPlan, sources: list[tuple[str, Location]], capture_folder: str, inputs: dict[str, FileEntry]) -> None:
+    """One attempt per JSON-object row, with the capture it claims; then the orphan captures."""
+    prefix = capture_folder + "/"
+    listing = {rel[len(prefix) :]: entry for rel, entry in inputs.items() if rel.startswith(prefix)}
     claimed: set[str] = set()
-    sources = [(MAIN, main)] + ([(FAILURES, failures)] if failures is not None else [])
     for source, location in sources:
         out_line = 0
         for line_no, offset, raw in location.iter_lines():
@@ -140,7 +168,7 @@ def discover(main: Location, failures: Location | None, capture_dir: Location) -
                 claimed.add(rollout_id)
                 capture = listing.get(rollout_id + JSONL_SUFFIX)
                 incomplete = (rollout_id + MARKER_SUFFIX) in listing
-            plan.attempts.append(
+            plan.attempts.add(
                 AttemptRef(
                     source=source,
                     line=line_no,
@@ -156,9 +184,6 @@ def discover(main: Location, failures: Location | None, capture_dir: Location) -
     plan.orphans = sorted(
         name for name in listing if _capture_id_of_file(name) is not None and _capture_id_of_file(name) not in claimed
     )
-    plan.fingerprint = fingerprint_inputs(plan.inputs)
-    plan.seconds = time.perf_counter() - started
-    return plan
 
 
 def _capture_id_of_file(name: str) -> str | None:

@@ -41,7 +41,7 @@ def build_manifest(
         "config_fingerprint": config_fingerprint,
         "inputs": {
             "fingerprint": plan.fingerprint,
-            "files": Streamed(lambda: ((name, asdict(entry)) for name, entry in sorted(plan.inputs.items())), pairs=True),
+            "files": Streamed(lambda: ((name, asdict(entry)) for name, entry in plan.inputs), pairs=True),
         },
         "counts": {
             "attempts": log.count,

@@ -11,7 +11,7 @@ verdict lines, so it does not grow by kilobytes per attempt (DESIGN.md invariant
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,7 +57,7 @@ class ReduceSummary:
     histograms: dict[str, list[float]] = field(default_factory=dict)
 
 
-def _parts(ctx: RunContext, attempts: list[AttemptRef]) -> Iterator[tuple[AttemptRef, dict[str, Any], list[bytes]]]:
+def _parts(ctx: RunContext, attempts: Iterable[AttemptRef]) -> Iterator[tuple[AttemptRef, dict[str, Any], list[bytes]]]:
     def load(attempt: AttemptRef) -> tuple[AttemptRef, dict[str, Any], list[bytes]]:
         header, blobs = decode_part(part_location(ctx.run_dir, attempt.source, attempt.line).read_bytes())
         return attempt, header, blobs
@@ -65,7 +65,7 @@ def _parts(ctx: RunContext, attempts: list[AttemptRef]) -> Iterator[tuple[Attemp
     return ordered_prefetch(load, attempts)
 
 
-def _write_rows(ctx: RunContext, attempts: list[AttemptRef], name: str, log: AttemptLog) -> int:
+def _write_rows(ctx: RunContext, attempts: Iterable[AttemptRef], name: str, log: AttemptLog) -> int:
     """Concatenate the enriched lines of one source, in input order."""
     count = 0
     with atomic_writer(ctx.run_dir.child(name)) as out:
@@ -77,25 +77,28 @@ def _write_rows(ctx: RunContext, attempts: list[AttemptRef], name: str, log: Att
     return count
 
 
+def _of_source(attempts: Iterable[AttemptRef], source: str) -> Iterator[AttemptRef]:
+    return (attempt for attempt in attempts if attempt.source == source)
+
+
 @dataclass(slots=True)
 class _AtifState:
-    """ATIF decisions taken in input order: first (task, rollout) key wins."""
+    """ATIF decisions taken in input order: the first (task, rollout) key in ``seen`` wins."""
 
     accepted: Spill  # [line, file name] of each accepted main attempt, input order
     manifest: Spill  # manifest lines, input order
-    seen: set[tuple[str, str]] = field(default_factory=set)
     rejections: list[dict[str, Any]] = field(default_factory=list)
 
-    def decide(self, attempt: AttemptRef, header: dict[str, Any]) -> None:
+    def decide(self, attempt: AttemptRef, header: dict[str, Any], seen: set[tuple[str, ...]]) -> None:
         atif = header["atif"]
         if "error" in atif:
             self._reject(attempt, header, atif["error"])
             return
         key = tuple(atif["key"])
-        if key in self.seen:
+        if key in seen:
             self._reject(attempt, header, duplicate_key_message(key))
             return
-        self.seen.add(key)
+        seen.add(key)
         self.accepted.add([attempt.line, atif["name"]])
         self.manifest.add(atif["manifest"])
 
@@ -122,17 +125,21 @@ class _MainFold:
         return cls(spill(), spill(), spill(), _AtifState(spill(), spill()))
 
 
-def _fold_main(ctx: RunContext, attempts: list[AttemptRef], fold: _MainFold, log: AttemptLog) -> None:
-    """One streaming pass over the main parts: rollouts.jsonl plus every fold's spill."""
+def _fold_main(ctx: RunContext, attempts: Iterable[AttemptRef], fold: _MainFold, log: AttemptLog) -> int:
+    """One streaming pass over the main parts: rollouts.jsonl plus every fold's spill; the row count."""
+    count = 0
+    seen: set[tuple[str, ...]] = set()  # ATIF keys: needed only during this pass
     with atomic_writer(ctx.rollouts_out) as out:
         for attempt, header, blobs in _parts(ctx, attempts):
             out.write(blobs[0])
             out.write(b"\n")
             log.add(attempt.source, attempt.line, header)
             fold.health.add(header["health"])
-            fold.atif.decide(attempt, header)
+            fold.atif.decide(attempt, header, seen)
             fold.perf.add([header["perf"]["group"], header["perf"]["record"]])
             fold.capabilities.add(header["capability"])
+            count += 1
+    return count
 
 
 def _write_health(ctx: RunContext, spill: Spill) -> dict[str, int]:
@@ -190,18 +197,15 @@ def _write_atif(ctx: RunContext, atif: _AtifState, all_or_nothing: bool) -> bool
 
 
 @task(name="reduce-run", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_condition_fn=retry_on_transient)
-def reduce_run(ctx: RunContext, attempts: list[AttemptRef], all_or_nothing: bool, log: AttemptLog) -> ReduceSummary:
+def reduce_run(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool, log: AttemptLog) -> ReduceSummary:
     """Write every run-level output from the parts; record each attempt's manifest entry in ``log``."""
     started = time.perf_counter()
-    main = [a for a in attempts if a.source == MAIN]
-    failures = [a for a in attempts if a.source == FAILURES]
     result = ReduceSummary()
     with ExitStack() as stack:
         fold = _MainFold.open(stack)
-        _fold_main(ctx, main, fold, log)
-        result.rows[MAIN] = len(main)
+        result.rows[MAIN] = _fold_main(ctx, _of_source(attempts, MAIN), fold, log)
         if ctx.failures is not None:
-            result.rows[FAILURES] = _write_rows(ctx, failures, "rollouts_failures.jsonl", log)
+            result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), "rollouts_failures.jsonl", log)
         result.verdicts = _write_health(ctx, fold.health)
         _write_perf(ctx, fold.perf)
         capabilities = build_capabilities(fold.capabilities)

@@ -1,9 +1,10 @@
-"""Local temporary files that let the reduce hold per-attempt records on disk, not in memory.
+"""Local temporary files that let the flow hold per-attempt records on disk, not in memory.
 
-A run's reduce sees one small record per attempt for each of its folds (health digests, perf
-records, capability digests, ATIF decisions). Held in memory they grow with the job; spilled
-here, the reduce's memory stays bounded by a fold's own state and one sort buffer
-(DESIGN.md invariant 6).
+A run keeps one small record per attempt in several places: the job plan (one reference per
+attempt, one entry per input file) and the reduce's folds (health digests, perf records,
+capability digests, ATIF decisions, manifest entries). Held in memory they grow with the job;
+spilled here, memory stays bounded by a fold's own state and one sort buffer (DESIGN.md
+invariant 6).
 """
 
 from __future__ import annotations
@@ -12,11 +13,10 @@ import heapq
 import pickle
 import tempfile
 from collections.abc import Iterator
-from typing import IO, Any, Self
-
-import orjson
+from typing import IO, Any, Generic, Self, TypeVar
 
 SORT_BUFFER = 4096
+T = TypeVar("T")
 
 
 class TemporaryStore:
@@ -32,23 +32,32 @@ class TemporaryStore:
         self.close()
 
 
-class Spill(TemporaryStore):
-    """An append-only temporary JSONL file of small records, read back (any number of times) as a stream."""
+class Spill(TemporaryStore, Generic[T]):
+    """An append-only temporary file of picklable records, read back as a stream any number of times.
+
+    Each read opens its own handle, so reads may overlap each other and later appends.
+    """
 
     def __init__(self) -> None:
-        self._file: IO[bytes] = tempfile.TemporaryFile()
+        self._file: IO[bytes] = tempfile.NamedTemporaryFile(prefix="evidence-stage-spill-")
         self.count = 0
 
-    def add(self, record: Any) -> None:
-        self._file.write(orjson.dumps(record) + b"\n")
+    def add(self, record: T) -> None:
+        pickle.dump(record, self._file, protocol=pickle.HIGHEST_PROTOCOL)
         self.count += 1
 
-    def __iter__(self) -> Iterator[Any]:
-        self._file.seek(0)
-        return (orjson.loads(line) for line in self._file)
+    def __iter__(self) -> Iterator[T]:
+        self._file.flush()
+        return _records(self._file.name, self.count)
 
     def close(self) -> None:
         self._file.close()
+
+
+def _records(path: str, count: int) -> Iterator[Any]:
+    with open(path, "rb") as file:
+        for _ in range(count):
+            yield pickle.load(file)
 
 
 class SortedSpill(TemporaryStore):
@@ -60,7 +69,7 @@ class SortedSpill(TemporaryStore):
 
     def __init__(self) -> None:
         self._buffer: list[tuple[Any, str]] = []
-        self._runs: list[IO[bytes]] = []
+        self._runs: list[Spill[tuple[Any, str]]] = []
 
     def add(self, key: Any, text: str) -> None:
         self._buffer.append((key, text))
@@ -68,9 +77,9 @@ class SortedSpill(TemporaryStore):
             self._flush()
 
     def _flush(self) -> None:
-        run = tempfile.TemporaryFile()
+        run: Spill[tuple[Any, str]] = Spill()
         for item in sorted(self._buffer, key=_key):
-            pickle.dump(item, run, protocol=pickle.HIGHEST_PROTOCOL)
+            run.add(item)
         self._runs.append(run)
         self._buffer = []
 
@@ -78,7 +87,7 @@ class SortedSpill(TemporaryStore):
         """Every text, in key order."""
         if self._buffer:
             self._flush()
-        for _, text in heapq.merge(*(_read_run(run) for run in self._runs), key=_key):
+        for _, text in heapq.merge(*self._runs, key=_key):
             yield text
 
     def close(self) -> None:
@@ -88,12 +97,3 @@ class SortedSpill(TemporaryStore):
 
 def _key(item: tuple[Any, str]) -> Any:
     return item[0]
-
-
-def _read_run(run: IO[bytes]) -> Iterator[tuple[Any, str]]:
-    run.seek(0)
-    while True:
-        try:
-            yield pickle.load(run)
-        except EOFError:
-            return

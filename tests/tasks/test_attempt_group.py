@@ -21,7 +21,8 @@ def _parts_of_one_group(out: Path) -> tuple[int, dict[str, bytes]]:
         run_dir=Location(str(out)), main=main, failures=None, capture_dir=capture_dir,
         session_id="s", agent_version="1.0.0", exporter_version="0.0.0", ignored_checks=(),
     )
-    summary = run_group(ctx, plan.attempts, check_existing=False)
+    with plan:
+        summary = run_group(ctx, list(plan.attempts), check_existing=False)
     parts = {p.name: p.read_bytes().split(b"\n", 1)[1] for p in sorted(out.rglob("*.part"))}  # header holds timings
     return summary.processed, parts
 

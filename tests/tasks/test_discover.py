@@ -28,30 +28,33 @@ def _job(rows: list[bytes], captures: dict[str, bytes]) -> tuple[Location, Locat
 def test_attempts_keys_ids_captures_and_skipped_lines() -> None:
     lines = [orjson.dumps(ROWS[0]), b"", b"[1, 2]", orjson.dumps(ROWS[1]), b"{broken", orjson.dumps(ROWS[2]), orjson.dumps(ROWS[3])]
     main, captures = _job(lines, {"0-0.capture.jsonl": b"{}\n", "0-1-a1.capture.incomplete": b"", "9-9.capture.jsonl": b"{}\n"})
-    plan = discover(main, None, captures)
-    assert [(a.key, a.out_line, a.rollout_id) for a in plan.attempts] == [
+    with discover(main, None, captures) as plan:
+        attempts = list(plan.attempts)
+        files = dict(plan.inputs)
+    assert [(a.key, a.out_line, a.rollout_id) for a in attempts] == [
         ("main:1", 1, "0-0"),
         ("main:4", 2, "0-1-a1"),
         ("main:6", 3, None),  # an invalid id is never a file name
         ("main:7", 4, None),
     ]
-    first, retry = plan.attempts[0], plan.attempts[1]
+    first, retry = attempts[0], attempts[1]
     assert first.capture is not None and first.capture.size == 3 and not first.incomplete
     assert retry.capture is None and retry.incomplete
     assert [(s.line, s.reason.split(":")[0]) for s in plan.skipped] == [(3, "not a JSON object"), (5, "invalid JSON")]
     assert plan.orphans == ["9-9.capture.jsonl"]
     data = main.read_bytes()
-    for attempt in plan.attempts:
+    assert list(files) == sorted(files) == ["model-calls/0-0.capture.jsonl", "model-calls/0-1-a1.capture.incomplete", "model-calls/9-9.capture.jsonl", "rollouts.jsonl"]
+    for attempt in attempts:
         assert orjson.loads(data[attempt.offset : attempt.offset + attempt.length]) == ROWS[attempt.out_line - 1]
 
 
 @pytest.mark.usefixtures("memfs")
 def test_fingerprints_follow_the_bytes() -> None:
     main, captures = _job([orjson.dumps(ROWS[0])], {"0-0.capture.jsonl": b"{}\n"})
-    before = discover(main, None, captures)
-    captures.child("0-0.capture.jsonl").write_bytes(b"{}\n{}\n")
-    after = discover(main, None, captures)
-    assert before.attempts[0].fingerprint != after.attempts[0].fingerprint
+    with discover(main, None, captures) as before:
+        captures.child("0-0.capture.jsonl").write_bytes(b"{}\n{}\n")
+        with discover(main, None, captures) as after:
+            assert next(iter(before.attempts)).fingerprint != next(iter(after.attempts)).fingerprint
     assert before.fingerprint != after.fingerprint == fingerprint_inputs(list_inputs(main, None, captures))
 
 
