@@ -9,8 +9,9 @@ attempts costs the flow no more memory than one of 2,000 (DESIGN.md invariant 6)
 from __future__ import annotations
 
 import hashlib
+import heapq
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import orjson
@@ -106,22 +107,37 @@ def check_inputs(main: Location, capture_dir: Location) -> None:
         raise InputNotFound(capture_dir.url, "capture directory not found")
 
 
-def list_inputs(main: Location, failures: Location | None, capture_dir: Location) -> dict[str, FileEntry]:
-    """Every input file (relative name -> size/version), from one HEAD per file and one LIST."""
+@dataclass(frozen=True, slots=True)
+class JobInputs:
+    """Every input file: the rollouts file(s) by name, and the capture folder's files by name."""
+
+    files: dict[str, FileEntry]
+    capture_folder: str
+    captures: list[FileEntry]  # sorted by name
+
+    def items(self) -> Iterator[tuple[str, FileEntry]]:
+        """(relative name, entry) of every input, sorted by relative name (made as they are read)."""
+        listed = ((f"{self.capture_folder}/{entry.name}", entry) for entry in self.captures)
+        return heapq.merge(sorted(self.files.items()), listed, key=_relative_name)
+
+
+def _relative_name(item: tuple[str, FileEntry]) -> str:
+    return item[0]
+
+
+def list_inputs(main: Location, failures: Location | None, capture_dir: Location) -> JobInputs:
+    """Every input file, from one HEAD per rollouts file and one LIST of the capture directory."""
     check_inputs(main, capture_dir)
-    inputs = {main.name: main.entry()}
+    files = {main.name: main.entry()}
     if failures is not None:
-        inputs[failures.name] = failures.entry()
-    for entry in capture_dir.list_files():
-        inputs[f"{capture_dir.name}/{entry.name}"] = entry
-    return inputs
+        files[failures.name] = failures.entry()
+    return JobInputs(files, capture_dir.name, capture_dir.list_files())
 
 
-def fingerprint_inputs(inputs: dict[str, FileEntry]) -> str:
+def fingerprint_inputs(inputs: JobInputs) -> str:
     """The job fingerprint: sha256 over the sorted (relative path, size, version) of every input."""
     digest = hashlib.sha256()
-    for rel in sorted(inputs):
-        entry = inputs[rel]
+    for rel, entry in inputs.items():
         digest.update(f"{rel}\0{entry.size}\0{entry.version}\n".encode())
     return digest.hexdigest()
 
@@ -132,10 +148,10 @@ def discover(main: Location, failures: Location | None, capture_dir: Location) -
     inputs = list_inputs(main, failures, capture_dir)
     plan = JobPlan()
     try:
-        _scan(plan, [(MAIN, main)] + ([(FAILURES, failures)] if failures is not None else []), capture_dir.name, inputs)
+        _scan(plan, [(MAIN, main)] + ([(FAILURES, failures)] if failures is not None else []), inputs.captures)
         plan.fingerprint = fingerprint_inputs(inputs)
-        for rel in sorted(inputs):
-            plan.inputs.add((rel, inputs[rel]))
+        for item in inputs.items():
+            plan.inputs.add(item)
     except BaseException:
         plan.close()
         raise
@@ -143,10 +159,9 @@ def discover(main: Location, failures: Location | None, capture_dir: Location) -
     return plan
 
 
-def _scan(plan: JobPlan, sources: list[tuple[str, Location]], capture_folder: str, inputs: dict[str, FileEntry]) -> None:
+def _scan(plan: JobPlan, sources: list[tuple[str, Location]], captures: list[FileEntry]) -> None:
     """One attempt per JSON-object row, with the capture it claims; then the orphan captures."""
-    prefix = capture_folder + "/"
-    listing = {rel[len(prefix) :]: entry for rel, entry in inputs.items() if rel.startswith(prefix)}
+    listing = {entry.name: entry for entry in captures}
     claimed: set[str] = set()
     for source, location in sources:
         out_line = 0

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
 import fsspec
+import fsspec.asyn
 from fsspec.implementations.local import LocalFileSystem
 
 from tasks import retry  # the module, not its names: importing tasks.retry first imports this package
@@ -34,6 +35,37 @@ class FileEntry:
     name: str
     size: int
     version: str
+
+
+def _entry_of(info: dict[str, Any]) -> FileEntry:
+    return FileEntry(info["name"].rstrip("/").rsplit("/", 1)[-1], int(info.get("size") or 0), _version_of(info))
+
+
+def _local_files(path: str) -> list[FileEntry]:
+    """A directory scan: what ``_entry_of`` makes of fsspec's local infos (version: the mtime)."""
+    with os.scandir(path) as found:
+        return [FileEntry(e.name, e.stat().st_size, str(e.stat().st_mtime)) for e in found if e.is_file()]
+
+
+def _s3_files(fs: fsspec.AbstractFileSystem, path: str) -> list[FileEntry]:
+    """s3fs's own page iterator (the one its ``ls`` uses), one page of infos in memory at a time."""
+    from botocore.exceptions import ClientError  # s3fs's stack, imported only when S3 is used
+    from s3fs.errors import translate_boto_error
+
+    bucket, key, _ = fs.split_path(path)
+
+    async def pages() -> list[FileEntry]:
+        listed = fs._iterdir(bucket, prefix=f"{key.rstrip('/')}/" if key else "")
+        try:
+            return [_entry_of(info) async for info in listed if info["type"] == "file"]
+        except ClientError as exc:  # reported as s3fs's ls reports it: OSError, FileNotFoundError, ...
+            raise translate_boto_error(exc) from exc
+
+    return fsspec.asyn.sync(fs.loop, pages)
+
+
+def _entry_name(entry: FileEntry) -> str:
+    return entry.name
 
 
 def _version_of(info: dict[str, Any]) -> str:
@@ -103,19 +135,24 @@ class Location:
         return FileEntry(self.name, int(info.get("size") or 0), _version_of(info))
 
     def list_files(self) -> list[FileEntry]:
-        """Files directly in this folder, sorted by name (one LIST; no recursion)."""
+        """Files directly in this folder, sorted by name (one LIST; no recursion).
 
-        def listing() -> list[dict[str, Any]]:
-            self.fs.invalidate_cache(self.path)
-            return self.fs.ls(self.path, detail=True)
+        Entries are made as the listing streams (a directory scan locally, page by page on S3),
+        so a folder of 20,000 captures costs one small entry each, never the whole listing as
+        the filesystem's info dicts.
+        """
+        files = retry.call_with_retries(self.url, self._scan_files)
+        files.sort(key=_entry_name)
+        return files
 
-        entries = retry.call_with_retries(self.url, listing)
-        files = [
-            FileEntry(e["name"].rstrip("/").rsplit("/", 1)[-1], int(e.get("size") or 0), _version_of(e))
-            for e in entries
-            if e.get("type") == "file"
-        ]
-        return sorted(files, key=lambda f: f.name)
+    def _scan_files(self) -> list[FileEntry]:
+        fs, path = self._resolved()
+        if isinstance(fs, LocalFileSystem):
+            return _local_files(path)
+        if "s3" in fs.protocol:
+            return _s3_files(fs, path)
+        fs.invalidate_cache(path)
+        return [_entry_of(info) for info in fs.ls(path, detail=True) if info.get("type") == "file"]
 
     def list_tree(self) -> list[str]:
         """Every file path below this folder, relative to it, sorted."""

@@ -1,4 +1,4 @@
-"""The storage layer on local disk and memory://: streaming lines, atomic writes, create-if-absent."""
+"""The storage layer on local disk, memory:// and S3 (listing): streaming lines, atomic writes, create-if-absent."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tasks.storage import InputNotFound, Location, atomic_writer
+from tasks.storage import FileEntry, InputNotFound, Location, atomic_writer
 from tasks.storage.base import PermanentStorageError, TransientStorageError, classify
+from tasks.storage.fs import _entry_of
 
 
 @pytest.fixture(params=["local", "memory"])
@@ -59,6 +60,30 @@ def test_list_files_is_flat_and_sorted(root: Location) -> None:
     for name in ["b.capture.jsonl", "a.capture.incomplete", "sub/c.txt"]:
         root.child("dir", *name.split("/")).write_bytes(b"x")
     assert [e.name for e in root.child("dir").list_files()] == ["a.capture.incomplete", "b.capture.jsonl"]
+
+
+def _fsspec_listing(folder: Location) -> list[FileEntry]:
+    """What fsspec's own ``ls`` says, as entries: the streamed listings must agree with it."""
+    folder.fs.invalidate_cache(folder.path)
+    return sorted((_entry_of(i) for i in folder.fs.ls(folder.path, detail=True) if i["type"] == "file"), key=lambda e: e.name)
+
+
+def test_streamed_listing_equals_fsspec_ls(root: Location) -> None:
+    for name in ["b.capture.jsonl", "a.capture.incomplete", "sub/c.txt"]:
+        root.child("dir", *name.split("/")).write_bytes(b"x" * len(name))
+    assert root.child("dir").list_files() == _fsspec_listing(root.child("dir"))
+
+
+def test_streamed_s3_listing_spans_pages(s3: str) -> None:
+    """Over 1,000 objects: s3fs's pages, read one at a time, give what its ls gives."""
+    import s3fs
+
+    fs = s3fs.S3FileSystem()
+    fs.mkdir("bucket")
+    fs.pipe({f"bucket/job/calls/{i:04d}.capture.jsonl": b"{}\n" * (i % 3) for i in range(1005)} | {"bucket/job/calls/sub/x": b""})
+    folder = Location("s3://bucket/job/calls")
+    listed = folder.list_files()
+    assert len(listed) == 1005 and listed == _fsspec_listing(folder)
 
 
 @pytest.mark.parametrize(
