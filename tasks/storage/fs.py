@@ -166,26 +166,28 @@ class Location:
         Lines split on ``\\n`` only, as Gym's JSONL readers do. Streaming keeps memory at one block.
         """
         with retry.call_with_retries(self.url, lambda: self.fs.open(self.path, "rb", block_size=READ_BLOCK)) as f:
-            offset = 0
+            position = 0  # file offset of the block's first byte
             line_no = 0
-            tail = b""
-            while True:
-                block = f.read(READ_BLOCK)
-                if not block:
-                    break
-                data = tail + block
+            pending = b""  # the unterminated end of the blocks before (usually part of one row)
+            while block := f.read(READ_BLOCK):
                 start = 0
-                while True:
-                    end = data.find(b"\n", start)
+                if pending:  # joined with the head of this block alone: no block-sized copies
+                    end = block.find(b"\n")
                     if end < 0:
-                        break
+                        pending += block
+                        position += len(block)
+                        continue
                     line_no += 1
-                    yield line_no, offset + start, data[start:end]
+                    yield line_no, position - len(pending), pending + block[:end]
                     start = end + 1
-                offset += start
-                tail = data[start:]
-            if tail:
-                yield line_no + 1, offset, tail
+                while (end := block.find(b"\n", start)) >= 0:
+                    line_no += 1
+                    yield line_no, position + start, block[start:end]
+                    start = end + 1
+                pending = block[start:]
+                position += len(block)
+            if pending:
+                yield line_no + 1, position - len(pending), pending
 
     def write_bytes(self, data: bytes) -> None:
         """Write the whole object atomically (temp + rename locally, one PUT on object stores)."""

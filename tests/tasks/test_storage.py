@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import tasks.storage.fs
 from tasks.storage import FileEntry, InputNotFound, Location, atomic_writer
 from tasks.storage.base import PermanentStorageError, TransientStorageError, classify
 from tasks.storage.fs import _entry_of
@@ -24,6 +25,22 @@ def test_iter_lines_gives_numbers_offsets_and_unterminated_tail(root: Location) 
     assert lines == [(1, 0, b'{"a":1}'), (2, 8, b""), (3, 9, b'{"b":2}\r'), (4, 18, b"last")]
     for _, offset, raw in lines:
         assert data[offset : offset + len(raw)] == raw
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 7, 64])
+def test_iter_lines_across_block_boundaries(root: Location, monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    """Lines longer than a block, newlines at block edges, empty lines: as splitting the whole file."""
+    monkeypatch.setattr(tasks.storage.fs, "READ_BLOCK", block)
+    data = b"\n".join([b"", b"a", b"0123456789abcdef", b"", b"\xff\xfe", b"xy" * 9, b"tail"])
+    f = root.child("blocks.jsonl")
+    f.write_bytes(data)
+    expected, offset = [], 0
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        expected.append((number, offset, line))
+        offset += len(line) + 1
+    assert list(f.iter_lines()) == expected
+    f.write_bytes(data + b"\n")
+    assert list(f.iter_lines()) == expected
 
 
 def test_read_range_returns_exact_slice(root: Location) -> None:
