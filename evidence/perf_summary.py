@@ -11,7 +11,7 @@ import functools
 import math
 import operator
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 TOKEN_FIELDS = ("prompt_tokens", "cached_prompt_tokens", "completion_tokens", "reasoning_tokens")
@@ -30,36 +30,57 @@ def summary_input(record: Any) -> dict[str, Any] | None:
     return {field: record[field] for field in SUMMARY_FIELDS if field in record}
 
 
-def compute_perf_summary(records: Sequence[Any], total_rollouts: int) -> dict[str, Any] | None:
+def compute_perf_summary(records: Iterable[Any], total_rollouts: int) -> dict[str, Any] | None:
     """Summarise ``ng_perf`` values over ``total_rollouts`` rollouts of one server group.
 
     Args:
-        records: each rollout's ``ng_perf`` value; only JSON objects count as records (a missing
-            or malformed value still counts in ``total_rollouts``, lowering both coverages).
+        records: each rollout's ``ng_perf`` value, read once, in file order (float totals
+            depend on it); only JSON objects count as records (a missing or malformed value
+            still counts in ``total_rollouts``, lowering both coverages). Only the numbers the
+            summary needs are kept, so a caller may stream the records from disk.
         total_rollouts: the denominator of the two coverages.
 
     Returns:
         The summary with keys in 0.7.0's order, or None when there is nothing to summarise.
     """
-    perf = [record for record in records if isinstance(record, dict)]
-    if total_rollouts <= 0 or not perf:
+    columns = _Columns()
+    for record in records:
+        if isinstance(record, dict):
+            columns.add(record)
+    if total_rollouts <= 0 or not columns.records:
         return None
-    tokens_observed = [r.get("token_observability_coverage") for r in perf]
     summary: dict[str, Any] = {
-        "overall_observability_coverage": len(perf) / total_rollouts,
-        "token_observability_coverage": sum(_numeric(v) and v > 0 for v in tokens_observed) / total_rollouts,
+        "overall_observability_coverage": columns.records / total_rollouts,
+        "token_observability_coverage": columns.tokens_observed / total_rollouts,
     }
     for field in TOKEN_FIELDS:
-        summary |= _token_stats(field, _values(perf, field))
-    summary |= _turn_stats(_values(perf, "num_turns"))
-    ratios = [
-        r["completion_tokens"] / r["num_turns"] for r in perf
-        if _numeric(r.get("completion_tokens")) and _numeric(r.get("num_turns")) and r["num_turns"] > 0
-    ]
-    if ratios:
-        summary |= {"mean_tokens_per_turn": statistics.fmean(ratios), "median_tokens_per_turn": statistics.median(ratios)}
-    summary |= _latency_stats(_values(perf, "total_latency_ms"))
+        summary |= _token_stats(field, columns.values[field])
+    summary |= _turn_stats(columns.values["num_turns"])
+    if columns.ratios:
+        summary |= {"mean_tokens_per_turn": statistics.fmean(columns.ratios), "median_tokens_per_turn": statistics.median(columns.ratios)}
+    summary |= _latency_stats(columns.values["total_latency_ms"])
     return summary
+
+
+class _Columns:
+    """The numeric values a summary reads, gathered from records one at a time (file order kept)."""
+
+    def __init__(self) -> None:
+        self.records = 0
+        self.tokens_observed = 0
+        self.values: dict[str, list[int | float]] = {field: [] for field in (*TOKEN_FIELDS, "num_turns", "total_latency_ms")}
+        self.ratios: list[float] = []
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.records += 1
+        observed = record.get("token_observability_coverage")
+        self.tokens_observed += _numeric(observed) and observed > 0
+        for field, column in self.values.items():
+            if _numeric(record.get(field)):
+                column.append(record[field])
+        completion, turns = record.get("completion_tokens"), record.get("num_turns")
+        if _numeric(completion) and _numeric(turns) and turns > 0:
+            self.ratios.append(completion / turns)
 
 
 def _token_stats(field: str, values: list[int | float]) -> dict[str, Any]:
@@ -112,10 +133,6 @@ def quantile(values: Sequence[int | float], q: float) -> float:
 def _naive_total(values: Sequence[int | float]) -> int | float:
     """Left-to-right ``+`` from int 0, as Python 3.11's ``sum`` (3.12+ compensates floats)."""
     return functools.reduce(operator.add, values, 0)
-
-
-def _values(records: Sequence[dict[str, Any]], field: str) -> list[int | float]:
-    return [record[field] for record in records if _numeric(record.get(field))]
 
 
 def _numeric(value: Any) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from tasks.spill import Spill, TemporaryStore
+from tasks.spill import Spill, TemporaryStore, count_repeats
 
 INDENT = orjson.OPT_INDENT_2
 
@@ -35,10 +35,11 @@ class AttemptLog(TemporaryStore):
     """Every attempt's manifest entry in input order (on disk), with the counts the manifest states."""
 
     def __init__(self) -> None:
-        self._entries = Spill()
+        self._entries: Spill[dict[str, Any]] = Spill()
+        self._rollout_ids: Spill[str] = Spill()
+        self._shared: dict[str, int] | None = None
         self.by_status: Counter[str] = Counter()
         self.repairs = 0
-        self._rollout_ids: Counter[str] = Counter()
 
     def add(self, source: str, line: int, header: dict[str, Any]) -> None:
         status = attempt_status(header)
@@ -47,7 +48,7 @@ class AttemptLog(TemporaryStore):
         self.by_status[status["status"]] += 1
         self.repairs += bool(status.get("repaired"))
         if status["rollout_id"] is not None:
-            self._rollout_ids[status["rollout_id"]] += 1
+            self._rollout_ids.add(status["rollout_id"])
 
     @property
     def count(self) -> int:
@@ -55,14 +56,17 @@ class AttemptLog(TemporaryStore):
 
     def entries(self) -> Iterator[dict[str, Any]]:
         """The entries in input order; attempts sharing a rollout id get a note saying how many do."""
+        if self._shared is None:
+            self._shared = count_repeats(self._rollout_ids, str)
         for entry in self._entries:
-            shared = self._rollout_ids.get(entry["rollout_id"], 0)
-            if shared > 1:
+            shared = self._shared.get(entry["rollout_id"], 0)
+            if shared:
                 entry["notes"] = [*entry.get("notes", []), f"duplicate rollout id: {shared} attempts share it"]
             yield entry
 
     def close(self) -> None:
         self._entries.close()
+        self._rollout_ids.close()
 
 
 class Streamed:

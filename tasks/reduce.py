@@ -10,7 +10,9 @@ verdict lines, so it does not grow by kilobytes per attempt (DESIGN.md invariant
 
 from __future__ import annotations
 
+import itertools
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -27,7 +29,6 @@ from evidence import (
     compute_perf_summary,
     duplicate_key_message,
     histogram_values,
-    identity_sizes,
     rejected_rows_message,
     verdict_line,
     verdict_order,
@@ -38,7 +39,7 @@ from tasks.manifest import AttemptLog
 from tasks.parts import decode_part, part_location
 from tasks.prefetch import ordered_prefetch
 from tasks.retry import retry_on_transient
-from tasks.spill import SortedSpill, Spill
+from tasks.spill import SortedSpill, Spill, count_repeats
 from tasks.storage import atomic_writer
 
 INDENT = orjson.OPT_INDENT_2
@@ -87,7 +88,7 @@ class _AtifState:
 
     accepted: Spill  # [line, file name] of each accepted main attempt, input order
     manifest: Spill  # manifest lines, input order
-    rejections: list[dict[str, Any]] = field(default_factory=list)
+    rejections: Spill  # {"line", "rollout_id", "error"}, input order
 
     def decide(self, attempt: AttemptRef, header: dict[str, Any], seen: set[tuple[str, ...]]) -> None:
         atif = header["atif"]
@@ -103,7 +104,7 @@ class _AtifState:
         self.manifest.add(atif["manifest"])
 
     def _reject(self, attempt: AttemptRef, header: dict[str, Any], message: str) -> None:
-        self.rejections.append({"line": attempt.out_line, "rollout_id": header.get("rollout_id"), "error": message})
+        self.rejections.add({"line": attempt.out_line, "rollout_id": header.get("rollout_id"), "error": message})
 
 
 @dataclass(slots=True)
@@ -111,7 +112,7 @@ class _MainFold:
     """Where the main pass puts each attempt's small records: spills, plus the ATIF decisions."""
 
     health: Spill
-    perf: Spill  # [group, perf summary input or None]
+    perf: Spill  # (group, perf summary input or None)
     capabilities: Spill
     atif: _AtifState
 
@@ -122,7 +123,7 @@ class _MainFold:
         def spill() -> Spill:
             return stack.enter_context(Spill())
 
-        return cls(spill(), spill(), spill(), _AtifState(spill(), spill()))
+        return cls(spill(), spill(), spill(), _AtifState(spill(), spill(), spill()))
 
 
 def _fold_main(ctx: RunContext, attempts: Iterable[AttemptRef], fold: _MainFold, log: AttemptLog) -> int:
@@ -136,7 +137,7 @@ def _fold_main(ctx: RunContext, attempts: Iterable[AttemptRef], fold: _MainFold,
             log.add(attempt.source, attempt.line, header)
             fold.health.add(header["health"])
             fold.atif.decide(attempt, header, seen)
-            fold.perf.add([header["perf"]["group"], header["perf"]["record"]])
+            fold.perf.add((header["perf"]["group"], header["perf"]["record"]))
             fold.capabilities.add(header["capability"])
             count += 1
     return count
@@ -144,41 +145,49 @@ def _fold_main(ctx: RunContext, attempts: Iterable[AttemptRef], fold: _MainFold,
 
 def _write_health(ctx: RunContext, spill: Spill) -> dict[str, int]:
     """Both health files from the spilled digests: count identities, fold, sort the verdict lines."""
-    fold = HealthFold(ctx.ignored_checks, identity_sizes(RowDigest.from_json(d) for d in spill))
-    with SortedSpill() as lines:
+    repeated = count_repeats((RowDigest.from_json(d).identity_key for d in spill), _identity_order)
+    fold = HealthFold(ctx.ignored_checks, repeated)
+    with SortedSpill[str]() as lines:
         for data in spill:
             reported = fold.add(RowDigest.from_json(data))
             lines.add(verdict_order(reported), verdict_line(reported))
         ctx.health_dir.child("quality_summary.json").write_bytes(fold.summary_text().encode())
         with atomic_writer(ctx.health_dir.child("rollout_verdicts.jsonl")) as out:
-            for line in lines.texts():
+            for _, line in lines.items():
                 out.write(line.encode())
     return dict(fold.summary()["run"]["verdicts"])
 
 
-def _write_perf(ctx: RunContext, spill: Spill) -> None:
-    """The run summary over every main row (file order: float totals depend on it), then one per group."""
-    records: list[dict[str, Any] | None] = []
-    groups: dict[str, list[int]] = {}
-    for name, record in spill:
-        groups.setdefault(name, []).append(len(records))
-        records.append(record)
+def _identity_order(key: tuple[Any, ...]) -> tuple[tuple[int, Any], ...]:
+    """Sortable and equal exactly when the identities are: None, then ints, then strings."""
+    return tuple((0, 0) if part is None else (1, part) if isinstance(part, int) else (2, part) for part in key)
 
-    def summary(rows: list[dict[str, Any] | None]) -> Any:
-        return compute_perf_summary([r for r in rows if r is not None], len(rows))
 
-    document = {
-        "run": summary(records),
-        "groups": {name: summary([records[i] for i in groups[name]]) for name in sorted(groups)},
-    }
+def _write_perf(ctx: RunContext, spill: Spill[tuple[str, dict[str, Any] | None]]) -> None:
+    """The run summary over every main row, then one per group, each streamed in file order.
+
+    Float totals depend on the order, so a group's records come from a stable sort by group.
+    """
+    sizes = Counter(name for name, _ in spill)
+    groups: dict[str, Any] = {}
+    with SortedSpill[dict[str, Any] | None]() as by_group:
+        for name, record in spill:
+            by_group.add(name, record)
+        for name, items in itertools.groupby(by_group.items(), key=_group_of):
+            groups[name] = compute_perf_summary((record for _, record in items), sizes[name])
+    document = {"run": compute_perf_summary((record for _, record in spill), spill.count), "groups": groups}
     ctx.run_dir.child("perf_summary.json").write_bytes(orjson.dumps(document, option=INDENT) + b"\n")
+
+
+def _group_of(item: tuple[str, Any]) -> str:
+    return item[0]
 
 
 def _write_atif(ctx: RunContext, atif: _AtifState, all_or_nothing: bool) -> bool:
     """Publish accepted ATIF files + manifest, or (all-or-nothing with a rejection) only error.txt."""
     folder = ctx.run_dir.child("atif")
-    folder.child("rejections.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in atif.rejections))
-    if all_or_nothing and atif.rejections:
+    folder.child("rejections.jsonl").write_chunks(lambda: (orjson.dumps(r) + b"\n" for r in atif.rejections))
+    if all_or_nothing and atif.rejections.count:
         text = rejected_rows_message([(r["line"], r["error"]) for r in atif.rejections])
         folder.child("error.txt").write_bytes(text.encode())
         return False
@@ -213,6 +222,6 @@ def reduce_run(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: boo
         result.histograms = histogram_values(fold.capabilities)
         result.atif_published = _write_atif(ctx, fold.atif, all_or_nothing)
     result.atif_files = fold.atif.accepted.count if result.atif_published else 0
-    result.atif_rejections = len(fold.atif.rejections)
+    result.atif_rejections = fold.atif.rejections.count
     result.seconds = time.perf_counter() - started
     return result

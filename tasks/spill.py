@@ -10,13 +10,15 @@ invariant 6).
 from __future__ import annotations
 
 import heapq
+import itertools
 import pickle
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, Generic, Self, TypeVar
 
 SORT_BUFFER = 4096
 T = TypeVar("T")
+K = TypeVar("K")
 
 
 class TemporaryStore:
@@ -60,40 +62,57 @@ def _records(path: str, count: int) -> Iterator[Any]:
             yield pickle.load(file)
 
 
-class SortedSpill(TemporaryStore):
-    """A stable external sort of ``(key, text)`` pairs: sorted runs of ``SORT_BUFFER`` on disk, merged.
+class SortedSpill(TemporaryStore, Generic[T]):
+    """A stable external sort of ``(key, value)`` pairs: sorted runs of ``SORT_BUFFER`` on disk, merged.
 
     Keys are any picklable, mutually comparable values (tuples, ints wider than 64 bits); equal
     keys keep their insertion order, as ``sorted`` does.
     """
 
     def __init__(self) -> None:
-        self._buffer: list[tuple[Any, str]] = []
-        self._runs: list[Spill[tuple[Any, str]]] = []
+        self._buffer: list[tuple[Any, T]] = []
+        self._runs: list[Spill[tuple[Any, T]]] = []
 
-    def add(self, key: Any, text: str) -> None:
-        self._buffer.append((key, text))
+    def add(self, key: Any, value: T) -> None:
+        self._buffer.append((key, value))
         if len(self._buffer) >= SORT_BUFFER:
             self._flush()
 
     def _flush(self) -> None:
-        run: Spill[tuple[Any, str]] = Spill()
+        run: Spill[tuple[Any, T]] = Spill()
         for item in sorted(self._buffer, key=_key):
             run.add(item)
         self._runs.append(run)
         self._buffer = []
 
-    def texts(self) -> Iterator[str]:
-        """Every text, in key order."""
+    def items(self) -> Iterator[tuple[Any, T]]:
+        """Every pair, in key order."""
         if self._buffer:
             self._flush()
-        for _, text in heapq.merge(*self._runs, key=_key):
-            yield text
+        return heapq.merge(*self._runs, key=_key)
 
     def close(self) -> None:
         for run in self._runs:
             run.close()
 
 
-def _key(item: tuple[Any, str]) -> Any:
+def count_repeats(keys: Iterable[K], order: Callable[[K], Any]) -> dict[K, int]:
+    """The keys that occur more than once, with their counts, found by an external sort.
+
+    ``order`` maps a key to a sortable value that is equal exactly when the keys are equal.
+    Memory holds one sort buffer and the repeats, not a counter of every key.
+    """
+    repeats: dict[K, int] = {}
+    with SortedSpill[K]() as spill:
+        for key in keys:
+            spill.add(order(key), key)
+        for _, run in itertools.groupby(spill.items(), key=_key):
+            first = next(run)[1]
+            count = 1 + sum(1 for _ in run)
+            if count > 1:
+                repeats[first] = count
+    return repeats
+
+
+def _key(item: tuple[Any, Any]) -> Any:
     return item[0]

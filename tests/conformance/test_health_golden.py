@@ -3,6 +3,8 @@
 1. ``health_check_bytes``: the drop-in over the exact input text.
 2. ``evaluate_row`` per parsed line, digests round-tripped through JSON in groups of 1 and of 7
    (as the per-attempt tasks store them), then ``reduce_digests``: grouping must not matter.
+3. The stage's reduce: digests spilled to disk, duplicates found by an external sort and the
+   verdict lines sorted on disk, with sort buffers small enough to need several runs.
 """
 
 from __future__ import annotations
@@ -20,6 +22,11 @@ from evidence.health import (
     normalize_ignored_checks,
     reduce_digests,
 )
+import tasks.spill
+from tasks.context import RunContext
+from tasks.reduce import _write_health
+from tasks.spill import Spill
+from tasks.storage import Location
 from tests.conformance.conftest import load_cases
 
 CASES = load_cases("health")
@@ -74,3 +81,20 @@ def test_sample_jobs_health_reports(job: str) -> None:
     )
     assert files.quality_summary == (expected / "health" / "quality_summary.json").read_text(encoding="utf-8")
     assert files.rollout_verdicts == (expected / "health" / "rollout_verdicts.jsonl").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("name", "case"), CASES, ids=[name for name, _ in CASES])
+def test_stage_reduce_matches_golden_bytes(name: str, case: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tasks.spill, "SORT_BUFFER", 2)
+    ignored = normalize_ignored_checks(case["ignored_checks"])
+    ctx = RunContext(
+        run_dir=Location(str(tmp_path)), main=Location(ROLLOUTS_PATH), failures=None, capture_dir=Location("/c"),
+        session_id="s", agent_version="1", exporter_version="0", ignored_checks=ignored,
+    )
+    with Spill() as spill:
+        for digest in digest_lines(case["rollouts_jsonl"].encode(), source=ROLLOUTS_PATH, ignored=ignored):
+            spill.add(json.loads(json.dumps(digest.to_json())))
+        _write_health(ctx, spill)
+    summary, verdicts, _ = _expected(case)
+    assert (tmp_path / "health" / "rollout_verdicts.jsonl").read_text(encoding="utf-8") == verdicts
+    assert (tmp_path / "health" / "quality_summary.json").read_text(encoding="utf-8") == summary

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from tasks import spill
-from tasks.spill import SortedSpill, Spill
+from tasks.spill import SortedSpill, Spill, count_repeats
 
 
 def test_spill_reads_back_every_record_each_time() -> None:
@@ -30,9 +30,16 @@ def test_sorted_spill_equals_a_stable_in_memory_sort(monkeypatch: pytest.MonkeyP
     with SortedSpill() as lines:
         for key, text in items:
             lines.add(key, text)
-        assert list(lines.texts()) == [text for _, text in sorted(items, key=lambda item: item[0])]
+        assert list(lines.items()) == sorted(items, key=lambda item: item[0])
 
 
 def test_sorted_spill_of_nothing_is_empty() -> None:
     with SortedSpill() as lines:
-        assert list(lines.texts()) == []
+        assert list(lines.items()) == []
+
+
+def test_count_repeats_finds_only_keys_seen_more_than_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spill, "SORT_BUFFER", 5)
+    keys = ["b", "a", "c", "b", "d", "b", "a"] * 3 + ["e"]
+    assert count_repeats(keys, str) == {"a": 6, "b": 9, "c": 3, "d": 3}
+    assert count_repeats(["x", "y"], str) == {}
