@@ -86,7 +86,7 @@ def _of_source(attempts: Iterable[AttemptRef], source: str) -> Iterator[AttemptR
 class _AtifState:
     """ATIF decisions taken in input order: the first (task, rollout) key in ``seen`` wins."""
 
-    accepted: Spill  # [line, file name] of each accepted main attempt, input order
+    accepted: Spill  # (line, file name) of each accepted main attempt, input order
     manifest: Spill  # manifest lines, input order
     rejections: Spill  # {"line", "rollout_id", "error"}, input order
 
@@ -100,7 +100,7 @@ class _AtifState:
             self._reject(attempt, header, duplicate_key_message(key))
             return
         seen.add(key)
-        self.accepted.add([attempt.line, atif["name"]])
+        self.accepted.add((attempt.line, atif["name"]))
         self.manifest.add(atif["manifest"])
 
     def _reject(self, attempt: AttemptRef, header: dict[str, Any], message: str) -> None:
@@ -192,7 +192,7 @@ def _write_atif(ctx: RunContext, atif: _AtifState, all_or_nothing: bool) -> bool
         folder.child("error.txt").write_bytes(text.encode())
         return False
 
-    def publish(accepted: list[Any]) -> None:
+    def publish(accepted: tuple[int, str]) -> None:
         line, name = accepted
         _, blobs = decode_part(part_location(ctx.run_dir, MAIN, line).read_bytes())
         folder.child(name).write_bytes(blobs[1])

@@ -170,19 +170,12 @@ class TreeSampler:
         self._thread.join()
 
 
-def peak_rss_of_self_mb() -> float:
-    """This process's high-water RSS (VmHWM; unlike ru_maxrss it does not survive exec from the parent)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def run_child(params_json: str) -> None:
     """In the child: run the flow once, print wall time, own peak RSS and the manifest timings."""
     sys.path.insert(0, str(REPO))
     from flows.params import StageParams
     from flows.stage import stage_flow
+    from tests.reliability.peak_rss import own_peak_rss_kib
 
     params = StageParams(**json.loads(params_json))
     started = time.perf_counter()
@@ -191,7 +184,7 @@ def run_child(params_json: str) -> None:
     manifest = json.loads((Path(result["run_dir"].removeprefix("file://")) / "manifest.json").read_text())
     print(json.dumps({
         "wall_s": wall,
-        "stage_process_rss_mb": peak_rss_of_self_mb(),
+        "stage_process_rss_mb": own_peak_rss_kib() / 1024,
         "timings": manifest["timings"],
         "counts": manifest["counts"],
     }))
