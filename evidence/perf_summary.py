@@ -57,7 +57,10 @@ def compute_perf_summary(records: Iterable[Any], total_rollouts: int) -> dict[st
         summary |= _token_stats(field, columns.values[field])
     summary |= _turn_stats(columns.values["num_turns"])
     if columns.ratios:
-        summary |= {"mean_tokens_per_turn": statistics.fmean(columns.ratios), "median_tokens_per_turn": statistics.median(columns.ratios)}
+        summary |= {
+            "mean_tokens_per_turn": statistics.fmean(columns.ratios),
+            "median_tokens_per_turn": statistics.median(columns.ratios),
+        }
     summary |= _latency_stats(columns.values["total_latency_ms"])
     return summary
 

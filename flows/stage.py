@@ -175,8 +175,10 @@ def preflight(params: StageParams) -> None:
         raise RunConflict(f"run id already exists: {run_dir.url} (use --resume to continue it)")
 
 
-def fan_out(params: StageParams, ctx: RunContext, groups: Iterator[list[AttemptRef]], total: int, pool: Executor | None) -> tuple[float, int]:
-    """Run a task per group, a bounded window of them in flight; return the summed in-task seconds and the group count.
+def fan_out(
+    params: StageParams, ctx: RunContext, groups: Iterator[list[AttemptRef]], total: int, pool: Executor | None
+) -> tuple[float, int]:
+    """Run a task per group, a bounded window of them in flight; return the in-task seconds and the group count.
 
     Groups are read from the plan's spill as the window moves, so the flow holds the attempts
     of the groups in flight, not the job's. Each attempt's status is in its part.
@@ -236,7 +238,10 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
         timings["reduce_s"] = time.perf_counter() - clock
         timings["reduce_task_s"] = reduced.seconds
         run = run_record(params, recorded, ctx, run_id, started_at, subset)
-        manifest = build_manifest(run=run, params=recorded, config_fingerprint=config_fingerprint(recorded), plan=plan, log=log, reduced=reduced, timings=timings)
+        manifest = build_manifest(
+            run=run, params=recorded, config_fingerprint=config_fingerprint(recorded),
+            plan=plan, log=log, reduced=reduced, timings=timings,
+        )
         clock = time.perf_counter()
         report_html, tables = render_run_report(ctx.run_dir, manifest, reduced.histograms)
         manifest["timings"]["report_s"] = round(time.perf_counter() - clock, 3)
@@ -246,7 +251,9 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
     return {"run_id": run_id, "run_dir": ctx.run_dir.url, "counts": manifest["counts"], "already_complete": False}
 
 
-def run_record(params: StageParams, recorded: dict[str, Any], ctx: RunContext, run_id: str, started_at: datetime, subset: bool) -> dict[str, Any]:
+def run_record(
+    params: StageParams, recorded: dict[str, Any], ctx: RunContext, run_id: str, started_at: datetime, subset: bool
+) -> dict[str, Any]:
     """The manifest's ``run`` section: identity, scope and times of this run."""
     return {
         "run_id": run_id,
