@@ -25,7 +25,6 @@ from tasks.context import RunContext
 from tasks.discover import AttemptRef, JobPlan, check_inputs, discover
 from tasks.fanout import process_group
 from tasks.naming import default_failures_url, job_id_for, new_run_id
-from tasks.manifest import AttemptLog
 from tasks.publish import build_manifest, publish_artifacts, publish_run
 from tasks.reduce import reduce_run
 from tasks.retry import retry_on_transient
@@ -232,15 +231,15 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
         timings["fan_out_s"] = time.perf_counter() - clock
         timings["in_task_s"] = task_seconds
         timings["fan_out_parallelism"] = min(params.max_workers, groups)
-        log = stack.enter_context(AttemptLog())
         clock = time.perf_counter()
-        reduced = reduce_run(ctx, plan.attempts, recorded["atif_all_or_nothing"], log)
+        reduced = reduce_run(ctx, plan.attempts, recorded["atif_all_or_nothing"])
+        stack.enter_context(reduced.log)
         timings["reduce_s"] = time.perf_counter() - clock
         timings["reduce_task_s"] = reduced.seconds
         run = run_record(params, recorded, ctx, run_id, started_at, subset)
         manifest = build_manifest(
             run=run, params=recorded, config_fingerprint=config_fingerprint(recorded),
-            plan=plan, log=log, reduced=reduced, timings=timings,
+            plan=plan, reduced=reduced, timings=timings,
         )
         clock = time.perf_counter()
         report_html, tables = render_run_report(ctx.run_dir, manifest, reduced.histograms)

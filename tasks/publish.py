@@ -14,7 +14,7 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 from prefect.cache_policies import NO_CACHE
 
 from tasks.discover import JobPlan
-from tasks.manifest import AttemptLog, Streamed, manifest_chunks
+from tasks.manifest import Streamed, manifest_chunks
 from tasks.reduce import ReduceSummary
 from tasks.runs import mark_complete, update_latest
 from tasks.storage import Location
@@ -26,15 +26,15 @@ def build_manifest(
     params: dict[str, Any],
     config_fingerprint: str,
     plan: JobPlan,
-    log: AttemptLog,
     reduced: ReduceSummary,
     timings: dict[str, float],
 ) -> dict[str, Any]:
     """The run manifest (documented in the README, section "manifest.json").
 
     Its two long lists, the input files and the attempts, are ``Streamed``: produced while
-    ``publish_run`` writes them, read from the plan and from ``log``'s spill.
+    ``publish_run`` writes them, read from the plan and from the reduce's attempt log.
     """
+    log = reduced.log
     return {
         "run": run,
         "parameters": params,

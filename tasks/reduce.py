@@ -47,8 +47,9 @@ INDENT = orjson.OPT_INDENT_2
 
 @dataclass(slots=True)
 class ReduceSummary:
-    """Counts the run manifest and the CLI report."""
+    """Counts the run manifest and the CLI report, and the manifest's attempt entries."""
 
+    log: AttemptLog  # every attempt's manifest entry; the caller closes it after publishing
     rows: dict[str, int] = field(default_factory=dict)
     atif_files: int = 0
     atif_rejections: int = 0
@@ -206,15 +207,28 @@ def _write_atif(ctx: RunContext, atif: _AtifState, all_or_nothing: bool) -> bool
 
 
 @task(name="reduce-run", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_condition_fn=retry_on_transient)
-def reduce_run(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool, log: AttemptLog) -> ReduceSummary:
-    """Write every run-level output from the parts; record each attempt's manifest entry in ``log``."""
+def reduce_run(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool) -> ReduceSummary:
+    """Write every run-level output from the parts; the summary's ``log`` holds each attempt's manifest entry.
+
+    A retried reduce starts over with a new log, so no entry is recorded twice.
+    """
     started = time.perf_counter()
-    result = ReduceSummary()
+    result = ReduceSummary(AttemptLog())
+    try:
+        _reduce(ctx, attempts, all_or_nothing, result)
+    except BaseException:
+        result.log.close()
+        raise
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _reduce(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool, result: ReduceSummary) -> None:
     with ExitStack() as stack:
         fold = _MainFold.open(stack)
-        result.rows[MAIN] = _fold_main(ctx, _of_source(attempts, MAIN), fold, log)
+        result.rows[MAIN] = _fold_main(ctx, _of_source(attempts, MAIN), fold, result.log)
         if ctx.failures is not None:
-            result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), "rollouts_failures.jsonl", log)
+            result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), "rollouts_failures.jsonl", result.log)
         result.verdicts = _write_health(ctx, fold.health)
         _write_perf(ctx, fold.perf)
         capabilities = build_capabilities(fold.capabilities)
@@ -223,5 +237,3 @@ def reduce_run(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: boo
         result.atif_published = _write_atif(ctx, fold.atif, all_or_nothing)
     result.atif_files = fold.atif.accepted.count if result.atif_published else 0
     result.atif_rejections = fold.atif.rejections.count
-    result.seconds = time.perf_counter() - started
-    return result

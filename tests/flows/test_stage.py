@@ -114,3 +114,26 @@ def test_report_command_regenerates_the_same_page(tmp_path: Path, capsys: pytest
     assert main(["report", result["run_dir"]]) == 0
     assert page.read_bytes() == original
     assert capsys.readouterr().out.strip().endswith("report.html")
+
+
+def test_a_retried_reduce_records_each_attempt_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reduce fails once on a transient error after its first pass; Prefect's retry starts over."""
+    import tasks.reduce
+    from tasks.storage import TransientStorageError
+
+    common = dict(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"))
+    clean = run_stage(**common, output=str(tmp_path / "clean"))
+    write_perf, failed = tasks.reduce._write_perf, []
+
+    def fail_once(*args: object) -> None:
+        if not failed:
+            failed.append(True)
+            raise TransientStorageError("s3://x/perf_summary.json", "503 SlowDown")
+        write_perf(*args)
+
+    monkeypatch.setattr(tasks.reduce, "_write_perf", fail_once)
+    retried = run_stage(**common, output=str(tmp_path / "retried"))
+    assert failed and run_outputs(retried["run_dir"]) == run_outputs(clean["run_dir"])
+    manifest = orjson.loads((local_path(retried["run_dir"]) / "manifest.json").read_bytes())
+    keys = [entry["key"] for entry in manifest["attempts"]]
+    assert len(keys) == len(set(keys)) == manifest["counts"]["attempts"] == clean["counts"]["attempts"]
