@@ -112,7 +112,7 @@ class _AtifState:
 class _MainFold:
     """Where the main pass puts each attempt's small records: spills, plus the ATIF decisions."""
 
-    health: Spill
+    health: Spill  # RowDigest, input order
     perf: Spill  # (group, perf summary input or None)
     capabilities: Spill
     atif: _AtifState
@@ -136,7 +136,7 @@ def _fold_main(ctx: RunContext, attempts: Iterable[AttemptRef], fold: _MainFold,
             out.write(blobs[0])
             out.write(b"\n")
             log.add(attempt.source, attempt.line, header)
-            fold.health.add(header["health"])
+            fold.health.add(RowDigest.from_json(header["health"]))
             fold.atif.decide(attempt, header, seen)
             fold.perf.add((header["perf"]["group"], header["perf"]["record"]))
             fold.capabilities.add(header["capability"])
@@ -144,19 +144,19 @@ def _fold_main(ctx: RunContext, attempts: Iterable[AttemptRef], fold: _MainFold,
     return count
 
 
-def _write_health(ctx: RunContext, spill: Spill) -> dict[str, int]:
+def _write_health(ctx: RunContext, spill: Spill[RowDigest]) -> dict[str, int]:
     """Both health files from the spilled digests: count identities, fold, sort the verdict lines."""
-    repeated = count_repeats((RowDigest.from_json(d).identity_key for d in spill), _identity_order)
+    repeated = count_repeats((digest.identity_key for digest in spill), _identity_order)
     fold = HealthFold(ctx.ignored_checks, repeated)
     with SortedSpill[str]() as lines:
-        for data in spill:
-            reported = fold.add(RowDigest.from_json(data))
+        for digest in spill:
+            reported = fold.add(digest)
             lines.add(verdict_order(reported), verdict_line(reported))
         ctx.health_dir.child("quality_summary.json").write_bytes(fold.summary_text().encode())
         with atomic_writer(ctx.health_dir.child("rollout_verdicts.jsonl")) as out:
             for _, line in lines.items():
                 out.write(line.encode())
-    return dict(fold.summary()["run"]["verdicts"])
+    return fold.verdicts
 
 
 def _identity_order(key: tuple[Any, ...]) -> tuple[tuple[int, Any], ...]:
@@ -169,10 +169,11 @@ def _write_perf(ctx: RunContext, spill: Spill[tuple[str, dict[str, Any] | None]]
 
     Float totals depend on the order, so a group's records come from a stable sort by group.
     """
-    sizes = Counter(name for name, _ in spill)
+    sizes: Counter[str] = Counter()
     groups: dict[str, Any] = {}
     with SortedSpill[dict[str, Any] | None]() as by_group:
         for name, record in spill:
+            sizes[name] += 1
             by_group.add(name, record)
         for name, items in itertools.groupby(by_group.items(), key=_group_of):
             groups[name] = compute_perf_summary((record for _, record in items), sizes[name])

@@ -80,6 +80,11 @@ class HealthFold:
         by_rollout[digest.rollout] = Repeat.of(digest) if known is None else known.merged(digest)
         return digest
 
+    @property
+    def verdicts(self) -> dict[str, int]:
+        """Rows per verdict so far (duplicate-identity findings included)."""
+        return dict(self._verdicts)
+
     def summary(self) -> dict[str, Any]:
         """``quality_summary.json`` as a dict, keys in 0.7.0's order."""
         tasks = self._task_results()
@@ -99,7 +104,7 @@ class HealthFold:
                     "captures": self._captures,
                     "coverage": {check: dict(counts) for check, counts in coverage.items()},
                 },
-                "verdicts": dict(self._verdicts),
+                "verdicts": self.verdicts,
                 "issues": issues,
                 "stats": self._stats.summary(),
             },

@@ -93,7 +93,7 @@ def test_stage_reduce_matches_golden_bytes(name: str, case: dict[str, Any], tmp_
     )
     with Spill() as spill:
         for digest in digest_lines(case["rollouts_jsonl"].encode(), source=ROLLOUTS_PATH, ignored=ignored):
-            spill.add(json.loads(json.dumps(digest.to_json())))
+            spill.add(RowDigest.from_json(json.loads(json.dumps(digest.to_json()))))
         _write_health(ctx, spill)
     summary, verdicts, _ = _expected(case)
     assert (tmp_path / "health" / "rollout_verdicts.jsonl").read_text(encoding="utf-8") == verdicts
