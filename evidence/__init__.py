@@ -8,6 +8,7 @@ Callers import from ``evidence``; the public surface below is pinned by a test.
 """
 
 from evidence.atif import (
+    FirstKeyWins,
     config_error_message,
     convert_orjson_row,
     convert_rollout,
@@ -18,6 +19,21 @@ from evidence.atif import (
     rejected_rows_message,
     rollouts_not_found_message,
     success_lines,
+)
+from evidence.attempt import (
+    AtifFile,
+    AtifRefusal,
+    AttemptConfig,
+    AttemptOutcome,
+    AttemptPart,
+    MainDigests,
+    PartError,
+    PerfDigest,
+    Status,
+    decode_part,
+    encode_part,
+    process_attempt,
+    unprocessed_attempt,
 )
 from evidence.capabilities import build_capabilities, capability_digest, histogram_values
 from evidence.capture import CaptureFiles, CaptureLookup, read_capture
@@ -35,10 +51,10 @@ from evidence.health import (
     verdict_line,
     verdict_order,
 )
-from evidence.identity import capture_rollout_id, check_capture_file_id, trajectory_identity
-from evidence.jsonl import dump_row, orjson_line
+from evidence.identity import capture_file_id, capture_rollout_id, check_capture_file_id, trajectory_identity
+from evidence.jsonl import dump_row, dumps, orjson_line
 from evidence.models.atif import AtifRollout, Exporter
-from evidence.perf_summary import compute_perf_summary, summary_input
+from evidence.perf_summary import PerfSummaryFold, compute_perf_summary, perf_group, summary_input
 from evidence.report import (
     ReportContext,
     capabilities_markdown,
@@ -49,24 +65,36 @@ from evidence.report import (
 )
 
 __all__ = [
-    "SUMMARY_NAME",
-    "VERDICTS_NAME",
     "AtifExportError",
+    "AtifFile",
+    "AtifRefusal",
     "AtifRollout",
+    "AttemptConfig",
+    "AttemptOutcome",
+    "AttemptPart",
     "CaptureFiles",
     "CaptureLookup",
     "CollectedRow",
     "EvidenceError",
     "Exporter",
+    "FirstKeyWins",
     "HealthFold",
+    "MainDigests",
+    "PartError",
+    "PerfDigest",
+    "PerfSummaryFold",
     "ReportContext",
     "RowDigest",
     "RowRejected",
+    "SUMMARY_NAME",
+    "Status",
     "UnknownHealthCheck",
+    "VERDICTS_NAME",
     "build_capabilities",
     "capabilities_markdown",
     "capability_digest",
     "capability_table_rows",
+    "capture_file_id",
     "capture_rollout_id",
     "check_capture_file_id",
     "collect_row",
@@ -74,8 +102,11 @@ __all__ = [
     "config_error_message",
     "convert_orjson_row",
     "convert_rollout",
+    "decode_part",
     "dump_row",
+    "dumps",
     "duplicate_key_message",
+    "encode_part",
     "evaluate_row",
     "export_rollouts",
     "health_check_bytes",
@@ -85,7 +116,9 @@ __all__ = [
     "orjson_line",
     "output_created_message",
     "output_exists_message",
+    "perf_group",
     "perf_markdown",
+    "process_attempt",
     "read_capture",
     "rejected_rows_message",
     "render_report",
@@ -93,6 +126,7 @@ __all__ = [
     "success_lines",
     "summary_input",
     "trajectory_identity",
+    "unprocessed_attempt",
     "verdict_line",
     "verdict_order",
 ]

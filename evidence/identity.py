@@ -90,3 +90,17 @@ def trajectory_identity(row: Mapping[str, Any]) -> tuple[str, str]:
     if rollout_id is None:
         rollout_id = f"{row['_ng_task_index']!s}-{row['_ng_rollout_index']!s}"
     return task_id, rollout_id
+
+
+def capture_file_id(record: Mapping[str, Any]) -> str | None:
+    """The capture file id 0.7.0 looks up for this row; None when it has none or an invalid one.
+
+    Discovery uses it to claim capture files, the engine to report the attempt's rollout id.
+    """
+    try:
+        rollout_id = capture_rollout_id(record)
+        if rollout_id is not None:
+            check_capture_file_id(rollout_id)
+    except Exception:  # noqa: BLE001 - an id that cannot be derived names no capture file
+        return None
+    return rollout_id

@@ -8,11 +8,13 @@ min/max keep the element's type, bools included. Bools count as numbers, as in 0
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import operator
 import statistics
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
 
 TOKEN_FIELDS = ("prompt_tokens", "cached_prompt_tokens", "completion_tokens", "reasoning_tokens")
 LATENCY_QUANTILES = (50, 90, 99)
@@ -23,14 +25,28 @@ def summary_input(record: Any) -> dict[str, Any] | None:
     """The part of one ``ng_perf`` value the summary reads; None when it is not a record.
 
     A reduce keeps one of these per rollout until the quantiles are computed, so it keeps only
-    ``SUMMARY_FIELDS``: the summary of the trimmed records equals the summary of the originals.
+    the numbers among ``SUMMARY_FIELDS`` (the summary ignores every other value): the summary
+    of the trimmed records equals the summary of the originals, and a digest never carries an
+    arbitrary (deep, huge) input value.
     """
     if not isinstance(record, dict):
         return None
-    return {field: record[field] for field in SUMMARY_FIELDS if field in record}
+    return {field: record[field] for field in SUMMARY_FIELDS if _numeric(record.get(field))}
 
 
-def compute_perf_summary(records: Iterable[Any], total_rollouts: int) -> dict[str, Any] | None:
+def perf_group(row: dict[str, Any]) -> str:
+    """A row's perf_summary group: its environment-server stamp, else its agent name, else ''."""
+    stamp = row.get("_ng_environment_server")
+    if isinstance(stamp, str) and stamp:
+        return stamp
+    agent = row.get("agent_ref")
+    name = agent.get("name") if isinstance(agent, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+def compute_perf_summary(
+    records: Iterable[Any], total_rollouts: int, problems: list[str] | None = None, columns: _Columns | None = None
+) -> dict[str, Any] | None:
     """Summarise ``ng_perf`` values over ``total_rollouts`` rollouts of one server group.
 
     Args:
@@ -39,11 +55,15 @@ def compute_perf_summary(records: Iterable[Any], total_rollouts: int) -> dict[st
             still counts in ``total_rollouts``, lowering both coverages). Only the numbers the
             summary needs are kept, so a caller may stream the records from disk.
         total_rollouts: the denominator of the two coverages.
+        problems: where a statistic that cannot be computed is reported (0.7.0 raises, e.g.
+            ``OverflowError`` when two ``1e308`` values are averaged); its keys are left out
+            and the rest of the summary is kept.
+        columns: numbers already gathered from earlier records (a fold's running columns).
 
     Returns:
         The summary with keys in 0.7.0's order, or None when there is nothing to summarise.
     """
-    columns = _Columns()
+    columns = columns if columns is not None else _Columns()
     for record in records:
         if isinstance(record, dict):
             columns.add(record)
@@ -53,15 +73,18 @@ def compute_perf_summary(records: Iterable[Any], total_rollouts: int) -> dict[st
         "overall_observability_coverage": columns.records / total_rollouts,
         "token_observability_coverage": columns.tokens_observed / total_rollouts,
     }
-    for field in TOKEN_FIELDS:
-        summary |= _token_stats(field, columns.values[field])
-    summary |= _turn_stats(columns.values["num_turns"])
-    if columns.ratios:
-        summary |= {
-            "mean_tokens_per_turn": statistics.fmean(columns.ratios),
-            "median_tokens_per_turn": statistics.median(columns.ratios),
-        }
-    summary |= _latency_stats(columns.values["total_latency_ms"])
+    blocks: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+        *((field, functools.partial(_token_stats, field, columns.values[field])) for field in TOKEN_FIELDS),
+        ("num_turns", functools.partial(_turn_stats, columns.values["num_turns"])),
+        ("tokens_per_turn", functools.partial(_ratio_stats, columns.ratios)),
+        ("total_latency_ms", functools.partial(_latency_stats, columns.values["total_latency_ms"])),
+    ]
+    for name, block in blocks:
+        try:
+            summary |= block()
+        except (ArithmeticError, TypeError, ValueError) as exc:
+            if problems is not None:
+                problems.append(f"{name}: {type(exc).__name__}: {exc}")
     return summary
 
 
@@ -109,6 +132,12 @@ def _turn_stats(turns: list[int | float]) -> dict[str, Any]:
     }
 
 
+def _ratio_stats(ratios: list[float]) -> dict[str, Any]:
+    if not ratios:
+        return {}
+    return {"mean_tokens_per_turn": statistics.fmean(ratios), "median_tokens_per_turn": statistics.median(ratios)}
+
+
 def _latency_stats(latencies: list[int | float]) -> dict[str, Any]:
     if not latencies:
         return {}
@@ -140,3 +169,61 @@ def _naive_total(values: Sequence[int | float]) -> int | float:
 
 def _numeric(value: Any) -> bool:
     return isinstance(value, (int, float))
+
+
+class SortedSink(Protocol):
+    """A stable sort the caller provides (in memory, or spilled to disk): pairs added, read back by key."""
+
+    def add(self, key: Any, value: Any) -> None: ...
+
+    def items(self) -> Iterable[tuple[Any, Any]]: ...
+
+
+class InMemorySort:
+    """The :class:`SortedSink` for small inputs: a list sorted stably by key when read."""
+
+    def __init__(self) -> None:
+        self._pairs: list[tuple[Any, Any]] = []
+
+    def add(self, key: Any, value: Any) -> None:
+        self._pairs.append((key, value))
+
+    def items(self) -> Iterable[tuple[Any, Any]]:
+        return sorted(self._pairs, key=operator.itemgetter(0))
+
+
+class PerfSummaryFold:
+    """``perf_summary.json`` from main rows' (group, record) pairs in file order.
+
+    The run summary folds as rows arrive (only its numbers are kept); each group's summary
+    needs its records in file order, which the caller's stable ``by_group`` sort provides, so
+    spilled records keep memory flat. Statistics that cannot be computed are listed in
+    ``problems`` (``<scope>: <statistic block>: <error>``) and left out.
+    """
+
+    def __init__(self, by_group: SortedSink) -> None:
+        self._run = _Columns()
+        self._rows = 0
+        self._sizes: Counter[str] = Counter()
+        self._by_group = by_group
+        self.problems: list[str] = []
+
+    def add(self, group: str, record: dict[str, Any] | None) -> None:
+        self._rows += 1
+        self._sizes[group] += 1
+        if isinstance(record, dict):
+            self._run.add(record)
+        self._by_group.add(group, record)
+
+    def document(self) -> dict[str, Any]:
+        """``{"run": summary, "groups": {group: summary}}``, groups in sorted order."""
+        groups: dict[str, Any] = {}
+        for name, items in itertools.groupby(self._by_group.items(), key=operator.itemgetter(0)):
+            groups[name] = self._summary(f"group {name!r}", (record for _, record in items), self._sizes[name])
+        return {"run": self._summary("run", [], self._rows, self._run), "groups": groups}
+
+    def _summary(self, scope: str, records: Iterable[Any], total: int, columns: _Columns | None = None) -> dict[str, Any] | None:
+        problems: list[str] = []
+        summary = compute_perf_summary(records, total, problems, columns)
+        self.problems.extend(f"{scope}: {problem}" for problem in problems)
+        return summary

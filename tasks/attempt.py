@@ -13,28 +13,14 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
-import orjson
+from evidence import AttemptConfig, AttemptPart, CaptureFiles, encode_part, process_attempt, unprocessed_attempt
+from tasks.context import RunContext
+from tasks.discover import MAIN, AttemptRef
+from tasks.parts import current_part, part_location
+from tasks.retry import call_with_retries
+from tasks.storage import InputNotFound, Location, PermanentStorageError, TransientStorageError
 
-from evidence import (
-    AtifExportError,
-    CaptureFiles,
-    CaptureLookup,
-    Exporter,
-    capability_digest,
-    collect_row,
-    convert_orjson_row,
-    convert_rollout,
-    dump_row,
-    evaluate_row,
-    orjson_line,
-    summary_input,
-)
-from tasks.context import EXPORTER_NAME, RunContext
-from tasks.discover import JSONL_SUFFIX, MAIN, MARKER_SUFFIX, AttemptRef
-from tasks.parts import decode_part, encode_part, part_location
-from tasks.storage import InputNotFound
 
 # A group's rows are read by ranged reads of about this size: few requests, bounded memory.
 READ_CHUNK_BYTES = 16 * 1024 * 1024
@@ -59,124 +45,50 @@ def adopt_environment(environment: dict[str, str]) -> None:
     os.environ.update(environment)
 
 
-def perf_group(row: dict[str, Any]) -> str:
-    """A row's perf_summary group: its environment-server stamp, else its agent name, else ''."""
-    stamp = row.get("_ng_environment_server")
-    if isinstance(stamp, str) and stamp:
-        return stamp
-    agent = row.get("agent_ref")
-    name = agent.get("name") if isinstance(agent, dict) else None
-    return name if isinstance(name, str) else ""
+class _Vanished(TransientStorageError):
+    """A listed capture file is missing at read: retried like a transient error, then reported."""
 
 
-def _lookup_for(ctx: RunContext, attempt: AttemptRef) -> CaptureLookup:
-    """The capture lookup for one attempt: discovery already knows which files exist."""
-
-    def lookup(rollout_id: str) -> CaptureFiles | None:
-        if rollout_id == attempt.rollout_id:
-            has_jsonl, incomplete = attempt.capture is not None, attempt.incomplete
-        else:  # not expected (same row, same id), but answer truthfully from storage
-            has_jsonl = ctx.capture_dir.child(rollout_id + JSONL_SUFFIX).exists()
-            incomplete = ctx.capture_dir.child(rollout_id + MARKER_SUFFIX).exists()
-        if not has_jsonl and not incomplete:
-            return None
-        data = None
-        if has_jsonl:
-            try:
-                data = ctx.capture_dir.child(rollout_id + JSONL_SUFFIX).read_bytes()
-            except InputNotFound:
-                data = None
-        return CaptureFiles(jsonl=data, incomplete=incomplete)
-
-    return lookup
+VANISHED_TRIES = 3
 
 
-def build_part(ctx: RunContext, attempt: AttemptRef, raw: bytes) -> tuple[dict[str, Any], bytes]:
-    """Run the whole per-row evidence pipeline for one attempt: its header and encoded part."""
-    started = time.perf_counter()
-    collected = collect_row(orjson.loads(raw), _lookup_for(ctx, attempt))
-    header: dict[str, Any] = {
-        "key": attempt.key,
-        "fingerprint": attempt.fingerprint,
-        "rollout_id": attempt.rollout_id,
-        "repaired": collected.repaired,
-    }
-    canonical = None
-    if collected.rejected is not None:
-        line = raw
-        header["status"] = "rejected"
-        header["reason"] = f"{collected.rejected.kind}: {collected.rejected.message}"
-    else:
-        canonical = orjson_line(collected.row)
-        line = dump_row(collected.row) if canonical is None else canonical
-        header["status"] = "ok"
-        header["notes"] = row_notes(collected.row, attempt)
-    blobs = [line]
-    if attempt.source == MAIN:
-        atif = _digest_main(ctx, attempt, line, canonical is not None, header)
-        if atif is not None:
-            blobs.append(atif)
-    header["seconds"] = round(time.perf_counter() - started, 6)
-    return header, encode_part(header, blobs)
+def _capture_of(ctx: RunContext, attempt: AttemptRef) -> CaptureFiles | str | None:
+    """The attempt's capture files as discovery listed them, or why they cannot be had.
 
-
-def row_notes(row: dict[str, Any], attempt: AttemptRef) -> list[str]:
-    """What the manifest should say about a collected row: no capture id, and its capture gaps.
-
-    The gaps are the evidence 0.7.0 writes into the row (missing or damaged capture, failed
-    observation join, ...); repeating their codes per attempt makes every bad input findable
-    from the manifest alone.
+    A capture file that was listed but is gone at read is retried as a transient error (an
+    eventually consistent listing, a writer replacing it); if it stays gone the attempt fails
+    with that reason instead of silently becoming a ``no_records`` gap. A permanent read error
+    is the 0.7.0 gap ``model_call_capture_unreadable``.
     """
-    notes = [] if attempt.rollout_id is not None else ["no capture rollout id: capture not collected"]
-    capture = row.get("ng_model_call_capture")
-    gaps = capture.get("gaps") if isinstance(capture, dict) else None
-    if isinstance(gaps, list):
-        notes.extend(f"gap {gap['code']}" for gap in gaps if isinstance(gap, dict) and isinstance(gap.get("code"), str))
-    return notes
-
-
-def _digest_main(ctx: RunContext, attempt: AttemptRef, line: bytes, canonical: bool, header: dict[str, Any]) -> bytes | None:
-    """Health, capability and perf digests plus the ATIF file of a main row, from one parse.
-
-    Every consumer reads what the written file holds (non-finite floats are null), decoded once;
-    only a line orjson did not write itself (a rejected input row, a fallback rendering) goes
-    through the strict ATIF loader again. None of the consumers modifies the value.
-    """
-    value = orjson.loads(line)
-    header["health"] = evaluate_row(
-        value,
-        source=ctx.rollouts_out.display,
-        line=attempt.out_line,
-        ordinal=attempt.out_line - 1,
-        ignored=ctx.ignored_checks,
-    ).to_json()
-    header["capability"] = capability_digest(value)
-    header["perf"] = {"group": perf_group(value), "record": summary_input(value.get("ng_perf"))}
-    identity = {
-        "session_id": ctx.session_id,
-        "agent_version": ctx.agent_version,
-        "exporter": Exporter(name=EXPORTER_NAME, version=ctx.exporter_version),
-    }
+    if attempt.capture is None:
+        return CaptureFiles(jsonl=None, incomplete=True) if attempt.incomplete else None
+    location = ctx.capture_dir.child(attempt.capture.name)
     try:
-        converted = convert_orjson_row(value, **identity) if canonical else convert_rollout(line, **identity)
-    except AtifExportError as exc:
-        header["atif"] = {"error": exc.message}
-        return None
-    header["atif"] = {
-        "name": converted.file_name,
-        "key": list(converted.key),
-        "manifest": converted.manifest_line.decode(),
-    }
-    return converted.content
+        data = call_with_retries(location.url, lambda: _read_present(location), attempts=VANISHED_TRIES)
+    except _Vanished:
+        return f"capture file listed at discovery is gone: {location.display}"
+    except PermanentStorageError:
+        return CaptureFiles(jsonl=None, incomplete=attempt.incomplete, unreadable=True)
+    return CaptureFiles(jsonl=data, incomplete=attempt.incomplete)
 
 
-def _has_current_part(ctx: RunContext, attempt: AttemptRef) -> bool:
-    """Whether the attempt's part exists and was made from the attempt as it is now (its fingerprint)."""
-    location = part_location(ctx.run_dir, attempt.source, attempt.line)
-    if not location.exists():
-        return False
-    header, _ = decode_part(location.read_bytes())
-    return header.get("fingerprint") == attempt.fingerprint
+def _read_present(location: Location) -> bytes:
+    try:
+        return location.read_bytes()
+    except InputNotFound as exc:
+        raise _Vanished(location.url, exc.message) from exc
+
+
+def process(ctx: RunContext, config: AttemptConfig, attempt: AttemptRef, raw: bytes) -> AttemptPart:
+    """One attempt: its capture read, then the engine; the part to write."""
+    started = time.perf_counter()
+    main_line = attempt.out_line if attempt.source == MAIN else None
+    capture = _capture_of(ctx, attempt)
+    if isinstance(capture, str):
+        outcome = unprocessed_attempt(raw, capture, config, main_line=main_line)
+    else:
+        outcome = process_attempt(raw, capture, config, main_line=main_line)
+    return AttemptPart(attempt.fingerprint, round(time.perf_counter() - started, 6), outcome)
 
 
 def _group_rows(ctx: RunContext, attempts: list[AttemptRef]) -> Iterator[tuple[AttemptRef, bytes]]:
@@ -212,12 +124,13 @@ def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool)
     """
     started = time.perf_counter()
     summary = GroupSummary()
+    config = ctx.attempt_config
     for attempt, raw in _group_rows(ctx, attempts):
-        if check_existing and _has_current_part(ctx, attempt):
+        location = part_location(ctx.run_dir, attempt.source, attempt.line)
+        if check_existing and current_part(location, attempt.fingerprint):
             summary.skipped += 1
             continue
-        header, part = build_part(ctx, attempt, raw)
-        part_location(ctx.run_dir, attempt.source, attempt.line).write_bytes(part)
+        location.write_bytes(encode_part(process(ctx, config, attempt, raw)))
         summary.processed += 1
     summary.seconds = time.perf_counter() - started
     return summary

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from evidence import AttemptConfig, Exporter
 from tasks.storage import Location
 
 EXPORTER_NAME = "evidence-stage"
@@ -29,6 +30,22 @@ class RunContext:
         if location is None:
             raise ValueError(f"no input file for source {name!r}")
         return location
+
+    @property
+    def attempt_config(self) -> AttemptConfig:
+        """What the attempt engine needs of this run."""
+        return AttemptConfig(
+            session_id=self.session_id,
+            agent_version=self.agent_version,
+            exporter=Exporter(name=EXPORTER_NAME, version=self.exporter_version),
+            ignored_checks=self.ignored_checks,
+            verdict_source=self.verdict_source,
+        )
+
+    @property
+    def verdict_source(self) -> str:
+        """The rollouts file as health findings quote it (``locator.source_file``)."""
+        return self.rollouts_out.display
 
     @property
     def rollouts_out(self) -> Location:

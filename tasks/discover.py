@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from evidence import RowRejected, capture_rollout_id, check_capture_file_id
+from evidence import capture_file_id
 from tasks.spill import Spill, TemporaryStore
 from tasks.storage import FileEntry, InputNotFound, Location
 
@@ -77,17 +77,6 @@ class JobPlan(TemporaryStore):
     def close(self) -> None:
         self.attempts.close()
         self.inputs.close()
-
-
-def capture_id_of(row: dict) -> str | None:
-    """The capture file id 0.7.0 would look up for this row, or None when it has none or an invalid one."""
-    try:
-        rollout_id = capture_rollout_id(row)
-        if rollout_id is not None:
-            check_capture_file_id(rollout_id)
-    except (RowRejected, ValueError, TypeError):
-        return None
-    return rollout_id
 
 
 def _attempt_fingerprint(line: bytes, capture: FileEntry | None, incomplete: bool) -> str:
@@ -177,7 +166,7 @@ def _scan(plan: JobPlan, sources: list[tuple[str, Location]], captures: list[Fil
                 plan.skipped.append(SkippedLine(source, line_no, f"not a JSON object: {type(row).__name__}"))
                 continue
             out_line += 1
-            rollout_id = capture_id_of(row)
+            rollout_id = capture_file_id(row)
             capture = incomplete = None
             if rollout_id is not None:
                 claimed.add(rollout_id)

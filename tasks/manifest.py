@@ -14,20 +14,23 @@ from typing import Any
 
 import orjson
 
+from evidence import AttemptPart
+from tasks.discover import AttemptRef
 from tasks.spill import Spill, TemporaryStore, count_repeats
 
 INDENT = orjson.OPT_INDENT_2
 
 
-def attempt_status(header: dict[str, Any]) -> dict[str, Any]:
-    """What the manifest says about an attempt, from its part header."""
-    status = {"status": header["status"], "rollout_id": header.get("rollout_id"), "seconds": header.get("seconds")}
-    if header.get("reason"):
-        status["reason"] = header["reason"]
-    if header.get("repaired"):
+def attempt_status(part: AttemptPart) -> dict[str, Any]:
+    """What the manifest says about an attempt, from its part."""
+    outcome = part.outcome
+    status: dict[str, Any] = {"status": outcome.status.value, "rollout_id": outcome.rollout_id, "seconds": part.seconds}
+    if outcome.reason:
+        status["reason"] = outcome.reason
+    if outcome.repaired:
         status["repaired"] = True
-    if header.get("notes"):
-        status["notes"] = header["notes"]
+    if outcome.notes:
+        status["notes"] = list(outcome.notes)
     return status
 
 
@@ -41,9 +44,9 @@ class AttemptLog(TemporaryStore):
         self.by_status: Counter[str] = Counter()
         self.repairs = 0
 
-    def add(self, source: str, line: int, header: dict[str, Any]) -> None:
-        status = attempt_status(header)
-        entry = {"key": f"{source}:{line}", "line": line, "source": source, "fingerprint": header["fingerprint"], **status}
+    def add(self, attempt: AttemptRef, part: AttemptPart) -> None:
+        status = attempt_status(part)
+        entry = {"key": attempt.key, "line": attempt.line, "source": attempt.source, "fingerprint": part.fingerprint, **status}
         self._entries.add(entry)
         self.by_status[status["status"]] += 1
         self.repairs += bool(status.get("repaired"))

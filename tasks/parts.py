@@ -1,17 +1,13 @@
-"""Per-attempt output files ("parts"): one atomic object per attempt under ``<run>/attempts/``.
+"""Where per-attempt parts live under ``<run>/attempts/``, and reading one back.
 
-Layout: a JSON header line (status, fingerprint, digests, blob lengths), then the blobs back to
-back (the enriched row line, the ATIF file). Blobs stay raw bytes: no JSON-in-JSON escaping of
-multi-megabyte rows. A part that exists is complete (atomic write), so resume and task retries
-can trust it.
+The format itself (a typed, versioned encoding of the attempt's outcome) is
+:mod:`evidence.attempt.part`; this module only places parts in storage. A part that exists is
+complete (atomic write), so resume and task retries can trust it.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import orjson
-
+from evidence import AttemptPart, PartError, decode_part
 from tasks.storage import Location
 
 ATTEMPTS_FOLDER = "attempts"
@@ -22,19 +18,19 @@ def part_location(run_dir: Location, source: str, line: int) -> Location:
     return run_dir.child(ATTEMPTS_FOLDER, source, f"{line:09d}.part")
 
 
-def encode_part(header: dict[str, Any], blobs: list[bytes]) -> bytes:
-    """Header line + blobs; the header records each blob's length."""
-    head = orjson.dumps({**header, "blob_lengths": [len(b) for b in blobs]})
-    return b"".join([head, b"\n", *blobs])
+def read_part(location: Location) -> AttemptPart:
+    """The part at ``location``; ``PartError`` when it is not a part of this version."""
+    return decode_part(location.read_bytes())
 
 
-def decode_part(data: bytes) -> tuple[dict[str, Any], list[bytes]]:
-    """Inverse of ``encode_part``."""
-    end = data.index(b"\n")
-    header = orjson.loads(data[:end])
-    blobs: list[bytes] = []
-    position = end + 1
-    for length in header["blob_lengths"]:
-        blobs.append(data[position : position + length])
-        position += length
-    return header, blobs
+def current_part(location: Location, fingerprint: str) -> bool:
+    """Whether a part exists there and was made from the attempt as it is now (its fingerprint).
+
+    A part of another format version counts as absent: the attempt is redone.
+    """
+    if not location.exists():
+        return False
+    try:
+        return read_part(location).fingerprint == fingerprint
+    except PartError:
+        return False

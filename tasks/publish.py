@@ -53,10 +53,12 @@ def build_manifest(
             "atif_files": reduced.atif_files,
             "atif_rejections": reduced.atif_rejections,
             "verdicts": reduced.verdicts,
+            "fold_problems": len(reduced.fold_problems),
         },
         "attempts": Streamed(log.entries),
         "skipped_lines": [asdict(s) for s in plan.skipped],
         "orphans": plan.orphans,
+        "fold_problems": reduced.fold_problems,
         "timings": {k: round(v, 3) for k, v in timings.items()},
     }
 

@@ -10,7 +10,6 @@ verdict lines, so it does not grow by kilobytes per attempt (DESIGN.md invariant
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -18,16 +17,21 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from evidence import (
+    AtifFile,
+    AtifRefusal,
+    AttemptOutcome,
+    AttemptPart,
+    FirstKeyWins,
     HealthFold,
+    PerfDigest,
+    PerfSummaryFold,
     RowDigest,
     build_capabilities,
-    compute_perf_summary,
-    duplicate_key_message,
+    dumps,
     histogram_values,
     rejected_rows_message,
     verdict_line,
@@ -36,13 +40,11 @@ from evidence import (
 from tasks.context import RunContext
 from tasks.discover import FAILURES, MAIN, AttemptRef
 from tasks.manifest import AttemptLog
-from tasks.parts import decode_part, part_location
+from tasks.parts import part_location, read_part
 from tasks.prefetch import ordered_prefetch
 from tasks.retry import retry_on_transient
 from tasks.spill import SortedSpill, Spill, count_repeats
 from tasks.storage import atomic_writer
-
-INDENT = orjson.OPT_INDENT_2
 
 
 @dataclass(slots=True)
@@ -57,24 +59,24 @@ class ReduceSummary:
     verdicts: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     histograms: dict[str, list[float]] = field(default_factory=dict)
+    fold_problems: list[str] = field(default_factory=list)  # values no fold could use, and missing digests
 
 
-def _parts(ctx: RunContext, attempts: Iterable[AttemptRef]) -> Iterator[tuple[AttemptRef, dict[str, Any], list[bytes]]]:
-    def load(attempt: AttemptRef) -> tuple[AttemptRef, dict[str, Any], list[bytes]]:
-        header, blobs = decode_part(part_location(ctx.run_dir, attempt.source, attempt.line).read_bytes())
-        return attempt, header, blobs
+def _parts(ctx: RunContext, attempts: Iterable[AttemptRef]) -> Iterator[tuple[AttemptRef, AttemptPart]]:
+    def load(attempt: AttemptRef) -> tuple[AttemptRef, AttemptPart]:
+        return attempt, read_part(part_location(ctx.run_dir, attempt.source, attempt.line))
 
     return ordered_prefetch(load, attempts)
 
 
 def _write_rows(ctx: RunContext, attempts: Iterable[AttemptRef], name: str, log: AttemptLog) -> int:
-    """Concatenate the enriched lines of one source, in input order."""
+    """Concatenate the output lines of one source, in input order."""
     count = 0
     with atomic_writer(ctx.run_dir.child(name)) as out:
-        for attempt, header, blobs in _parts(ctx, attempts):
-            out.write(blobs[0])
+        for attempt, part in _parts(ctx, attempts):
+            out.write(part.outcome.line)
             out.write(b"\n")
-            log.add(attempt.source, attempt.line, header)
+            log.add(attempt, part)
             count += 1
     return count
 
@@ -85,37 +87,32 @@ def _of_source(attempts: Iterable[AttemptRef], source: str) -> Iterator[AttemptR
 
 @dataclass(slots=True)
 class _AtifState:
-    """ATIF decisions taken in input order: the first (task, rollout) key in ``seen`` wins."""
+    """ATIF decisions taken in input order (the first (task, rollout) key wins), spilled."""
 
     accepted: Spill  # (line, file name) of each accepted main attempt, input order
     manifest: Spill  # manifest lines, input order
     rejections: Spill  # {"line", "rollout_id", "error"}, input order
+    keys: FirstKeyWins = field(default_factory=FirstKeyWins)
 
-    def decide(self, attempt: AttemptRef, header: dict[str, Any], seen: set[tuple[str, ...]]) -> None:
-        atif = header["atif"]
-        if "error" in atif:
-            self._reject(attempt, header, atif["error"])
+    def decide(self, attempt: AttemptRef, outcome: AttemptOutcome, atif: AtifFile | AtifRefusal) -> None:
+        refusal = atif.message if isinstance(atif, AtifRefusal) else self.keys.refusal(atif.key)
+        if refusal is not None:
+            self.rejections.add({"line": attempt.out_line, "rollout_id": outcome.rollout_id, "error": refusal})
             return
-        key = tuple(atif["key"])
-        if key in seen:
-            self._reject(attempt, header, duplicate_key_message(key))
-            return
-        seen.add(key)
-        self.accepted.add((attempt.line, atif["name"]))
-        self.manifest.add(atif["manifest"])
-
-    def _reject(self, attempt: AttemptRef, header: dict[str, Any], message: str) -> None:
-        self.rejections.add({"line": attempt.out_line, "rollout_id": header.get("rollout_id"), "error": message})
+        assert isinstance(atif, AtifFile)
+        self.accepted.add((attempt.line, atif.name))
+        self.manifest.add(atif.manifest_line)
 
 
 @dataclass(slots=True)
 class _MainFold:
-    """Where the main pass puts each attempt's small records: spills, plus the ATIF decisions."""
+    """Where the main pass puts each attempt's digests: spills, the ATIF decisions, and what is missing."""
 
     health: Spill  # RowDigest, input order
-    perf: Spill  # (group, perf summary input or None)
+    perf: Spill  # PerfDigest, input order
     capabilities: Spill
     atif: _AtifState
+    unavailable: Counter[str] = field(default_factory=Counter)  # digest name -> rows without it
 
     @classmethod
     def open(cls, stack: ExitStack) -> _MainFold:
@@ -126,20 +123,30 @@ class _MainFold:
 
         return cls(spill(), spill(), spill(), _AtifState(spill(), spill(), spill()))
 
+    def add(self, attempt: AttemptRef, outcome: AttemptOutcome) -> None:
+        digests = outcome.main
+        assert digests is not None, "a main attempt always has digests"
+        for name, digest, spill in (
+            ("health", digests.health, self.health),
+            ("perf", digests.perf, self.perf),
+            ("capabilities", digests.capability, self.capabilities),
+        ):
+            if digest is None:
+                self.unavailable[name] += 1
+            else:
+                spill.add(digest)
+        self.atif.decide(attempt, outcome, digests.atif)
+
 
 def _fold_main(ctx: RunContext, attempts: Iterable[AttemptRef], fold: _MainFold, log: AttemptLog) -> int:
     """One streaming pass over the main parts: rollouts.jsonl plus every fold's spill; the row count."""
     count = 0
-    seen: set[tuple[str, ...]] = set()  # ATIF keys: needed only during this pass
     with atomic_writer(ctx.rollouts_out) as out:
-        for attempt, header, blobs in _parts(ctx, attempts):
-            out.write(blobs[0])
+        for attempt, part in _parts(ctx, attempts):
+            out.write(part.outcome.line)
             out.write(b"\n")
-            log.add(attempt.source, attempt.line, header)
-            fold.health.add(RowDigest.from_json(header["health"]))
-            fold.atif.decide(attempt, header, seen)
-            fold.perf.add((header["perf"]["group"], header["perf"]["record"]))
-            fold.capabilities.add(header["capability"])
+            log.add(attempt, part)
+            fold.add(attempt, part.outcome)
             count += 1
     return count
 
@@ -164,31 +171,21 @@ def _identity_order(key: tuple[Any, ...]) -> tuple[tuple[int, Any], ...]:
     return tuple((0, 0) if part is None else (1, part) if isinstance(part, int) else (2, part) for part in key)
 
 
-def _write_perf(ctx: RunContext, spill: Spill[tuple[str, dict[str, Any] | None]]) -> None:
-    """The run summary over every main row, then one per group, each streamed in file order.
-
-    Float totals depend on the order, so a group's records come from a stable sort by group.
-    """
-    sizes: Counter[str] = Counter()
-    groups: dict[str, Any] = {}
+def _write_perf(ctx: RunContext, spill: Spill[PerfDigest]) -> list[str]:
+    """``perf_summary.json`` from the spilled digests (groups by a stable external sort); its problems."""
     with SortedSpill[dict[str, Any] | None]() as by_group:
-        for name, record in spill:
-            sizes[name] += 1
-            by_group.add(name, record)
-        for name, items in itertools.groupby(by_group.items(), key=_group_of):
-            groups[name] = compute_perf_summary((record for _, record in items), sizes[name])
-    document = {"run": compute_perf_summary((record for _, record in spill), spill.count), "groups": groups}
-    ctx.run_dir.child("perf_summary.json").write_bytes(orjson.dumps(document, option=INDENT) + b"\n")
-
-
-def _group_of(item: tuple[str, Any]) -> str:
-    return item[0]
+        fold = PerfSummaryFold(by_group)
+        for digest in spill:
+            fold.add(digest.group, digest.record)
+        document = fold.document()
+    ctx.run_dir.child("perf_summary.json").write_bytes(dumps(document, indent=True) + b"\n")
+    return fold.problems
 
 
 def _write_atif(ctx: RunContext, atif: _AtifState, all_or_nothing: bool) -> bool:
     """Publish accepted ATIF files + manifest, or (all-or-nothing with a rejection) only error.txt."""
     folder = ctx.run_dir.child("atif")
-    folder.child("rejections.jsonl").write_chunks(lambda: (orjson.dumps(r) + b"\n" for r in atif.rejections))
+    folder.child("rejections.jsonl").write_chunks(lambda: (dumps(r) + b"\n" for r in atif.rejections))
     if all_or_nothing and atif.rejections.count:
         text = rejected_rows_message([(r["line"], r["error"]) for r in atif.rejections])
         folder.child("error.txt").write_bytes(text.encode())
@@ -196,14 +193,15 @@ def _write_atif(ctx: RunContext, atif: _AtifState, all_or_nothing: bool) -> bool
 
     def publish(accepted: tuple[int, str]) -> None:
         line, name = accepted
-        _, blobs = decode_part(part_location(ctx.run_dir, MAIN, line).read_bytes())
-        folder.child(name).write_bytes(blobs[1])
+        atif = read_part(part_location(ctx.run_dir, MAIN, line)).outcome.main
+        assert atif is not None and isinstance(atif.atif, AtifFile)
+        folder.child(name).write_bytes(atif.atif.content)
 
     for _ in ordered_prefetch(publish, iter(atif.accepted)):
         pass
     with atomic_writer(folder.child("manifest.jsonl")) as out:
         for entry in atif.manifest:
-            out.write(entry.encode() + b"\n")
+            out.write(entry + b"\n")
     return True
 
 
@@ -231,9 +229,10 @@ def _reduce(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool, 
         if ctx.failures is not None:
             result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), "rollouts_failures.jsonl", result.log)
         result.verdicts = _write_health(ctx, fold.health)
-        _write_perf(ctx, fold.perf)
+        result.fold_problems = [f"perf_summary: {problem}" for problem in _write_perf(ctx, fold.perf)]
+        result.fold_problems += [f"{name}: {count} main rows without a digest" for name, count in sorted(fold.unavailable.items())]
         capabilities = build_capabilities(fold.capabilities)
-        ctx.run_dir.child("capabilities.json").write_bytes(orjson.dumps(capabilities, option=INDENT) + b"\n")
+        ctx.run_dir.child("capabilities.json").write_bytes(dumps(capabilities, indent=True) + b"\n")
         result.histograms = histogram_values(fold.capabilities)
         result.atif_published = _write_atif(ctx, fold.atif, all_or_nothing)
     result.atif_files = fold.atif.accepted.count if result.atif_published else 0

@@ -6,6 +6,7 @@ Per rollout (the stage): ``convert_rollout``. Whole file (the ``export-atif`` dr
 
 from evidence.atif.batch import (
     MANIFEST_NAME,
+    FirstKeyWins,
     MULTIPLE_AGENTS_MESSAGE,
     NO_RECORDS_MESSAGE,
     config_error_message,
@@ -23,6 +24,7 @@ from evidence.atif.strict_json import json_equal, loads_strict
 
 __all__ = [
     "MANIFEST_NAME",
+    "FirstKeyWins",
     "MULTIPLE_AGENTS_MESSAGE",
     "NO_RECORDS_MESSAGE",
     "config_error_message",

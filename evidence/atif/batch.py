@@ -32,6 +32,7 @@ __all__ = [
     "MANIFEST_NAME",
     "MULTIPLE_AGENTS_MESSAGE",
     "NO_RECORDS_MESSAGE",
+    "FirstKeyWins",
     "config_error_message",
     "duplicate_key_message",
     "export_rollouts",
@@ -52,6 +53,24 @@ MULTIPLE_AGENTS_MESSAGE = (
 def duplicate_key_message(key: tuple[int, int]) -> str:
     """The per-row text for a later row repeating an earlier ``(task, rollout)`` key."""
     return f"duplicate Gym rollout key ({key[0]}, {key[1]})"
+
+
+class FirstKeyWins:
+    """ATIF acceptance in input order: the first row with a ``(task, rollout)`` key is exported.
+
+    Shared by the batch export and the stage's reduce, so both refuse a repeated key with the
+    same text. Holds the keys seen (two ints per exported row).
+    """
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[int, int]] = set()
+
+    def refusal(self, key: tuple[int, int]) -> str | None:
+        """None when ``key`` is new (it is recorded), else the duplicate-key refusal text."""
+        if key in self._seen:
+            return duplicate_key_message(key)
+        self._seen.add(key)
+        return None
 
 
 def rollouts_not_found_message(source: str) -> str:
@@ -107,7 +126,7 @@ class _Batch:
         self.identity = {"session_id": session_id, "agent_version": agent_version, "exporter": exporter}
         self.rollouts: list[AtifRollout] = []
         self.refused: list[str] = []
-        self.keys: set[tuple[int, int]] = set()
+        self.keys = FirstKeyWins()
         self.labels: set[str] = set()
 
     def add(self, number: int, line: bytes) -> None:
@@ -118,9 +137,9 @@ class _Batch:
             if not is_row_index(row.get(field)):
                 raise AtifExportError(f"line {number}.{field}: expected a non-negative integer")
         key = (row["_ng_task_index"], row["_ng_rollout_index"])
-        if key in self.keys:
-            raise AtifExportError(duplicate_key_message(key))
-        self.keys.add(key)
+        refusal = self.keys.refusal(key)
+        if refusal is not None:
+            raise AtifExportError(refusal)
         label = agent_label(row)
         if isinstance(label, str):
             self.labels.add(label)

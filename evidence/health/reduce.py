@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evidence.health.digest import HEALTHY, UNHEALTHY, UNOBSERVED, RowDigest, RowStats, finding
-from evidence.health.encode import dumps_compact, dumps_indented
+from evidence.jsonl import dumps
 from evidence.health.registry import CHECK_IDS, ROLLOUT_CHECKS, TASK_CHECKS
 from evidence.health.task_checks import Repeat
 
@@ -113,7 +113,7 @@ class HealthFold:
 
     def summary_text(self) -> str:
         """The exact file text: 2-space indentation, raw UTF-8, no trailing newline."""
-        return dumps_indented(self.summary())
+        return dumps(self.summary(), indent=True).decode()
 
     def _task_results(self) -> list[TaskResult]:
         results = []
@@ -182,7 +182,7 @@ class HealthResult:
 
     def summary_text(self) -> str:
         """The exact file text: 2-space indentation, raw UTF-8, no trailing newline."""
-        return dumps_indented(self.summary_value)
+        return dumps(self.summary_value, indent=True).decode()
 
 
 def reduce_digests(digests: Iterable[RowDigest], ignored: Collection[str]) -> HealthResult:
@@ -212,7 +212,7 @@ def _state(ignored: bool, unobserved: bool) -> str:
 
 def verdict_line(digest: RowDigest) -> str:
     """One ``rollout_verdicts.jsonl`` line (with its newline) for a digest as reported."""
-    return dumps_compact(_verdict_row(digest)) + "\n"
+    return dumps(_verdict_row(digest)).decode() + "\n"
 
 
 def _verdict_row(digest: RowDigest) -> dict[str, Any]:

@@ -8,6 +8,9 @@ from pathlib import Path
 import evidence
 
 EXPECTED = {
+    "AtifFile", "AtifRefusal", "AttemptConfig", "AttemptOutcome", "AttemptPart", "FirstKeyWins", "MainDigests",
+    "PartError", "PerfDigest", "PerfSummaryFold", "Status", "capture_file_id", "decode_part", "dumps", "encode_part",
+    "perf_group", "process_attempt", "unprocessed_attempt",
     "AtifExportError", "AtifRollout", "CaptureFiles", "CaptureLookup", "CollectedRow", "EvidenceError",
     "Exporter", "HealthFold", "ReportContext", "RowDigest", "RowRejected", "SUMMARY_NAME",
     "UnknownHealthCheck", "VERDICTS_NAME", "build_capabilities", "capabilities_markdown",

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from flows.deployments import build_deployments, load_config
-from tasks.discover import capture_id_of
+from evidence import capture_file_id
 from tasks.naming import canonical_url, job_id_for
 from tests.conftest import REPO, SAMPLES, free_port
 
@@ -150,7 +150,7 @@ def test_notify_triggers_the_job_flow_and_its_outputs_appear(served: dict[str, A
 
 def test_manual_deployment_run_uses_the_given_parameters(served: dict[str, Any]) -> None:
     job = copy_job(served["root"] / "manual-job")
-    first_id = capture_id_of(orjson.loads((job / "rollouts.jsonl").read_bytes().splitlines()[0]))
+    first_id = capture_file_id(orjson.loads((job / "rollouts.jsonl").read_bytes().splitlines()[0]))
     params = {
         "rollouts": str(job / "rollouts.jsonl"),
         "capture_dir": str(job / "model-calls"),

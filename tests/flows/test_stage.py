@@ -125,11 +125,11 @@ def test_a_retried_reduce_records_each_attempt_once(tmp_path: Path, monkeypatch:
     clean = run_stage(**common, output=str(tmp_path / "clean"))
     write_perf, failed = tasks.reduce._write_perf, []
 
-    def fail_once(*args: object) -> None:
+    def fail_once(*args: object) -> list[str]:
         if not failed:
             failed.append(True)
             raise TransientStorageError("s3://x/perf_summary.json", "503 SlowDown")
-        write_perf(*args)
+        return write_perf(*args)
 
     monkeypatch.setattr(tasks.reduce, "_write_perf", fail_once)
     retried = run_stage(**common, output=str(tmp_path / "retried"))

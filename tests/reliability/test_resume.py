@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import os
 from pathlib import Path
 
 import orjson
 import pytest
+
+from evidence import decode_part, encode_part
 
 from tests.flows.support import run_outputs, run_stage, tree_digest
 from tests.jobgen import JobInfo
@@ -67,14 +71,15 @@ def test_resume_skips_matching_parts_and_redoes_the_rest(job: JobInfo, tmp_path:
     run_stage(**_fields(job, tmp_path / "out", run_id="partial", attempts_per_task=3))
     run = run_dir(tmp_path / "out", "partial")
     parts = sorted((run / "attempts").rglob("*.part"))
-    removed, stale = parts[1::4], parts[2]
+    removed, stale, damaged = parts[1::4], parts[2], parts[3]
     for part in removed:
         part.unlink()
-    header, _, body = stale.read_bytes().partition(b"\n")
-    stale.write_bytes(orjson.dumps({**orjson.loads(header), "fingerprint": "0" * 64}) + b"\n" + body[:10])
+    stale.write_bytes(encode_part(replace(decode_part(stale.read_bytes()), fingerprint="0" * 64)))
+    damaged.write_bytes(damaged.read_bytes()[:-10])
     for name in ("_SUCCESS", "rollouts.jsonl", "perf_summary.json", "health/quality_summary.json"):
         (run / name).unlink()
-    kept = {k: v for k, v in _parts(run).items() if k != str(stale.relative_to(run))}
+    redone = {str(stale.relative_to(run)), str(damaged.relative_to(run))}
+    kept = {k: v for k, v in _parts(run).items() if k not in redone}
     result = run_stage(**_fields(job, tmp_path / "out", resume="partial"))
     assert result["already_complete"] is False
     after = _parts(run)

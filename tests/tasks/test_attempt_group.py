@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import tasks.attempt
+from evidence import AttemptOutcome, decode_part
 from tasks.attempt import run_group
 from tasks.context import RunContext
 from tasks.discover import discover
@@ -14,7 +15,7 @@ from tasks.storage import Location
 from tests.conftest import EXAMPLE_JOB
 
 
-def _parts_of_one_group(out: Path) -> tuple[int, dict[str, bytes]]:
+def _parts_of_one_group(out: Path) -> tuple[int, dict[str, AttemptOutcome]]:
     main, capture_dir = Location(str(EXAMPLE_JOB / "rollouts.jsonl")), Location(str(EXAMPLE_JOB / "model-calls"))
     plan = discover(main, None, capture_dir)
     ctx = RunContext(
@@ -23,7 +24,7 @@ def _parts_of_one_group(out: Path) -> tuple[int, dict[str, bytes]]:
     )
     with plan:
         summary = run_group(ctx, list(plan.attempts), check_existing=False)
-    parts = {p.name: p.read_bytes().split(b"\n", 1)[1] for p in sorted(out.rglob("*.part"))}  # header holds timings
+    parts = {p.name: decode_part(p.read_bytes()).outcome for p in sorted(out.rglob("*.part"))}  # not the timings
     return summary.processed, parts
 
 

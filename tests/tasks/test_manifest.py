@@ -7,6 +7,8 @@ from typing import Any
 import orjson
 import pytest
 
+from evidence import AttemptOutcome, AttemptPart, Status
+from tasks.discover import AttemptRef
 from tasks.manifest import AttemptLog, Streamed, manifest_chunks
 
 
@@ -36,20 +38,32 @@ def test_streamed_manifest_equals_orjson_indent(size: int) -> None:
     assert b"".join(manifest_chunks(streamed)) == expected  # a retried write starts over
 
 
+def _part(status: Status, rollout_id: str | None, seconds: float, fingerprint: str, **extra: Any) -> AttemptPart:
+    outcome = AttemptOutcome(
+        status, extra.get("reason"), tuple(extra.get("notes", ())), extra.get("repaired", False), rollout_id, b"{}", None
+    )
+    return AttemptPart(fingerprint, seconds, outcome)
+
+
+def _ref(line: int) -> AttemptRef:
+    return AttemptRef("main", line, 0, 2, line, None, None, False, str(line))
+
+
 def test_attempt_log_counts_and_notes_shared_rollout_ids() -> None:
-    headers = [
-        {"status": "ok", "rollout_id": "a", "seconds": 0.1, "fingerprint": "1"},
-        {"status": "rejected", "rollout_id": "b", "seconds": 0.2, "fingerprint": "2", "reason": "ValueError: x"},
-        {"status": "ok", "rollout_id": "a", "seconds": 0.3, "fingerprint": "3", "repaired": True, "notes": ["gap"]},
-        {"status": "ok", "rollout_id": None, "seconds": 0.4, "fingerprint": "4"},
+    parts = [
+        _part(Status.OK, "a", 0.1, "1"),
+        _part(Status.REJECTED, "b", 0.2, "2", reason="ValueError: x"),
+        _part(Status.OK, "a", 0.3, "3", repaired=True, notes=["gap"]),
+        _part(Status.FAILED, None, 0.4, "4", reason="RecursionError: deep (in health checks)"),
     ]
     with AttemptLog() as log:
-        for line, header in enumerate(headers, start=1):
-            log.add("main", line, header)
+        for line, part in enumerate(parts, start=1):
+            log.add(_ref(line), part)
         entries = list(log.entries())
-        assert (log.count, dict(log.by_status), log.repairs) == (4, {"ok": 3, "rejected": 1}, 1)
+        assert (log.count, dict(log.by_status), log.repairs) == (4, {"ok": 2, "rejected": 1, "failed": 1}, 1)
     assert [e["key"] for e in entries] == ["main:1", "main:2", "main:3", "main:4"]
     assert entries[0]["notes"] == ["duplicate rollout id: 2 attempts share it"]
     assert entries[2]["notes"] == ["gap", "duplicate rollout id: 2 attempts share it"]
     assert "notes" not in entries[1] and "notes" not in entries[3]
     assert entries[1]["reason"] == "ValueError: x" and entries[2]["repaired"] is True
+    assert entries[3]["status"] == "failed" and entries[3]["reason"].startswith("RecursionError")

@@ -1,0 +1,142 @@
+"""The part format: one attempt's outcome as bytes, versioned, read back by the reduce and resume.
+
+Layout::
+
+    evidence-part/2[ exact]\\n     magic and version; "exact" when the header holds wide integers
+    <header JSON>\\n               every field of the outcome but the blobs, plus blob lengths
+    <row line><ATIF file>          the blobs back to back, raw bytes (no JSON-in-JSON escaping)
+
+A part that cannot be decoded (another version, damage) is reported by :class:`PartError`, so
+resume treats it as absent and redoes the attempt. The header goes through the library's one
+JSON writer, so no outcome can make encoding raise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from evidence.attempt.outcome import AtifFile, AtifRefusal, AttemptOutcome, MainDigests, PerfDigest, Status
+from evidence.health import RowDigest
+from evidence.jsonl import dumps, loads_exact, orjson_line
+
+__all__ = ["PART_VERSION", "AttemptPart", "PartError", "decode_part", "encode_part"]
+
+PART_VERSION = 2
+_MAGIC = f"evidence-part/{PART_VERSION}".encode()
+_EXACT = _MAGIC + b" exact"
+
+
+class PartError(ValueError):
+    """Bytes that are not a part of this version."""
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptPart:
+    """What an attempt's part holds: the outcome, and what the task layer knew of the attempt.
+
+    Attributes:
+        fingerprint: the attempt's input fingerprint when processed (resume compares it).
+        seconds: time spent on the attempt (the manifest's ``seconds``).
+        outcome: the engine's outcome.
+    """
+
+    fingerprint: str
+    seconds: float
+    outcome: AttemptOutcome
+
+
+def encode_part(part: AttemptPart) -> bytes:
+    """The part's bytes; never raises for an outcome the engine made."""
+    outcome = part.outcome
+    blobs = [outcome.line]
+    header: dict[str, Any] = {
+        "fingerprint": part.fingerprint,
+        "seconds": part.seconds,
+        "status": outcome.status.value,
+        "reason": outcome.reason,
+        "notes": list(outcome.notes),
+        "repaired": outcome.repaired,
+        "rollout_id": outcome.rollout_id,
+        "main": None if outcome.main is None else _main_header(outcome.main, blobs),
+    }
+    header["blob_lengths"] = [len(blob) for blob in blobs]
+    compact = orjson_line(header)
+    magic, text = (_MAGIC, compact) if compact is not None else (_EXACT, dumps(header))
+    return b"".join([magic, b"\n", text, b"\n", *blobs])
+
+
+def _main_header(main: MainDigests, blobs: list[bytes]) -> dict[str, Any]:
+    atif: dict[str, Any]
+    if isinstance(main.atif, AtifFile):
+        blobs.append(main.atif.content)
+        atif = {"key": list(main.atif.key), "name": main.atif.name, "manifest_line": main.atif.manifest_line.decode()}
+    else:
+        atif = {"refusal": main.atif.message}
+    return {
+        "health": None if main.health is None else main.health.to_json(),
+        "capability": main.capability,
+        "perf": None if main.perf is None else {"group": main.perf.group, "record": main.perf.record},
+        "atif": atif,
+    }
+
+
+def decode_part(data: bytes) -> AttemptPart:
+    """Inverse of :func:`encode_part`.
+
+    Raises:
+        PartError: not a part of this version, truncated or damaged.
+    """
+    try:
+        return _decode(data)
+    except PartError:
+        raise
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise PartError(f"damaged part: {type(exc).__name__}: {exc}") from exc
+
+
+def _decode(data: bytes) -> AttemptPart:
+    magic_end = data.find(b"\n")
+    header_end = data.find(b"\n", magic_end + 1)
+    magic = data[:magic_end]
+    if magic_end < 0 or header_end < 0 or magic not in (_MAGIC, _EXACT):
+        raise PartError("not an evidence-stage part of version %d" % PART_VERSION)
+    text = data[magic_end + 1 : header_end]
+    header = loads_exact(text) if magic == _EXACT else orjson.loads(text)
+    blobs: list[bytes] = []
+    position = header_end + 1
+    for length in header["blob_lengths"]:
+        blobs.append(data[position : position + length])
+        position += length
+    if position != len(data):
+        raise PartError("part length does not match its header")
+    main = None if header["main"] is None else _main(header["main"], blobs)
+    outcome = AttemptOutcome(
+        status=Status(header["status"]),
+        reason=header["reason"],
+        notes=tuple(header["notes"]),
+        repaired=header["repaired"],
+        rollout_id=header["rollout_id"],
+        line=blobs[0],
+        main=main,
+    )
+    return AttemptPart(header["fingerprint"], header["seconds"], outcome)
+
+
+def _main(data: dict[str, Any], blobs: list[bytes]) -> MainDigests:
+    atif_data = data["atif"]
+    atif: AtifFile | AtifRefusal
+    if "refusal" in atif_data:
+        atif = AtifRefusal(atif_data["refusal"])
+    else:
+        key = atif_data["key"]
+        atif = AtifFile((key[0], key[1]), atif_data["name"], blobs[1], atif_data["manifest_line"].encode())
+    perf = data["perf"]
+    return MainDigests(
+        health=None if data["health"] is None else RowDigest.from_json(data["health"]),
+        capability=data["capability"],
+        perf=None if perf is None else PerfDigest(perf["group"], perf["record"]),
+        atif=atif,
+    )

@@ -1,0 +1,188 @@
+"""The attempt engine: one input row (bytes) and its capture files to one typed outcome.
+
+The sequence is 0.7.0's per-row collection (:func:`evidence.collect.collect_row`), the writing
+of the output line, then, for a main row, the digests the run's folds need: rollout-level
+health, the capability digest, the perf group and record, and the ATIF conversion. All digests
+read one decoded value: the written line as a reader of ``rollouts.jsonl`` sees it (non-finite
+floats are null there), as 0.7.0's health check and exporter see the file.
+
+No exception leaves an attempt. 0.7.0's own refusals become ``rejected`` (the row is written
+unchanged); anything else our code cannot handle becomes ``failed`` with the exception's type
+and message: a collection failure writes the row unchanged, a digest failure keeps the
+enriched row and marks only that digest unavailable. The reduce counts such rows; the manifest
+lists them with their reasons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import orjson
+
+from evidence.atif import convert_orjson_row, convert_rollout
+from evidence.attempt.outcome import AtifFile, AtifRefusal, AttemptOutcome, MainDigests, PerfDigest, Status
+from evidence.capabilities import capability_digest
+from evidence.capture import CaptureFiles
+from evidence.collect import collect_row
+from evidence.errors import AtifExportError
+from evidence.health import evaluate_row
+from evidence.identity import capture_file_id
+from evidence.jsonl import dump_row, orjson_line
+from evidence.models.atif import Exporter
+from evidence.perf_summary import perf_group, summary_input
+
+__all__ = ["AttemptConfig", "process_attempt", "unprocessed_attempt"]
+
+REASON_LIMIT = 500
+"""Longest manifest reason we write: an exception message can quote a whole row."""
+
+NO_CAPTURE_ID = "no capture rollout id: capture not collected"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptConfig:
+    """The run's output-changing parameters an attempt needs (small, picklable).
+
+    Attributes:
+        session_id, agent_version, exporter: the ATIF identity of the run.
+        ignored_checks: normalised health check ids to skip.
+        verdict_source: the rollouts file as health findings quote it (``source_file``).
+    """
+
+    session_id: str
+    agent_version: str
+    exporter: Exporter
+    ignored_checks: tuple[str, ...]
+    verdict_source: str
+
+
+def process_attempt(row: bytes, capture: CaptureFiles | None, config: AttemptConfig, *, main_line: int | None) -> AttemptOutcome:
+    """Process one attempt; never raises.
+
+    Args:
+        row: the input line (a JSON object, as discovery found it), without newline.
+        capture: the capture files of the rollout id the row names (None when neither exists).
+        config: the run's parameters.
+        main_line: for a main row, its 1-based line in the run's ``rollouts.jsonl`` (health
+            locators and ordinals, ATIF rejections); None for a sidecar row (no digests).
+    """
+    try:
+        value = orjson.loads(row)
+        collected = collect_row(value, lambda _: capture)
+    except Exception as exc:  # noqa: BLE001 - no exception leaves an attempt
+        return unprocessed_attempt(row, failure_reason(exc, "collection"), config, main_line=main_line)
+    rollout_id = capture_file_id(value)
+    del value
+    if collected.rejected is not None:
+        reason = f"{collected.rejected.kind}: {collected.rejected.message}"
+        return _outcome(Status.REJECTED, reason, (), False, rollout_id, row, canonical=False, config=config, main_line=main_line)
+    try:
+        canonical = orjson_line(collected.row)
+        line = canonical if canonical is not None else dump_row(collected.row)
+        notes = _notes(collected.row, rollout_id)
+    except Exception as exc:  # noqa: BLE001 - an unwritable row is passed through unchanged
+        return unprocessed_attempt(row, failure_reason(exc, "writing the row"), config, main_line=main_line)
+    repaired = collected.repaired
+    del collected  # the digests read the written line; the enriched dict is not kept alongside
+    return _outcome(Status.OK, None, notes, repaired, rollout_id, line, canonical=canonical is not None, config=config, main_line=main_line)
+
+
+def unprocessed_attempt(row: bytes, reason: str, config: AttemptConfig, *, main_line: int | None) -> AttemptOutcome:
+    """A ``failed`` attempt whose row is written unchanged: the folds see it as 0.7.0 would.
+
+    For a failure before or during collection, and for the caller's own (a capture file that
+    vanished between discovery and reading).
+    """
+    try:
+        rollout_id = capture_file_id(orjson.loads(row))
+    except Exception:  # noqa: BLE001 - an unparsable row has no rollout id
+        rollout_id = None
+    return _outcome(Status.FAILED, reason, (), False, rollout_id, row, canonical=False, config=config, main_line=main_line)
+
+
+def failure_reason(exc: BaseException, step: str) -> str:
+    """``ExceptionType: message (in <step>)``, bounded to ``REASON_LIMIT`` characters."""
+    text = f"{type(exc).__name__}: {exc}"
+    if len(text) > REASON_LIMIT:
+        text = text[: REASON_LIMIT - 1] + "\u2026"
+    return f"{text} (in {step})"
+
+
+def _outcome(
+    status: Status,
+    reason: str | None,
+    notes: tuple[str, ...],
+    repaired: bool,
+    rollout_id: str | None,
+    line: bytes,
+    *,
+    canonical: bool,
+    config: AttemptConfig,
+    main_line: int | None,
+) -> AttemptOutcome:
+    main = None
+    if main_line is not None:
+        failures: list[str] = []
+        main = _digests(line, canonical, config, main_line, failures)
+        if failures and status is Status.OK:
+            status, reason = Status.FAILED, "; ".join(failures)
+    return AttemptOutcome(status, reason, notes, repaired, rollout_id, line, main)
+
+
+def _digests(line: bytes, canonical: bool, config: AttemptConfig, main_line: int, failures: list[str]) -> MainDigests:
+    """Every digest of a main row from one decoding of its written line; failures are collected."""
+
+    def guarded(step: str, compute: Callable[[], T]) -> T | None:
+        try:
+            return compute()
+        except Exception as exc:  # noqa: BLE001 - a digest failure marks only that digest unavailable
+            failures.append(failure_reason(exc, step))
+            return None
+
+    value = guarded("decoding the written row", lambda: orjson.loads(line))
+    if value is None:
+        return MainDigests(None, None, None, AtifRefusal("invalid JSON"))
+    health = guarded(
+        "health checks",
+        lambda: evaluate_row(value, source=config.verdict_source, line=main_line, ordinal=main_line - 1, ignored=config.ignored_checks),
+    )
+    capability = guarded("capability digest", lambda: capability_digest(value))
+    perf = guarded("perf digest", lambda: PerfDigest(perf_group(value), summary_input(value.get("ng_perf"))))
+    return MainDigests(health, capability, perf, _atif(value, line, canonical, config, failures))
+
+
+def _atif(value: dict[str, Any], line: bytes, canonical: bool, config: AttemptConfig, failures: list[str]) -> AtifFile | AtifRefusal:
+    """The row's ATIF file, or why it is refused; an unexpected error is a refusal and a failure.
+
+    Only a line orjson did not write itself (an input row passed through, a fallback rendering)
+    goes through the strict loader again.
+    """
+    identity = {"session_id": config.session_id, "agent_version": config.agent_version, "exporter": config.exporter}
+    try:
+        converted = convert_orjson_row(value, **identity) if canonical else convert_rollout(line, **identity)
+    except AtifExportError as exc:
+        return AtifRefusal(exc.message)
+    except Exception as exc:  # noqa: BLE001 - our converter's own failure refuses the row, reported
+        reason = failure_reason(exc, "ATIF conversion")
+        failures.append(reason)
+        return AtifRefusal(f"conversion failed: {reason}")
+    return AtifFile(converted.key, converted.file_name, converted.content, converted.manifest_line)
+
+
+def _notes(row: dict[str, Any], rollout_id: str | None) -> tuple[str, ...]:
+    """What the manifest says about a collected row: no capture id, and its capture gap codes.
+
+    The gaps are the evidence 0.7.0 writes into the row (missing or damaged capture, failed
+    observation join, ...); repeating their codes per attempt makes every bad input findable
+    from the manifest alone.
+    """
+    notes = [] if rollout_id is not None else [NO_CAPTURE_ID]
+    capture = row.get("ng_model_call_capture")
+    gaps = capture.get("gaps") if isinstance(capture, dict) else None
+    if isinstance(gaps, list):
+        notes.extend(f"gap {gap['code']}" for gap in gaps if isinstance(gap, dict) and isinstance(gap.get("code"), str))
+    return tuple(notes)
