@@ -90,7 +90,7 @@ def _item_kind(item: Mapping[str, Any]) -> str | None:
     role = item.get("role")
     if role == "assistant":
         return "assistant"
-    return "source" if role in _SOURCE_ROLES else None
+    return "source" if isinstance(role, str) and role in _SOURCE_ROLES else None  # any other role: the parse refuses it
 
 
 def _check_item(item: Mapping[str, Any], path: str) -> None:

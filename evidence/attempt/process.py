@@ -128,8 +128,9 @@ def _outcome(
     if main_line is not None:
         failures: list[str] = []
         main = _digests(line, canonical, config, main_line, failures)
-        if failures and status is Status.OK:
-            status, reason = Status.FAILED, "; ".join(failures)
+        if failures:
+            reason = "; ".join(failures if reason is None else [reason, *failures])
+            status = Status.FAILED if status is Status.OK else status
     return AttemptOutcome(status, reason, notes, repaired, rollout_id, line, main)
 
 
