@@ -7,6 +7,8 @@ so the indices of the good records stay stable whatever happened around them.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import orjson
 
 from evidence.capture.record import build_record
@@ -25,7 +27,7 @@ def read_capture(data: bytes) -> tuple[list[ModelCallRecord], int]:
     records: list[ModelCallRecord] = []
     invalid = 0
     call_index = 0
-    for line in data.split(b"\n"):
+    for line in _lines(data):
         line = line.strip()
         if not line:
             continue
@@ -44,3 +46,14 @@ def read_capture(data: bytes) -> tuple[list[ModelCallRecord], int]:
         except Exception:  # noqa: BLE001 - 0.7.0 counts ANY failure to build a record as unreadable
             invalid += 1
     return records, invalid
+
+
+def _lines(data: bytes) -> Iterator[bytes]:
+    """The ``\\n``-separated lines one at a time: a long capture is never copied whole."""
+    start = 0
+    while start <= len(data):
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = len(data)
+        yield data[start:end]
+        start = end + 1
