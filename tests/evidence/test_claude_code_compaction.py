@@ -22,8 +22,10 @@ from evidence.collect import collect_row
 from tests.conformance.conftest import CASES_DIR, as_persisted, strict_diff
 from tests.conformance.test_collect_golden import lookup_from
 
-LINKED = json.loads((CASES_DIR / "collect" / "49_claude_code_compaction_association.json").read_text(encoding="utf-8"))
-UNLINKED = json.loads((Path(__file__).parents[1] / "data" / "claude_code_compaction_unlinked.json").read_text(encoding="utf-8"))
+LINKED_PATH = CASES_DIR / "collect" / "49_claude_code_compaction_association.json"
+LINKED = json.loads(LINKED_PATH.read_text(encoding="utf-8"))
+UNLINKED_PATH = Path(__file__).parents[1] / "data" / "claude_code_compaction_unlinked.json"
+UNLINKED = json.loads(UNLINKED_PATH.read_text(encoding="utf-8"))
 PATH = "/home/dev/.claude/projects/demo/3f1c.jsonl"
 SUFFIXES = (
     "\n\nIf you need specific details from before compaction (like exact code snippets, error messages, or content"
@@ -37,7 +39,9 @@ SUFFIXES = (
 )
 # Case 49's summary without its one suffix (``Recent messages are preserved verbatim.``).
 BASE = LINKED["row"]["ng_agent_observations"]["records"][1]["summary"].removesuffix(SUFFIXES[1])
-SUBSETS = [subset for size in range(len(SUFFIXES) + 1) for subset in itertools.combinations(range(len(SUFFIXES)), size)]
+SUBSETS = [
+    subset for size in range(len(SUFFIXES) + 1) for subset in itertools.combinations(range(len(SUFFIXES)), size)
+]
 NOT_SUFFIXES = {
     "wrong_order_2_1": SUFFIXES[1] + SUFFIXES[0],
     "wrong_order_4_3": SUFFIXES[3] + SUFFIXES[2],
@@ -71,7 +75,10 @@ def collected(summary: str) -> dict[str, Any]:
     return as_persisted(row)
 
 
-@pytest.mark.parametrize("subset", SUBSETS, ids=["suffixes_" + ("".join(str(i + 1) for i in s) or "none") for s in SUBSETS])
+SUBSET_IDS = ["suffixes_" + ("".join(str(i + 1) for i in subset) or "none") for subset in SUBSETS]
+
+
+@pytest.mark.parametrize("subset", SUBSETS, ids=SUBSET_IDS)
 def test_known_suffixes_in_order_link_the_summary_call(subset: tuple[int, ...]) -> None:
     summary = BASE + "".join(SUFFIXES[index] for index in subset)
 
