@@ -8,6 +8,7 @@ from evidence import AttemptConfig, Exporter
 from tasks.storage import Location
 
 EXPORTER_NAME = "evidence-stage"
+ROLLOUTS_NAME = "rollouts.jsonl"
 
 
 @dataclass(frozen=True)
@@ -43,13 +44,17 @@ class RunContext:
         )
 
     @property
-    def verdict_source(self) -> str:
-        """The rollouts file as health findings quote it (``locator.source_file``)."""
-        return self.rollouts_out.display
+    def rollouts_out(self) -> Location:
+        return self.run_dir.child(ROLLOUTS_NAME)
 
     @property
-    def rollouts_out(self) -> Location:
-        return self.run_dir.child("rollouts.jsonl")
+    def verdict_source(self) -> str:
+        """How health locators name the enriched rollouts file: its name inside the run directory.
+
+        0.7.0 quotes the path it was given; the stage's path holds the run id, so quoting it
+        would make two runs of the same job write different verdicts (invariant 3).
+        """
+        return ROLLOUTS_NAME
 
     @property
     def health_dir(self) -> Location:

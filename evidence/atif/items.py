@@ -93,10 +93,19 @@ def _parts(specs: Mapping[str, Mapping[str, tuple[Convert, Any]] | None]) -> Con
 
 
 _OPT_STR = (_optional(_str), None)
+_STR_IF_GIVEN = (_str, None)
 _TEXT = {"text": (_str, _REQUIRED)}
-_IMAGE = {"detail": (_literal("low", "high", "auto"), _REQUIRED), "file_id": _OPT_STR, "image_url": _OPT_STR}
-_FILE = {"file_data": _OPT_STR, "file_id": _OPT_STR, "file_url": _OPT_STR, "filename": _OPT_STR}
-_TOOL_OUTPUT_PARTS = _parts({"input_text": _TEXT, "input_image": _IMAGE, "input_file": _FILE})
+_IMAGE_DETAIL = _literal("low", "high", "auto", "original")
+_FILE_DETAIL = (_literal("low", "high"), None)
+# A message's parts and a tool output's parts are different SDK types: a message image needs its
+# detail, a message file's data, URL and name are never null; a tool output's may all be null.
+_IMAGE = {"detail": (_IMAGE_DETAIL, _REQUIRED), "file_id": _OPT_STR, "image_url": _OPT_STR}
+_FILE = {"detail": _FILE_DETAIL, "file_data": _STR_IF_GIVEN, "file_id": _OPT_STR,
+         "file_url": _STR_IF_GIVEN, "filename": _STR_IF_GIVEN}
+_TOOL_IMAGE = {"detail": (_optional(_IMAGE_DETAIL), None), "file_id": _OPT_STR, "image_url": _OPT_STR}
+_TOOL_FILE = {"detail": _FILE_DETAIL, "file_data": _OPT_STR, "file_id": _OPT_STR, "file_url": _OPT_STR,
+              "filename": _OPT_STR}
+_TOOL_OUTPUT_PARTS = _parts({"input_text": _TEXT, "input_image": _TOOL_IMAGE, "input_file": _TOOL_FILE})
 _INPUT_PARTS = _parts({"input_text": _TEXT, "input_image": _IMAGE, "input_file": _FILE, "input_video": None})
 _OUTPUT_PARTS = _parts(
     {

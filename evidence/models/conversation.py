@@ -1,17 +1,30 @@
 """Conversation items of an agent invocation, normalised as 0.7.0 re-emits them (spec: §8.9).
 
 0.7.0 validates every ``conversation`` item against NeMo Gym's Responses input-item union and
-writes back its JSON dump: defaults and nulls are filled in, unknown keys dropped and fields put
-in the model's order. :data:`ConversationItem` reproduces that for the item kinds agents emit
-(messages, function calls and outputs, reasoning, the permissive fallback); an item that picks
-a model and then fails it makes the whole observation bundle invalid, as in 0.7.0.
+writes back its JSON dump, fields in the model's order. What happens to keys depends on where a
+model comes from: NeMo Gym's own message, function-call and reasoning models (here) fill in
+defaults and drop unknown keys; the SDK-derived tool-call items (``response_items``) and the
+reasoning parts keep unknown keys; request-side content parts add nothing
+(``content_parts``). Token metadata is all or nothing on every item. An item that picks a model
+and then fails it makes the whole observation bundle (or producer trajectory) invalid, as in
+0.7.0. Not reproduced: ``tool_search_output`` and ``additional_tools`` (their tool-definition
+unions), which are refused.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Tag
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Tag
+
+from evidence.models.content_parts import (
+    InputPart,
+    OutputPart,
+    ReasoningText,
+    SummaryText,
+    ToolOutputPart,
+)
+from evidence.models.response_items import RESPONSE_ITEM_MODELS
 
 __all__ = ["ConversationItem", "item_kind"]
 
@@ -25,57 +38,9 @@ Status = Literal["in_progress", "completed", "incomplete"]
 
 
 class _Item(BaseModel):
-    """Unknown keys are dropped, as the SDK-derived models do on dump."""
+    """NeMo Gym's own item models: unknown keys are dropped on dump."""
 
     model_config = ConfigDict(extra="ignore")
-
-
-class InputText(_Item):
-    text: str
-    type: Literal["input_text"]
-
-
-class InputImage(_Item):
-    detail: Literal["low", "high", "auto"]
-    type: Literal["input_image"]
-    file_id: str | None = None
-    image_url: str | None = None
-
-
-class InputFile(_Item):
-    type: Literal["input_file"]
-    file_data: str | None = None
-    file_id: str | None = None
-    file_url: str | None = None
-    filename: str | None = None
-
-
-InputPart = Annotated[InputText | InputImage | InputFile, Discriminator("type")]
-
-
-class OutputText(_Item):
-    annotations: list[dict[str, Any]]
-    text: str
-    type: Literal["output_text"]
-    logprobs: list[dict[str, Any]] | None = None
-
-
-class Refusal(_Item):
-    refusal: str
-    type: Literal["refusal"]
-
-
-OutputPart = Annotated[OutputText | Refusal, Discriminator("type")]
-
-
-class SummaryText(_Item):
-    text: str
-    type: Literal["summary_text"]
-
-
-class ReasoningText(_Item):
-    text: str
-    type: Literal["reasoning_text"]
 
 
 class EasyMessage(_Item):
@@ -88,14 +53,14 @@ class EasyMessage(_Item):
 class InputMessage(_Item):
     content: list[InputPart]
     role: Literal["user", "system", "developer"]
-    status: Status | None = None
+    status: Status = "completed"
     type: Literal["message"] = "message"
 
 
 class OutputMessage(_Item):
     id: str
     content: list[OutputPart]
-    role: Literal["assistant"]
+    role: Literal["assistant"] = "assistant"
     status: Status = "completed"
     type: Literal["message"] = "message"
     phase: Literal["commentary", "final_answer"] | None = None
@@ -105,7 +70,7 @@ class FunctionCall(_Item):
     arguments: str
     call_id: str
     name: str
-    type: Literal["function_call"]
+    type: Literal["function_call"] = "function_call"
     id: str | None = None
     status: Status | None = None
     namespace: str | None = None
@@ -113,7 +78,7 @@ class FunctionCall(_Item):
 
 class FunctionCallOutput(_Item):
     call_id: str
-    output: str | list[InputPart]
+    output: str | list[ToolOutputPart]
     type: Literal["function_call_output"] = "function_call_output"
     id: str | None = None
     status: Status | None = None
@@ -127,37 +92,13 @@ class Reasoning(_Item):
     content: list[ReasoningText] | None = None
 
 
-class McpCall(_Item):
-    id: str
-    arguments: str
-    name: str
-    server_label: str
-    type: Literal["mcp_call"] = "mcp_call"
-    approval_request_id: str | None = None
-    error: str | None = None
-    output: str | None = None
-    status: Literal["in_progress", "completed", "incomplete", "calling", "failed"] | None = None
-
-
-class PermissiveItem(BaseModel):
-    """The catch-all ``mcp_list_tools`` model: every field optional, unknown keys kept."""
-
-    model_config = ConfigDict(extra="allow")
-
-    id: str | None = None
-    server_label: str | None = None
-    tools: list[dict[str, Any]] = []
-    type: Literal["mcp_list_tools"] = "mcp_list_tools"
-    error: str | None = None
-
-
 class _TrainingFields(BaseModel):
     """Token-level data a training rollout attaches; dumped before the item's own fields."""
 
     prompt_token_ids: list[int]
     generation_token_ids: list[int]
     generation_log_probs: list[float]
-    routed_experts: Any = None
+    routed_experts: str | list[list[list[int]]] | None = None
 
 
 class EasyMessageForTraining(EasyMessage, _TrainingFields):
@@ -190,12 +131,11 @@ _TRAINING_VARIANTS = {
 
 
 def _first_part_is_output(content: Any) -> bool:
-    return (
-        isinstance(content, list)
-        and bool(content)
-        and isinstance(content[0], dict)
-        and content[0].get("type") in _OUTPUT_PART_TYPES
-    )
+    """Whether list content opens with an output part (a typeless part with ``refusal`` counts)."""
+    if not isinstance(content, list) or not content or not isinstance(content[0], dict):
+        return False
+    first = content[0]
+    return (first.get("type") or ("refusal" if "refusal" in first else None)) in _OUTPUT_PART_TYPES
 
 
 def _typed_message_kind(item: dict[str, Any]) -> str:
@@ -215,11 +155,14 @@ def _untyped_kind(item: dict[str, Any]) -> str:
     content = item.get("content")
     if item.get("role") in _MESSAGE_ROLES and isinstance(content, (str, list)):
         kind = _typed_message_kind(item)
-        if kind == "output_message" and isinstance(item.get("id"), str):
-            return kind
-        if kind != "output_message" and not _first_part_is_output(content):
-            return kind
-    elif "role" not in item and isinstance(item.get("id"), str) and _first_part_is_output(content):
+        if kind == "output_message":
+            return kind if isinstance(item.get("id"), str) else "mcp_list_tools"
+        return "mcp_list_tools" if _first_part_is_output(content) else kind
+    if (
+        "role" not in item
+        and isinstance(item.get("id"), str)
+        and (content == [] or _first_part_is_output(content))
+    ):
         return "output_message"
     if "arguments" in item and "name" in item:
         return "function_call" if "call_id" in item else "mcp_call"
@@ -244,11 +187,31 @@ def item_kind(item: Any) -> str | None:
         kind = _typed_message_kind(item)
     elif isinstance(item_type, str):
         kind = item_type
-    else:
+    elif item_type is None:
         kind = _untyped_kind(item)
+    else:
+        return None
     if kind in _TRAINING_VARIANTS and all(key in item for key in _TRAINING_KEYS):
         return _TRAINING_VARIANTS[kind]
     return kind
+
+
+def _token_metadata_all_or_nothing(item: Any) -> Any:
+    """Refuse an item with only part of the token metadata (``routed_experts`` alone counts).
+
+    Checked before the item's model is chosen, on every item kind: a partial set would
+    otherwise pass as a plain item and silently lose its training data.
+    """
+    if not isinstance(item, dict):
+        return item
+    present = [key for key in (*_TRAINING_KEYS, "routed_experts") if key in item]
+    if not present:
+        return item
+    missing = sorted(set(_TRAINING_KEYS) - set(present))
+    if missing:
+        raise ValueError(f"Token metadata must include all required fields; missing: {', '.join(missing)}")
+    _TrainingFields.model_validate({key: item[key] for key in present})
+    return item
 
 
 _MODELS: dict[str, type[BaseModel]] = {
@@ -258,8 +221,7 @@ _MODELS: dict[str, type[BaseModel]] = {
     "function_call": FunctionCall,
     "function_call_output": FunctionCallOutput,
     "reasoning": Reasoning,
-    "mcp_call": McpCall,
-    "mcp_list_tools": PermissiveItem,
+    **RESPONSE_ITEM_MODELS,
     "easy_message_for_training": EasyMessageForTraining,
     "input_message_for_training": InputMessageForTraining,
     "output_message_for_training": OutputMessageForTraining,
@@ -269,19 +231,8 @@ _MODELS: dict[str, type[BaseModel]] = {
 _TAGS = {model: tag for tag, model in _MODELS.items()}
 
 ConversationItem = Annotated[
-    Annotated[EasyMessage, Tag("easy_message")]
-    | Annotated[InputMessage, Tag("input_message")]
-    | Annotated[OutputMessage, Tag("output_message")]
-    | Annotated[FunctionCall, Tag("function_call")]
-    | Annotated[FunctionCallOutput, Tag("function_call_output")]
-    | Annotated[Reasoning, Tag("reasoning")]
-    | Annotated[McpCall, Tag("mcp_call")]
-    | Annotated[PermissiveItem, Tag("mcp_list_tools")]
-    | Annotated[EasyMessageForTraining, Tag("easy_message_for_training")]
-    | Annotated[InputMessageForTraining, Tag("input_message_for_training")]
-    | Annotated[OutputMessageForTraining, Tag("output_message_for_training")]
-    | Annotated[FunctionCallForTraining, Tag("function_call_for_training")]
-    | Annotated[ReasoningForTraining, Tag("reasoning_for_training")],
+    Union[tuple(Annotated[model, Tag(tag)] for tag, model in _MODELS.items())],  # type: ignore[valid-type]
     Discriminator(item_kind),
+    BeforeValidator(_token_metadata_all_or_nothing),
 ]
 """One conversation item; validate inside a model and dump in JSON mode to normalise it."""

@@ -34,14 +34,26 @@ _SUMMARY_PREFIX = (
     "This session is being continued from a previous conversation that ran out of context. "
     "The summary below covers the earlier portion of the conversation.\n\n"
 )
-# Optional trailers Claude Code appends after the summary, in this order.
-_SUMMARY_SUFFIXES = re.compile(
-    r"(?:\n\nIf you need specific details from before compaction \(like exact code snippets, "
-    r"error messages, or content you generated\), read the full transcript at: [^\n]*)?"
-    r"(?:\n\nRecent messages are preserved verbatim\.)?"
-    r"(?:\nContinue the conversation from where it left off without asking the user any further "
-    r"questions\.[^\n]*)?"
+_PATH = "<path>"
+# The trailers Claude Code may append after the summary (spec §7): each at most once, in this
+# order; ``<path>`` stands for one or more characters other than a newline.
+_SUMMARY_SUFFIXES = (
+    "\n\nIf you need specific details from before compaction (like exact code snippets, error messages,"
+    " or content you generated), read the full transcript at: " + _PATH,
+    "\n\nRecent messages are preserved verbatim.",
+    "\n\nYour REPL VM state has been cleared as part of this compaction. Variables defined in REPL calls"
+    " before this point are no longer accessible — redefine any you still need.",
+    "\n\nContinue the conversation from where it left off without asking the user any further questions."
+    " Resume directly — do not acknowledge the summary, do not recap what was happening, do not"
+    ' preface with "I\'ll continue" or similar. Pick up the last task as if the break never happened.',
 )
+def _suffix_pattern(suffix: str) -> str:
+    """An optional regex group matching ``suffix`` literally, its ``<path>`` as a one-line path."""
+    literal = re.escape(suffix).replace(re.escape(_PATH), r"[^\n]+")
+    return f"(?:{literal})?"
+
+
+_SUFFIX_TAIL = re.compile("".join(_suffix_pattern(suffix) for suffix in _SUMMARY_SUFFIXES))
 _ANALYSIS = re.compile(r"<analysis>.*?</analysis>", re.DOTALL)
 _SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
 _BLANK_RUNS = re.compile(r"\n{2,}")
@@ -94,7 +106,7 @@ def _summary_matches(summary: str, output: str) -> bool:
     if not output:
         return False
     expected = _SUMMARY_PREFIX + _normalised_summary(output)
-    return summary.startswith(expected) and _SUMMARY_SUFFIXES.fullmatch(summary[len(expected) :]) is not None
+    return summary.startswith(expected) and _SUFFIX_TAIL.fullmatch(summary[len(expected) :]) is not None
 
 
 def _ref_matches(ref: ModelCallRef, call: ModelCallRecord) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import orjson
@@ -137,3 +138,25 @@ def test_a_retried_reduce_records_each_attempt_once(tmp_path: Path, monkeypatch:
     manifest = orjson.loads((local_path(retried["run_dir"]) / "manifest.json").read_bytes())
     keys = [entry["key"] for entry in manifest["attempts"]]
     assert len(keys) == len(set(keys)) == manifest["counts"]["attempts"] == clean["counts"]["attempts"]
+
+
+def test_verdicts_of_an_unreadable_record_do_not_depend_on_the_run(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    shutil.copytree(EXAMPLE_JOB, job)
+    row = json.loads((job / "rollouts.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    row["_ng_task_index"] = [row["_ng_task_index"]]  # an identity health cannot type: record_unreadable
+    with (job / "rollouts.jsonl").open("a", encoding="utf-8") as rollouts:
+        rollouts.write(json.dumps(row) + "\n")
+    common = dict(
+        rollouts=str(job / "rollouts.jsonl"), capture_dir=str(job / "model-calls"), output=str(tmp_path / "out")
+    )
+
+    first, second = run_stage(**common), run_stage(**common)
+
+    assert first["run_dir"] != second["run_dir"]
+    verdicts = [local_path(run["run_dir"]) / "health" / "rollout_verdicts.jsonl" for run in (first, second)]
+    lines = verdicts[0].read_text(encoding="utf-8").splitlines()
+    findings = [finding for verdict in map(json.loads, lines) for finding in verdict["findings"]]
+    locators = [finding["locator"] for finding in findings if finding["check"] == "record_unreadable"]
+    assert locators == [{"source_file": "rollouts.jsonl", "line": 25}]
+    assert verdicts[0].read_bytes() == verdicts[1].read_bytes()
