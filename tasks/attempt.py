@@ -18,12 +18,17 @@ from evidence import AttemptConfig, AttemptPart, CaptureFiles, encode_part, proc
 from tasks.context import RunContext
 from tasks.discover import MAIN, AttemptRef
 from tasks.parts import current_part, part_location
-from tasks.retry import call_with_retries
-from tasks.storage import InputNotFound, Location, PermanentStorageError, TransientStorageError
+from tasks.prefetch import ordered_prefetch
+from tasks.retry import backoff_delay
+from tasks.storage import InputNotFound, PermanentStorageError
 
 
 # A group's rows are read by ranged reads of about this size: few requests, bounded memory.
 READ_CHUNK_BYTES = 16 * 1024 * 1024
+# Captures are read ahead of the attempt being processed (object-store latency hidden): at most
+# this many at once, and at most this many bytes of rows and captures waiting (a larger one alone).
+CAPTURE_WINDOW = 8
+CAPTURE_BUDGET_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -45,45 +50,36 @@ def adopt_environment(environment: dict[str, str]) -> None:
     os.environ.update(environment)
 
 
-class _Vanished(TransientStorageError):
-    """A listed capture file is missing at read: retried like a transient error, then reported."""
-
-
 VANISHED_TRIES = 3
 
 
 def _capture_of(ctx: RunContext, attempt: AttemptRef) -> CaptureFiles | str | None:
     """The attempt's capture files as discovery listed them, or why they cannot be had.
 
-    A capture file that was listed but is gone at read is retried as a transient error (an
+    A capture file that was listed but is missing at read is read again after a backoff (an
     eventually consistent listing, a writer replacing it); if it stays gone the attempt fails
-    with that reason instead of silently becoming a ``no_records`` gap. A permanent read error
-    is the 0.7.0 gap ``model_call_capture_unreadable``.
+    with that reason instead of silently becoming a ``no_records`` gap. Another permanent read
+    error is the 0.7.0 gap ``model_call_capture_unreadable``; a transient one that outlived the
+    storage retries propagates, so Prefect retries the group.
     """
     if attempt.capture is None:
         return CaptureFiles(jsonl=None, incomplete=True) if attempt.incomplete else None
     location = ctx.capture_dir.child(attempt.capture.name)
-    try:
-        data = call_with_retries(location.url, lambda: _read_present(location), attempts=VANISHED_TRIES)
-    except _Vanished:
-        return f"capture file listed at discovery is gone: {location.display}"
-    except PermanentStorageError:
-        return CaptureFiles(jsonl=None, incomplete=attempt.incomplete, unreadable=True)
-    return CaptureFiles(jsonl=data, incomplete=attempt.incomplete)
+    for tries in range(1, VANISHED_TRIES + 1):
+        try:
+            return CaptureFiles(jsonl=location.read_bytes(), incomplete=attempt.incomplete)
+        except InputNotFound:
+            if tries < VANISHED_TRIES:
+                time.sleep(backoff_delay(tries))
+        except PermanentStorageError:
+            return CaptureFiles(jsonl=None, incomplete=attempt.incomplete, unreadable=True)
+    return f"capture file listed at discovery is gone: {location.display}"
 
 
-def _read_present(location: Location) -> bytes:
-    try:
-        return location.read_bytes()
-    except InputNotFound as exc:
-        raise _Vanished(location.url, exc.message) from exc
-
-
-def process(ctx: RunContext, config: AttemptConfig, attempt: AttemptRef, raw: bytes) -> AttemptPart:
-    """One attempt: its capture read, then the engine; the part to write."""
+def process(config: AttemptConfig, attempt: AttemptRef, raw: bytes, capture: CaptureFiles | str | None) -> AttemptPart:
+    """One attempt through the engine, its capture already read; the part to write."""
     started = time.perf_counter()
     main_line = attempt.out_line if attempt.source == MAIN else None
-    capture = _capture_of(ctx, attempt)
     if isinstance(capture, str):
         outcome = unprocessed_attempt(raw, capture, config, main_line=main_line)
     else:
@@ -116,21 +112,48 @@ def _read_chunks(attempts: list[AttemptRef]) -> Iterator[list[AttemptRef]]:
         yield chunk
 
 
+@dataclass(frozen=True, slots=True)
+class _Fetched:
+    """One attempt with what was read for it ahead of processing (None capture when skipped)."""
+
+    attempt: AttemptRef
+    raw: bytes
+    skip: bool
+    capture: CaptureFiles | str | None
+
+
+def _fetch_cost(item: tuple[AttemptRef, bytes]) -> int:
+    """Bytes an attempt holds while it waits: its row and its capture."""
+    attempt, raw = item
+    return len(raw) + (attempt.capture.size if attempt.capture is not None else 0)
+
+
 def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool) -> GroupSummary:
     """Process one contiguous group of attempts from one input file; write one part each.
 
     ``check_existing`` (resume, task retry) keeps the parts already written for this
-    fingerprint. Runs in the group task's thread or in a worker process of the attempt pool.
+    fingerprint. Captures (and the resume check) are fetched ahead in a bounded window while
+    attempts are processed in order. Runs in the group task's thread or in a worker process of
+    the attempt pool.
     """
     started = time.perf_counter()
     summary = GroupSummary()
     config = ctx.attempt_config
-    for attempt, raw in _group_rows(ctx, attempts):
+
+    def fetch(item: tuple[AttemptRef, bytes]) -> _Fetched:
+        attempt, raw = item
         location = part_location(ctx.run_dir, attempt.source, attempt.line)
         if check_existing and current_part(location, attempt.fingerprint):
+            return _Fetched(attempt, raw, True, None)
+        return _Fetched(attempt, raw, False, _capture_of(ctx, attempt))
+
+    rows = _group_rows(ctx, attempts)
+    for fetched in ordered_prefetch(fetch, rows, window=CAPTURE_WINDOW, cost=_fetch_cost, budget=CAPTURE_BUDGET_BYTES):
+        if fetched.skip:
             summary.skipped += 1
             continue
-        location.write_bytes(encode_part(process(ctx, config, attempt, raw)))
+        part = process(config, fetched.attempt, fetched.raw, fetched.capture)
+        part_location(ctx.run_dir, fetched.attempt.source, fetched.attempt.line).write_bytes(encode_part(part))
         summary.processed += 1
     summary.seconds = time.perf_counter() - started
     return summary
