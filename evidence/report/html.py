@@ -13,6 +13,7 @@ from typing import Any
 
 from evidence.capabilities import DIMENSION_LABELS
 from evidence.report.context import ReportContext
+from evidence.report.page import definition_list, html_page, table_html
 from evidence.report.svg import histogram_svg
 from evidence.report.tables import (
     Table,
@@ -27,19 +28,6 @@ from evidence.report.tables import (
 
 __all__ = ["render_report"]
 
-_CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem;color:#1b1f24;max-width:78rem}
-h1{font-size:1.5rem;margin-bottom:.25rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #d0d7de}
-table{border-collapse:collapse;margin:.5rem 0}th,td{border:1px solid #d0d7de;padding:.25rem .5rem;text-align:left}
-th{background:#f6f8fa}td.num{text-align:right}td.cap{text-align:center;white-space:nowrap}
-dl{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem}dt{font-weight:600}dd{margin:0}
-.verdicts{display:flex;gap:1rem}.verdict{border:1px solid #d0d7de;border-radius:6px;padding:.5rem 1rem}
-.verdict .count{font-size:1.4rem;font-weight:600;display:block}
-.histograms{display:flex;flex-wrap:wrap;gap:1.5rem}.histogram .bar{fill:#0969da}
-.histogram .axis{stroke:#57606a}.histogram text{font-size:11px;fill:#57606a}.histogram .h-title{font-weight:600}
-td.cap[data-status=full]{background:#dafbe1}td.cap[data-status=partial]{background:#fff8c5}
-td.cap[data-status=unavailable]{background:#ffebe9}.muted{color:#57606a}
-"""
 
 
 def render_report(context: ReportContext) -> str:
@@ -52,13 +40,7 @@ def render_report(context: ReportContext) -> str:
         _performance(context),
         _files(context.links),
     ]
-    title = escape(f"evidence-stage run {context.job_id} / {context.run_id}")
-    return (
-        "<!DOCTYPE html>\n"
-        f'<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<style>{_CSS}</style></head><body>\n" + "\n".join(sections) + "\n</body></html>\n"
-    )
+    return html_page(f"evidence-stage run {context.job_id} / {context.run_id}", sections)
 
 
 def _identity(context: ReportContext) -> str:
@@ -68,16 +50,16 @@ def _identity(context: ReportContext) -> str:
         "Started": context.started_at,
         "Finished": context.finished_at,
     }
-    return "<h1>evidence-stage run report</h1>\n" + _definition_list(facts, "identity")
+    return "<h1>evidence-stage run report</h1>\n" + definition_list(facts, "identity")
 
 
 def _inputs(context: ReportContext) -> str:
     parameters = {name: format_value(value) for name, value in context.parameters.items()}
     return (
         "<h2>Inputs</h2>\n"
-        + _definition_list(context.inputs, "inputs")
+        + definition_list(context.inputs, "inputs")
         + "<h2>Parameters</h2>\n"
-        + _definition_list(parameters, "parameters")
+        + definition_list(parameters, "parameters")
     )
 
 
@@ -90,7 +72,7 @@ def _health(summary: Mapping[str, Any] | None) -> str:
         for name, count in verdict_counts(summary).items()
     )
     findings = findings_table(summary)
-    top = _table(findings, "findings") if findings.rows else '<p class="muted">No findings.</p>'
+    top = table_html(findings, "findings") if findings.rows else '<p class="muted">No findings.</p>'
     return f'<h2>Health</h2>\n<div class="verdicts">{cards}</div>\n<h3>Top findings</h3>\n{top}'
 
 
@@ -114,7 +96,7 @@ def _matrix(capabilities: Mapping[str, Any] | None) -> str:
         f'<table id="capabilities"><thead><tr><th>Agent</th><th>Rollouts</th>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table>\n"
         "<h3>Shortfalls</h3>\n"
-        + (_table(gaps, "capability-gaps") if gaps.rows else '<p class="muted">None.</p>')
+        + (table_html(gaps, "capability-gaps") if gaps.rows else '<p class="muted">None.</p>')
     )
 
 
@@ -129,7 +111,7 @@ def _matrix_cell(agent: str, dimension: str, entry: Mapping[str, Any]) -> str:
 
 def _performance(context: ReportContext) -> str:
     perf = perf_table(context.perf_summary)
-    table = _table(perf, "perf-summary") if perf.rows else '<p class="muted">No perf_summary in this run.</p>'
+    table = table_html(perf, "perf-summary") if perf.rows else '<p class="muted">No perf_summary in this run.</p>'
     return (
         '<h2>Performance</h2>\n<div class="histograms">'
         + histogram_svg(context.latency_ms, title="Total latency per rollout", unit="ms")
@@ -141,14 +123,3 @@ def _performance(context: ReportContext) -> str:
 def _files(links: Iterable[tuple[str, str]]) -> str:
     items = "".join(f'<li><a href="{escape(href)}">{escape(label)}</a></li>' for label, href in links)
     return f'<h2>Files</h2>\n<ul id="files">{items}</ul>'
-
-
-def _definition_list(facts: Mapping[str, str], element_id: str) -> str:
-    items = "".join(f"<dt>{escape(name)}</dt><dd>{escape(str(value))}</dd>" for name, value in facts.items())
-    return f'<dl id="{element_id}">{items}</dl>'
-
-
-def _table(table: Table, element_id: str) -> str:
-    head = "".join(f"<th>{escape(header)}</th>" for header in table.headers)
-    body = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in table.rows)
-    return f'<table id="{element_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'

@@ -1,0 +1,52 @@
+"""The static page shell shared by ``report.html`` and ``compare.html``.
+
+One stylesheet and one way to write a table or a fact list, so both pages look alike and
+escape alike: every value that reaches a page goes through :func:`html.escape`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from html import escape
+
+from evidence.report.tables import Table
+
+__all__ = ["definition_list", "html_page", "table_html"]
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem;color:#1b1f24;max-width:78rem}
+h1{font-size:1.5rem;margin-bottom:.25rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #d0d7de}
+table{border-collapse:collapse;margin:.5rem 0}th,td{border:1px solid #d0d7de;padding:.25rem .5rem;text-align:left}
+th{background:#f6f8fa}td.num{text-align:right}td.cap{text-align:center;white-space:nowrap}
+dl{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem}dt{font-weight:600}dd{margin:0}
+.verdicts{display:flex;gap:1rem}.verdict{border:1px solid #d0d7de;border-radius:6px;padding:.5rem 1rem}
+.verdict .count{font-size:1.4rem;font-weight:600;display:block}
+.histograms{display:flex;flex-wrap:wrap;gap:1.5rem}.histogram .bar{fill:#0969da}
+.histogram .axis{stroke:#57606a}.histogram text{font-size:11px;fill:#57606a}.histogram .h-title{font-weight:600}
+td.cap[data-status=full]{background:#dafbe1}td.cap[data-status=partial]{background:#fff8c5}
+td.cap[data-status=unavailable]{background:#ffebe9}.muted{color:#57606a}
+.warning{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:.5rem 1rem}
+"""
+
+
+def html_page(title: str, sections: Iterable[str]) -> str:
+    """One self-contained HTML document (inline CSS, no script), ending with a newline."""
+    return (
+        "<!DOCTYPE html>\n"
+        f'<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<style>{_CSS}</style></head><body>\n" + "\n".join(sections) + "\n</body></html>\n"
+    )
+
+
+def definition_list(facts: Mapping[str, str], element_id: str) -> str:
+    """``<dl>`` of label -> value, both escaped."""
+    items = "".join(f"<dt>{escape(name)}</dt><dd>{escape(str(value))}</dd>" for name, value in facts.items())
+    return f'<dl id="{escape(element_id)}">{items}</dl>'
+
+
+def table_html(table: Table, element_id: str) -> str:
+    """``<table>`` with the table's headers and rows, every cell escaped."""
+    head = "".join(f"<th>{escape(header)}</th>" for header in table.headers)
+    body = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in table.rows)
+    return f'<table id="{escape(element_id)}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
