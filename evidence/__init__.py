@@ -38,6 +38,16 @@ from evidence.attempt import (
 from evidence.capabilities import build_capabilities, capability_digest, histogram_values
 from evidence.capture import CaptureFiles, CaptureLookup, read_capture
 from evidence.collect import CollectedRow, collect_row
+from evidence.compare import (
+    Comparison,
+    RunEvidence,
+    compare_markdown,
+    compare_runs,
+    comparison_json,
+    render_compare,
+    rollout_facts,
+    verdict_facts,
+)
 from evidence.errors import AtifExportError, EvidenceError, RowRejected
 from evidence.health import (
     SUMMARY_NAME,
@@ -75,6 +85,7 @@ __all__ = [
     "CaptureFiles",
     "CaptureLookup",
     "CollectedRow",
+    "Comparison",
     "EvidenceError",
     "Exporter",
     "FirstKeyWins",
@@ -86,6 +97,7 @@ __all__ = [
     "ReportContext",
     "RowDigest",
     "RowRejected",
+    "RunEvidence",
     "SUMMARY_NAME",
     "Status",
     "UnknownHealthCheck",
@@ -98,6 +110,9 @@ __all__ = [
     "capture_rollout_id",
     "check_capture_file_id",
     "collect_row",
+    "compare_markdown",
+    "compare_runs",
+    "comparison_json",
     "compute_perf_summary",
     "config_error_message",
     "convert_orjson_row",
@@ -121,12 +136,15 @@ __all__ = [
     "process_attempt",
     "read_capture",
     "rejected_rows_message",
+    "render_compare",
     "render_report",
+    "rollout_facts",
     "rollouts_not_found_message",
     "success_lines",
     "summary_input",
     "trajectory_identity",
     "unprocessed_attempt",
+    "verdict_facts",
     "verdict_line",
     "verdict_order",
 ]

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from flows.params import StageParams, TaskRunnerKind, config_fingerprint
 from flows.stage import output_params, stage_flow
+from tasks.compare import compare_with_previous, previous_complete_run
 from tasks.jobs import DEFAULT_CAPTURE_DIR, DEFAULT_EXCLUDE_GLOBS, DEFAULT_ROLLOUTS_GLOB, FoundJob, JobLayout, find_jobs, input_fingerprint, latest_manifest
 from tasks.naming import new_run_id
 from tasks.storage import Location
@@ -47,6 +48,9 @@ class BatchParams(BaseModel):
         default=list(DEFAULT_EXCLUDE_GLOBS), title="Excluded file globs", description="Files that are never rollouts files (sidecars, Gym's own outputs)."
     )
     capture_dir_name: str = Field(default=DEFAULT_CAPTURE_DIR, title="Capture directory name", description="The folder that marks a job folder.")
+    compare_previous: bool = Field(
+        default=False, title="Compare with the previous run", description="Compare each processed job with its previous complete run (artifact + compare files)."
+    )
     ignored_checks: list[str] = _as_in_stage("ignored_checks")
     atif_all_or_nothing: bool = _as_in_stage("atif_all_or_nothing")
     attempts_per_task: int | None = _as_in_stage("attempts_per_task")
@@ -88,7 +92,10 @@ def stage_job(job: FoundJob, params: BatchParams) -> dict[str, Any]:
         reason, latest_run_id = ("forced", None) if params.force else freshness(job, job_params)
         if reason is None:
             return {**entry, "status": SKIPPED, "reason": "complete for the same inputs and config", "run_id": latest_run_id}
+        previous = previous_complete_run(Location(params.output, params.storage_options), job.job_id)
         result = stage_flow(job_params)
+        if params.compare_previous:
+            entry["compare"] = compare_with_previous(previous, result["run_dir"], job.job_id)
     except Exception as exc:  # noqa: BLE001 - one job's failure is recorded, the batch goes on
         get_run_logger().error("job %s failed: %s", job.job_id, exc)
         return {**entry, "status": FAILED, "reason": f"{type(exc).__name__}: {exc}"}

@@ -3,6 +3,7 @@
 - ``evidence-stage/on-eval-complete``: runs the job flow when an evaluation script emits
   ``gym.eval.completed`` (``evidence-stage notify``); the event payload becomes the parameters.
 - ``evidence-stage/manual``: no schedule; reruns from the UI form or ``prefect deployment run``.
+- ``evidence-stage/compare``: no schedule; compares two run directories (its own form).
 - ``evidence-stage/sweep``: the bucket flow on a cron, so jobs nobody announced (or whose
   inputs or config changed) are processed too.
 
@@ -22,6 +23,7 @@ from prefect.types.entrypoint import EntrypointType
 from pydantic import BaseModel, ConfigDict, Field
 
 from flows.batch import batch_flow
+from flows.compare import compare_flow
 from flows.stage import stage_flow
 from tasks.naming import canonical_url, job_id_for
 
@@ -36,6 +38,7 @@ class SweepConfig(BaseModel):
     cron: str = Field(description="Cron expression (UTC) of the sweep.")
     prefix: str = Field(description="URL under which job folders are found.")
     max_concurrency: int = Field(default=2, ge=1, le=64, description="Jobs processed at the same time.")
+    compare_previous: bool = Field(default=False, description="Compare each processed job with its previous complete run.")
 
 
 class ServeConfig(BaseModel):
@@ -82,6 +85,7 @@ def sweep_parameters(config: ServeConfig, sweep: SweepConfig) -> dict[str, Any]:
             "prefix": sweep.prefix,
             "output": config.output,
             "max_concurrency": sweep.max_concurrency,
+            "compare_previous": sweep.compare_previous,
             "storage_options": config.storage_options,
         }
     }
@@ -99,6 +103,9 @@ def build_deployments(config: ServeConfig) -> list[RunnerDeployment]:
         ),
         stage_flow.to_deployment(
             name="manual", description="Reruns with chosen parameters (UI form or prefect deployment run).", entrypoint_type=EntrypointType.MODULE_PATH
+        ),
+        compare_flow.to_deployment(
+            name="compare", description="Compares two run directories (UI form or prefect deployment run).", entrypoint_type=EntrypointType.MODULE_PATH
         ),
     ]
     if config.sweep is not None:

@@ -18,7 +18,7 @@ from prefect import task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from evidence.compare import (
+from evidence import (
     Comparison,
     RunEvidence,
     compare_markdown,
@@ -29,7 +29,9 @@ from evidence.compare import (
     verdict_facts,
 )
 from tasks.attempt import perf_group
+from tasks.jobs import latest_manifest
 from tasks.retry import retry_on_transient
+from tasks.runs import run_dir_of
 from tasks.storage import InputNotFound, Location
 
 @dataclass(frozen=True)
@@ -82,8 +84,8 @@ def read_run(run_dir: Location) -> RunEvidence:
 
 def default_output(run_a: Location, run_b: Location) -> Location:
     """``<job dir of B>/compare/<run A>--<run B>/`` for runs in the stage's layout, else beside B."""
-    runs = run_b.parent
-    base = runs.parent if runs.name == "runs" else runs
+    runs = run_b.parent()
+    base = runs.parent() if runs.name == "runs" else runs
     return base.child("compare", f"{run_a.name}--{run_b.name}")
 
 
@@ -118,3 +120,19 @@ def publish_comparison(result: CompareResult, key: str = "evidence-stage-compare
 def artifact_key(text: str) -> str:
     """Prefect artifact keys allow lowercase letters, digits and dashes only."""
     return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+
+
+def previous_complete_run(output: Location, job_id: str) -> Location | None:
+    """The job's ``LATEST`` complete run directory (None when it has none): what a new run of
+    the job is compared with."""
+    manifest = latest_manifest(output, job_id)
+    return None if manifest is None else run_dir_of(output, job_id, manifest["run"]["run_id"])
+
+
+def compare_with_previous(previous: Location | None, run_dir: str, job_id: str) -> dict[str, Any] | None:
+    """Compare a job's new run with its previous complete run and attach it to the flow run."""
+    if previous is None:
+        return None
+    result = compare_task(previous, Location(run_dir, previous.options))
+    publish_comparison(result, key=f"evidence-stage-compare-{job_id}")
+    return {"status": result.status, "trusted": result.trusted, "changed": result.changed, "output": result.output}

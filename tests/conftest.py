@@ -82,3 +82,12 @@ def memfs() -> Iterator[None]:
     yield
     fs.store.clear()
     fs.pseudo_dirs[:] = [""]
+
+
+@pytest.fixture(scope="session")
+def compared_runs(tmp_path_factory: pytest.TempPathFactory, prefect_server: str) -> object:
+    """Three stage runs of one generated job: a run, a rerun, a run after known input changes
+    (``tests/compared_runs.py``)."""
+    from tests.compared_runs import make_compared_runs
+
+    return make_compared_runs(tmp_path_factory.mktemp("compared"))

@@ -7,13 +7,14 @@ the models the calls reached, so two large runs fit in memory side by side.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from evidence.capabilities.values import as_dict, dicts, is_number
+from evidence.capabilities.values import as_dict, dicts
 
 __all__ = ["METRICS", "RolloutFacts", "VerdictFacts", "rollout_facts", "verdict_facts"]
 
@@ -85,12 +86,13 @@ def rollout_facts(row: Mapping[str, Any], group: str) -> RolloutFacts:
 
 def _as_float(value: Any) -> float | None:
     """A finite number as a float; an integer beyond the float range counts as no value."""
-    if not is_number(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:
-        return float(value)
+        number = float(value)
     except OverflowError:
         return None
+    return number if math.isfinite(number) else None
 
 
 def verdict_facts(line: Mapping[str, Any]) -> VerdictFacts:

@@ -24,7 +24,7 @@ from evidence.compare.tables import (
     trust_table,
     verdict_table,
 )
-from evidence.report.markdown import table_markdown
+from evidence.report.markdown import markdown_text, table_markdown
 from evidence.report.page import html_page, table_html
 from evidence.report.tables import Table
 
@@ -70,7 +70,7 @@ def compare_markdown(comparison: Comparison) -> str:
     for heading, tables in _sections(comparison):
         parts.append(f"## {heading}\n\n" + "\n".join(_markdown_table(t) for _, t in tables))
     parts.append("## Reward and perf per group\n")
-    parts += [f"### {name or '(empty group name)'}\n\n" + _markdown_table(t) for name, t in _groups(comparison)]
+    parts += [f"### {markdown_text(name or '(empty group name)')}\n\n" + _markdown_table(t) for name, t in _groups(comparison)]
     parts.append(_bootstrap_note(comparison) + "\n")
     return "\n".join(parts)
 

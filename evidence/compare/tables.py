@@ -100,7 +100,8 @@ def coverage_table(comparison: Comparison) -> Table:
     ignored = comparison.health.ignored_checks
     rows = [("ignored checks", _names(ignored["a"]), _names(ignored["b"]))]
     rows += [(check, _coverage(c["a"]), _coverage(c["b"])) for check, c in comparison.health.coverage.items()]
-    return Table(("Check", "A", "B"), tuple(rows))
+    counts = "evaluated / unobserved / ignored"
+    return Table(("Check", f"A: {counts}", f"B: {counts}"), tuple(rows))
 
 
 def group_table(group: GroupChange) -> Table:

@@ -24,6 +24,7 @@ __all__ = [
     "capabilities_markdown",
     "capability_table_rows",
     "health_markdown",
+    "markdown_text",
     "perf_markdown",
     "report_markdown",
     "table_markdown",
@@ -92,8 +93,9 @@ def report_markdown(context: ReportContext) -> str:
 
 
 def _row(cells: tuple[str, ...]) -> str:
-    return "| " + " | ".join(_cell(cell) for cell in cells) + " |"
+    return "| " + " | ".join(markdown_text(cell) for cell in cells) + " |"
 
 
-def _cell(text: str) -> str:
+def markdown_text(text: str) -> str:
+    """Untrusted text made inert in markdown: HTML escaped, no pipe or line break can break a table."""
     return escape(text, quote=False).replace("|", "\\|").replace("\r", " ").replace("\n", " ")

@@ -16,6 +16,9 @@ def register(subcommands: Any) -> None:
     parser.add_argument("prefix", help="URL under which job folders are found, e.g. s3://bucket/evals")
     parser.add_argument("--output", required=True, help="output root URL")
     parser.add_argument("--force", action="store_true", help="process every job, even current ones")
+    parser.add_argument(
+        "--compare-previous", action="store_true", help="compare each processed job with its previous complete run (compare.json/.md/.html, artifact)"
+    )
     parser.add_argument("--max-concurrency", type=int, help="jobs processed at the same time (default 2)")
     parser.add_argument("--rollouts-glob", help=f"rollouts file name glob (default {DEFAULT_ROLLOUTS_GLOB!r})")
     parser.add_argument(

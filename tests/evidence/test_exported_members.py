@@ -21,6 +21,8 @@ EXPECTED = {
     "perf_markdown", "read_capture", "rejected_rows_message", "render_report",
     "rollouts_not_found_message", "success_lines", "summary_input", "trajectory_identity",
     "verdict_line", "verdict_order",
+    "Comparison", "RunEvidence", "compare_markdown", "compare_runs", "comparison_json", "render_compare", "rollout_facts",
+    "verdict_facts",
 }
 
 

@@ -1,0 +1,182 @@
+"""evidence.compare on hand-made evidence: pairing, the bootstrap, trust, status, rendering."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from typing import Any
+
+import pytest
+
+from evidence.compare import (
+    NO_CHANGE,
+    RunEvidence,
+    compare_markdown,
+    compare_runs,
+    comparison_json,
+    render_compare,
+    rollout_facts,
+    verdict_facts,
+)
+from evidence.compare.bootstrap import paired_bootstrap
+from evidence.compare.pairing import pair_by_key
+
+HOSTILE = '<script>alert("x")</script>|&'
+
+
+def row(task: Any, rollout: Any, *, reward: float = 0.0, agent: str = "agent", model: str = "m1", **extra: Any) -> dict[str, Any]:
+    return {
+        "_ng_task_index": task,
+        "_ng_rollout_index": rollout,
+        "reward": reward,
+        "agent_ref": {"name": agent},
+        "ng_perf": {"prompt_tokens": 100, "completion_tokens": 10, "total_latency_ms": 1000.0},
+        "ng_model_call_capture": {"calls": [{"model": model}]},
+        **extra,
+    }
+
+
+def evidence(rows: list[dict[str, Any]], **documents: Any) -> RunEvidence:
+    verdicts = [{"_ng_task_index": r["_ng_task_index"], "_ng_rollout_index": r["_ng_rollout_index"], "verdict": "healthy", "findings": []} for r in rows]
+    fields: dict[str, Any] = {
+        "location": "memory://out/job/runs/r1",
+        "manifest": {"run": {"job_id": "job", "run_id": "r1"}, "config_fingerprint": "f1", "parameters": {"session_id": "s"}},
+        "quality_summary": None,
+        "perf_summary": {"run": {}, "groups": {"agent": {}}},
+        "capabilities": None,
+        "gate": None,
+        "accounting": None,
+        "rollouts": [rollout_facts(r, r["agent_ref"]["name"]) for r in rows],
+        "verdicts": [verdict_facts(v) for v in documents.pop("verdict_lines", verdicts)],
+        "atif_accepted": [],
+        "atif_rejections": [],
+    }
+    return RunEvidence(**{**fields, **documents})
+
+
+def test_pairing_keeps_types_apart_and_pairs_repeated_keys_by_occurrence() -> None:
+    a = [rollout_facts(row(1, 0), "g"), rollout_facts(row(1, 0), "g"), rollout_facts(row("1", 0), "g"), rollout_facts(row(2, 0, stage_index=1), "g")]
+    b = [rollout_facts(row(1, 0, reward=1.0), "g"), rollout_facts(row(2, 0, stage_index=1), "g"), rollout_facts(row(2, 0), "g")]
+    pairs = pair_by_key(a, b)
+    assert [(x.label, y.label, y.values["reward"]) for x, y in pairs.paired] == [("1-0", "1-0", 1.0), ("2-0@1", "2-0@1", 0.0)]
+    assert [r.label for r in pairs.only_in_a] == ["1-0", "1-0"]  # the second (1, 0) and the string task "1"
+    assert pairs.only_in_a[1].key == ('"1"', "0")
+    assert [r.label for r in pairs.only_in_b] == ["2-0"]
+    assert (pairs.repeated_keys_a, pairs.repeated_keys_b) == (1, 0)
+
+
+def test_bootstrap_is_seeded_exact_for_constant_differences_and_bounded_by_task_means() -> None:
+    constant = paired_bootstrap({"0": [0.5, 0.5], "1": [0.5], "2": [0.5, 0.5, 0.5]}, seed=3)
+    assert (constant.pairs, constant.tasks, constant.delta, constant.low, constant.high) == (6, 3, 0.5, 0.5, 0.5)
+
+    spread = {str(task): [task**1.5, task**0.5] for task in range(10)}
+    first, again, other = (paired_bootstrap(spread, seed=s) for s in (7, 7, 8))
+    assert first == again
+    assert first != other
+    assert (first.pairs, first.tasks) == (20, 10)
+    assert first.delta == pytest.approx(sum(t**1.5 + t**0.5 for t in range(10)) / 20)
+    assert 0.0 < first.low < first.delta < first.high < 27.0
+    assert paired_bootstrap({}, seed=0).delta is None
+
+
+def test_identical_evidence_is_no_change_and_trusted() -> None:
+    rows = [row(t, r, reward=float(r % 2)) for t in range(3) for r in range(2)]
+    comparison = compare_runs(evidence(rows), evidence(rows))
+    assert (comparison.status, comparison.changed, comparison.trust.trusted) == (NO_CHANGE, [], True)
+    interval = comparison.groups["agent"].intervals["reward"]
+    assert (interval.delta, interval.low, interval.high, interval.tasks) == (0.0, 0.0, 0.0, 3)
+    assert comparison_json(comparison) == comparison_json(compare_runs(evidence(rows), evidence(rows)))
+
+
+def test_reward_model_and_pairing_changes_are_named() -> None:
+    a_rows = [row(t, r, reward=0.0) for t in range(2) for r in range(2)]
+    b_rows = [row(t, r, reward=1.0, model="m2") for t in range(2) for r in range(2)][:-1]
+    comparison = compare_runs(evidence(a_rows), evidence(b_rows))
+    assert comparison.changed == ["pairing", "rewards", "models"]
+    group = comparison.groups["agent"]
+    assert (group.rollouts.a, group.rollouts.b, group.rollouts.delta, group.paired, group.rewards_changed) == (4, 3, -1, 3, 3)
+    assert (group.mean_reward.a, group.mean_reward.b, group.mean_reward.delta) == (0.0, 1.0, 1.0)
+    assert group.models == {"a": ["m1"], "b": ["m2"]}
+    assert (comparison.pairing.only_in_a, comparison.pairing.only_in_a_rollouts) == (1, ["1-1"])
+
+
+def test_health_transitions_and_flips_per_check() -> None:
+    rows = [row(0, 0), row(0, 1)]
+    lines_a = [
+        {"_ng_task_index": 0, "_ng_rollout_index": 0, "verdict": "healthy", "findings": []},
+        {"_ng_task_index": 0, "_ng_rollout_index": 1, "verdict": "unhealthy", "findings": [{"check": "model_call_failed"}]},
+    ]
+    lines_b = [
+        {"_ng_task_index": 0, "_ng_rollout_index": 0, "verdict": "unhealthy", "findings": [{"check": "agent_turn_hollow"}]},
+        {"_ng_task_index": 0, "_ng_rollout_index": 1, "verdict": "unobserved", "findings": []},
+    ]
+    summary_a = {"run": {"ignored_checks": [], "issues": {"agent_turn_hollow": 0, "model_call_failed": 1}}, "tasks": {"0": {"flags": []}}}
+    summary_b = {"run": {"ignored_checks": ["rollout_token_count_mismatch"], "issues": {"agent_turn_hollow": 1, "model_call_failed": 0}}, "tasks": {"0": {"flags": ["task_consistently_unhealthy"]}}}
+    summary_b["run"]["issues"]["task_consistently_unhealthy"] = 1
+    health = compare_runs(
+        evidence(rows, verdict_lines=lines_a, quality_summary=summary_a), evidence(rows, verdict_lines=lines_b, quality_summary=summary_b)
+    ).health
+    assert health.transitions == {
+        "healthy": {"healthy": 0, "unhealthy": 1, "unobserved": 0},
+        "unhealthy": {"healthy": 0, "unhealthy": 0, "unobserved": 1},
+        "unobserved": {"healthy": 0, "unhealthy": 0, "unobserved": 0},
+    }
+    hollow, failed, task = (health.checks[c] for c in ("agent_turn_hollow", "model_call_failed", "task_consistently_unhealthy"))
+    assert (hollow.a, hollow.b, hollow.delta, hollow.flagged_rollouts, hollow.cleared) == (0, 1, 1, ["0-0"], 0)
+    assert (failed.delta, failed.flagged, failed.cleared_rollouts) == (-1, 0, ["0-1"])
+    assert (task.a, task.b, task.flagged_rollouts) == (None, 1, ["task 0"])
+    assert health.ignored_checks == {"a": [], "b": ["rollout_token_count_mismatch"]}
+
+
+def test_trust_gate_landed_share_capabilities_and_config() -> None:
+    rows = [row(0, 0)]
+    capabilities = {"agents": {"agent": {"dimensions": {"token_counts": {"status": "full", "complete": 1.0}}}}}
+    partial = {"agents": {"agent": {"dimensions": {"token_counts": {"status": "partial", "complete": 0.5}}}}}
+    a = evidence(rows, capabilities=capabilities, accounting={"expected": 10, "landed": 10}, gate={"passed": True})
+    b = evidence(
+        rows,
+        capabilities=partial,
+        accounting={"expected": 10, "landed": 8},
+        gate={"status": "failed"},
+        manifest={"run": {"job_id": "job", "run_id": "r2"}, "config_fingerprint": "f2", "parameters": {"session_id": "t"}},
+    )
+    comparison = compare_runs(a, b)
+    assert (comparison.a.gate, comparison.b.gate, comparison.a.landed_share, comparison.b.landed_share) == ("passed", "failed", 1.0, 0.8)
+    assert not comparison.trust.trusted
+    issues = [(i.code, i.side) for i in comparison.trust.issues]
+    assert issues == [("gate_failed", "b"), ("landed_share_lower", "b"), ("capability_changed", None), ("config_differs", None)]
+    details = [i.detail for i in comparison.trust.issues]
+    assert "Token counts went \u2705 \u2192 \U0001f7e1" in details[2]
+    assert "session_id" in details[3]
+    assert evidence(rows).gate is None and compare_runs(evidence(rows), evidence(rows)).a.gate == "unknown"
+
+
+class _Groups(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.groups: list[str] = []
+        self.scripts = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if "data-group" in found:
+            self.groups.append(found["data-group"] or "")
+        self.scripts += tag == "script"
+
+
+def test_page_and_markdown_name_every_group_and_escape_values() -> None:
+    rows = [row(0, 0, agent=HOSTILE), row(1, 0, agent="plain")]
+    comparison = compare_runs(evidence(rows), evidence(rows))
+    page = render_compare(comparison)
+    reader = _Groups()
+    reader.feed(page)
+    assert reader.groups == ["(whole run)", *sorted(["agent", "plain", HOSTILE])]  # "agent": a perf_summary group
+    assert reader.scripts == 0 and HOSTILE not in page
+    markdown = compare_markdown(comparison)
+    assert "### plain" in markdown and "<script>" not in markdown
+    assert json.loads(comparison_json(comparison))["status"] == NO_CHANGE
+
+
+@pytest.mark.parametrize("value", [True, "1", None, 10**400])
+def test_rollout_facts_skip_values_that_are_not_finite_numbers(value: Any) -> None:
+    assert "reward" not in rollout_facts(row(0, 0, reward=value), "g").values
