@@ -7,12 +7,11 @@ the models the calls reached, so two large runs fit in memory side by side.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-import orjson
 
 from evidence.capabilities.values import as_dict, dicts
 
@@ -59,13 +58,13 @@ def rollout_key(record: Mapping[str, Any]) -> RolloutKey:
     """(``_ng_task_index``, ``_ng_rollout_index``[, ``stage_index``]) as JSON texts.
 
     JSON texts keep types apart (``1``, ``1.0``, ``"1"`` and ``true`` are different tasks), as
-    the stage compares rows. ``stage_index``, the third part of 0.7.0's rollout identity, takes
+    the stage compares rows; the standard encoder writes integers of any width. ``stage_index``, the third part of 0.7.0's rollout identity, takes
     part only where present, as in the verdict file.
     """
     parts = [record.get("_ng_task_index"), record.get("_ng_rollout_index")]
     if record.get("stage_index") is not None:
         parts.append(record["stage_index"])
-    return tuple(orjson.dumps(part, option=orjson.OPT_SORT_KEYS).decode() for part in parts)
+    return tuple(json.dumps(part, sort_keys=True, ensure_ascii=False) for part in parts)
 
 
 def _label(key: RolloutKey) -> str:

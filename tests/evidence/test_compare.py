@@ -61,6 +61,8 @@ def test_pairing_keeps_types_apart_and_pairs_repeated_keys_by_occurrence() -> No
     assert [(x.label, y.label, y.values["reward"]) for x, y in pairs.paired] == [("1-0", "1-0", 1.0), ("2-0@1", "2-0@1", 0.0)]
     assert [r.label for r in pairs.only_in_a] == ["1-0", "1-0"]  # the second (1, 0) and the string task "1"
     assert pairs.only_in_a[1].key == ('"1"', "0")
+    wide = rollout_facts(row(2**70, 0), "g")
+    assert (wide.key, wide.label) == ((str(2**70), "0"), f"{2**70}-0")
     assert [r.label for r in pairs.only_in_b] == ["2-0"]
     assert (pairs.repeated_keys_a, pairs.repeated_keys_b) == (1, 0)
 
