@@ -36,4 +36,4 @@ def compare_flow(params: CompareParams) -> dict[str, Any]:
     result = compare_task(Location(params.run_a, options), Location(params.run_b, options), output, seed=params.seed)
     publish_comparison(result)
     get_run_logger().info("comparison %s (trusted: %s) at %s", result.status, result.trusted, result.output)
-    return {"status": result.status, "trusted": result.trusted, "changed": result.changed, "output": result.output}
+    return result.summary()

@@ -34,6 +34,7 @@ from tasks.retry import retry_on_transient
 from tasks.runs import run_dir_of
 from tasks.storage import InputNotFound, Location
 
+
 @dataclass(frozen=True)
 class CompareResult:
     """What a comparison wrote and its verdict, small enough to return from a task."""
@@ -43,6 +44,10 @@ class CompareResult:
     changed: list[str]
     output: str
     markdown: str
+
+    def summary(self) -> dict[str, Any]:
+        """The verdict and where the files are (a flow's return value, a batch entry's ``compare``)."""
+        return {"status": self.status, "trusted": self.trusted, "changed": self.changed, "output": self.output}
 
 
 def _json_or_none(location: Location) -> Any:
@@ -135,4 +140,4 @@ def compare_with_previous(previous: Location | None, run_dir: str, job_id: str) 
         return None
     result = compare_task(previous, Location(run_dir, previous.options))
     publish_comparison(result, key=f"evidence-stage-compare-{job_id}")
-    return {"status": result.status, "trusted": result.trusted, "changed": result.changed, "output": result.output}
+    return result.summary()

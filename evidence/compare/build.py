@@ -17,11 +17,13 @@ from evidence.compare.groups import group_change
 from evidence.compare.health import health_change
 from evidence.compare.model import (
     AtifChange,
+    CapabilityChange,
     Change,
     Comparison,
     GroupChange,
     HealthChange,
     PairingCounts,
+    Side,
     limited,
     same,
 )
@@ -49,20 +51,7 @@ def compare_runs(a: RunEvidence, b: RunEvidence, *, seed: int = 0) -> Comparison
     capabilities = capability_changes(a.capabilities, b.capabilities)
     atif = atif_change(a, b)
     sides = (side_of(a), side_of(b))
-    changed = [
-        name
-        for name, differs in (
-            ("pairing", bool(pairs.only_in_a or pairs.only_in_b)),
-            ("health", _health_differs(health)),
-            ("rewards", any(g.rewards_changed or not _same_change(g.mean_reward) for g in (run, *groups.values()))),
-            ("perf", any(not _same_change(c) for g in (run, *groups.values()) for c in g.perf.values())),
-            ("models", any(g.models["a"] != g.models["b"] for g in (run, *groups.values()))),
-            ("capabilities", bool(capabilities)),
-            ("atif", _atif_differs(atif)),
-            ("config", sides[0].config_fingerprint != sides[1].config_fingerprint),
-        )
-        if differs
-    ]
+    changed = _changed_sections(pairs, health, (run, *groups.values()), capabilities, atif, sides)
     return Comparison(
         status=CHANGED if changed else NO_CHANGE,
         changed=changed,
@@ -85,6 +74,28 @@ def compare_runs(a: RunEvidence, b: RunEvidence, *, seed: int = 0) -> Comparison
         atif=atif,
         bootstrap={"seed": seed, "resamples": RESAMPLES, "confidence": CONFIDENCE, "unit": "task"},
     )
+
+
+def _changed_sections(
+    pairs: Pairs[RolloutFacts],
+    health: HealthChange,
+    groups: Sequence[GroupChange],
+    capabilities: Sequence[CapabilityChange],
+    atif: AtifChange,
+    sides: tuple[Side, Side],
+) -> list[str]:
+    """The sections in which B differs from A, in page order (empty: no change)."""
+    differs = {
+        "pairing": bool(pairs.only_in_a or pairs.only_in_b),
+        "health": _health_differs(health),
+        "rewards": any(g.rewards_changed or not _same_change(g.mean_reward) for g in groups),
+        "perf": any(not _same_change(c) for g in groups for c in g.perf.values()),
+        "models": any(g.models["a"] != g.models["b"] for g in groups),
+        "capabilities": bool(capabilities),
+        "atif": _atif_differs(atif),
+        "config": sides[0].config_fingerprint != sides[1].config_fingerprint,
+    }
+    return [name for name, changed in differs.items() if changed]
 
 
 def comparison_json(comparison: Comparison) -> bytes:

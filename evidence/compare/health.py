@@ -29,11 +29,11 @@ def health_change(a: RunEvidence, b: RunEvidence) -> HealthChange:
     run_a, run_b = _run(a.quality_summary), _run(b.quality_summary)
     issues_a, issues_b = as_dict(run_a.get("issues")), as_dict(run_b.get("issues"))
     tasks_a, tasks_b = _task_flags(a.quality_summary), _task_flags(b.quality_summary)
+    shared = [task for task in tasks_a if task in tasks_b]
     checks = {}
     for check in dict.fromkeys([*issues_a, *issues_b]):
         flagged = [y.label for x, y in verdict_pairs if check in y.checks and check not in x.checks]
         cleared = [y.label for x, y in verdict_pairs if check in x.checks and check not in y.checks]
-        shared = [task for task in tasks_a if task in tasks_b]
         flagged += [f"task {t}" for t in shared if check in tasks_b[t] and check not in tasks_a[t]]
         cleared += [f"task {t}" for t in shared if check in tasks_a[t] and check not in tasks_b[t]]
         counts = change(_count(a, issues_a, check), _count(b, issues_b, check))
