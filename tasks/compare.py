@@ -28,7 +28,6 @@ from evidence import (
     rollout_facts,
     verdict_facts,
 )
-from tasks.attempt import perf_group
 from tasks.jobs import latest_manifest
 from tasks.retry import retry_on_transient
 from tasks.runs import run_dir_of
@@ -78,7 +77,7 @@ def read_run(run_dir: Location) -> RunEvidence:
         capabilities=_json_or_none(run_dir.child("capabilities.json")),
         gate=_json_or_none(run_dir.child("gate.json")),
         accounting=_json_or_none(run_dir.child("accounting.json")),
-        rollouts=[rollout_facts(row, perf_group(row)) for row in _objects(run_dir.child("rollouts.jsonl"))],
+        rollouts=[rollout_facts(row) for row in _objects(run_dir.child("rollouts.jsonl"))],
         verdicts=[verdict_facts(line) for line in _objects(run_dir.child("health", "rollout_verdicts.jsonl"))],
         atif_accepted=[
             f"{line.get('_ng_task_index')}-{line.get('_ng_rollout_index')}" for line in _objects(run_dir.child("atif", "manifest.jsonl"))

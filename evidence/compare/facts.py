@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evidence.capabilities.values import as_dict, dicts
+from evidence.perf_summary import perf_group
 
 __all__ = ["METRICS", "RolloutFacts", "VerdictFacts", "rollout_facts", "verdict_facts"]
 
@@ -72,15 +73,15 @@ def _label(key: RolloutKey) -> str:
     return "-".join(texts[:2]) + (f"@{texts[2]}" if len(texts) > 2 else "")
 
 
-def rollout_facts(row: Mapping[str, Any], group: str) -> RolloutFacts:
-    """The facts of one enriched main row; ``group`` is its perf_summary group."""
+def rollout_facts(row: dict[str, Any]) -> RolloutFacts:
+    """The facts of one enriched main row (its group is the one perf_summary puts it in)."""
     perf = as_dict(row.get("ng_perf"))
     sources = {"reward": row.get("reward"), **{name: perf.get(name) for name in METRICS[1:]}}
     values = {name: number for name, value in sources.items() if (number := _as_float(value)) is not None}
     calls = dicts(as_dict(row.get("ng_model_call_capture")).get("calls"))
     models = tuple(sorted({call["model"] for call in calls if isinstance(call.get("model"), str)}))
     key = rollout_key(row)
-    return RolloutFacts(key=key, task=key[0], label=_label(key), group=group, values=values, models=models)
+    return RolloutFacts(key=key, task=key[0], label=_label(key), group=perf_group(row), values=values, models=models)
 
 
 def _as_float(value: Any) -> float | None:

@@ -46,7 +46,7 @@ def evidence(rows: list[dict[str, Any]], **documents: Any) -> RunEvidence:
         "capabilities": None,
         "gate": None,
         "accounting": None,
-        "rollouts": [rollout_facts(r, r["agent_ref"]["name"]) for r in rows],
+        "rollouts": [rollout_facts(r) for r in rows],
         "verdicts": [verdict_facts(v) for v in documents.pop("verdict_lines", verdicts)],
         "atif_accepted": [],
         "atif_rejections": [],
@@ -55,13 +55,13 @@ def evidence(rows: list[dict[str, Any]], **documents: Any) -> RunEvidence:
 
 
 def test_pairing_keeps_types_apart_and_pairs_repeated_keys_by_occurrence() -> None:
-    a = [rollout_facts(row(1, 0), "g"), rollout_facts(row(1, 0), "g"), rollout_facts(row("1", 0), "g"), rollout_facts(row(2, 0, stage_index=1), "g")]
-    b = [rollout_facts(row(1, 0, reward=1.0), "g"), rollout_facts(row(2, 0, stage_index=1), "g"), rollout_facts(row(2, 0), "g")]
+    a = [rollout_facts(row(1, 0)), rollout_facts(row(1, 0)), rollout_facts(row("1", 0)), rollout_facts(row(2, 0, stage_index=1))]
+    b = [rollout_facts(row(1, 0, reward=1.0)), rollout_facts(row(2, 0, stage_index=1)), rollout_facts(row(2, 0))]
     pairs = pair_by_key(a, b)
     assert [(x.label, y.label, y.values["reward"]) for x, y in pairs.paired] == [("1-0", "1-0", 1.0), ("2-0@1", "2-0@1", 0.0)]
     assert [r.label for r in pairs.only_in_a] == ["1-0", "1-0"]  # the second (1, 0) and the string task "1"
     assert pairs.only_in_a[1].key == ('"1"', "0")
-    wide = rollout_facts(row(2**70, 0), "g")
+    wide = rollout_facts(row(2**70, 0))
     assert (wide.key, wide.label) == ((str(2**70), "0"), f"{2**70}-0")
     assert [r.label for r in pairs.only_in_b] == ["2-0"]
     assert (pairs.repeated_keys_a, pairs.repeated_keys_b) == (1, 0)
@@ -181,4 +181,4 @@ def test_page_and_markdown_name_every_group_and_escape_values() -> None:
 
 @pytest.mark.parametrize("value", [True, "1", None, 10**400])
 def test_rollout_facts_skip_values_that_are_not_finite_numbers(value: Any) -> None:
-    assert "reward" not in rollout_facts(row(0, 0, reward=value), "g").values
+    assert "reward" not in rollout_facts(row(0, 0, reward=value)).values
