@@ -3,7 +3,8 @@
 Bytes, dicts and Pydantic models in; models and dicts out. No Prefect, no fsspec, no clock,
 no environment reads. Every NeMo Gym 0.7.0 contract the stage implements lives here:
 collection (``collect_row``: capture, join, ``ng_trajectory``, ``ng_perf``), health checks,
-``perf_summary``, the strict ATIF v1.7 export, and the measured capability matrix and report.
+``perf_summary``, the strict ATIF v1.7 export, the measured capability matrix and report, and
+the mapping of a finished run onto tracking stores (OpenTelemetry spans, MLflow metrics).
 Callers import from ``evidence``; the public surface below is pinned by a test.
 """
 
@@ -49,6 +50,19 @@ from evidence.compare import (
     verdict_facts,
 )
 from evidence.errors import AtifExportError, EvidenceError, RowRejected
+from evidence.export import (
+    RUN_KEY_TAG,
+    SERVICE_NAME,
+    RunDocuments,
+    RunRecord,
+    SpanModel,
+    TraceIdentity,
+    TraceModel,
+    TraceSkipped,
+    main_identities,
+    rollout_trace,
+    run_metrics,
+)
 from evidence.health import (
     SUMMARY_NAME,
     VERDICTS_NAME,
@@ -94,12 +108,20 @@ __all__ = [
     "PartError",
     "PerfDigest",
     "PerfSummaryFold",
+    "RUN_KEY_TAG",
     "ReportContext",
     "RowDigest",
     "RowRejected",
+    "RunDocuments",
     "RunEvidence",
+    "RunRecord",
+    "SERVICE_NAME",
     "SUMMARY_NAME",
+    "SpanModel",
     "Status",
+    "TraceIdentity",
+    "TraceModel",
+    "TraceSkipped",
     "UnknownHealthCheck",
     "VERDICTS_NAME",
     "build_capabilities",
@@ -127,6 +149,7 @@ __all__ = [
     "health_check_bytes",
     "health_markdown",
     "histogram_values",
+    "main_identities",
     "normalize_ignored_checks",
     "orjson_line",
     "output_created_message",
@@ -139,7 +162,9 @@ __all__ = [
     "render_compare",
     "render_report",
     "rollout_facts",
+    "rollout_trace",
     "rollouts_not_found_message",
+    "run_metrics",
     "success_lines",
     "summary_input",
     "trajectory_identity",

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from evidence.models.observations import ModelCallRef
 from evidence.models.trajectory import TrajectoryModelCall, TrajectoryRecord
 
-__all__ = ["attach_ng_perf", "build_ng_perf"]
+__all__ = ["attach_ng_perf", "build_ng_perf", "owned_calls"]
 
 # ng_perf key <- token_stats field, in output order
 _TOKEN_SUMS = (
@@ -52,7 +52,7 @@ def build_ng_perf(trajectory: Any, rollout_latency_ms: float | None) -> dict[str
         return None
     if not record.invocations:
         return None
-    owners = _owned_calls(record)
+    owners = owned_calls(record)
     owned_per_invocation = Counter(owners.values())
     turns_per_invocation = Counter(turn.invocation_id for turn in record.turns)
     invocation_ids = {invocation.invocation_id for invocation in record.invocations}
@@ -75,7 +75,7 @@ def build_ng_perf(trajectory: Any, rollout_latency_ms: float | None) -> dict[str
     return perf
 
 
-def _owned_calls(record: TrajectoryRecord) -> dict[int, str]:
+def owned_calls(record: TrajectoryRecord) -> dict[int, str]:
     """Position in ``record.model_calls`` -> invocation id of its unique, first-claiming ref."""
     by_id: dict[str, list[int]] = {}
     by_triple: dict[_Triple, list[int]] = {}

@@ -23,6 +23,8 @@ EXPECTED = {
     "verdict_line", "verdict_order",
     "Comparison", "RunEvidence", "compare_markdown", "compare_runs", "comparison_json", "render_compare", "rollout_facts",
     "verdict_facts",
+    "RUN_KEY_TAG", "SERVICE_NAME", "RunDocuments", "RunRecord", "SpanModel",
+    "TraceIdentity", "TraceModel", "TraceSkipped", "main_identities", "rollout_trace", "run_metrics",
 }
 
 

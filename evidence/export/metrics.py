@@ -1,0 +1,84 @@
+"""A run's figures as flat, named metrics (the names are documented in the README).
+
+| name | value |
+|---|---|
+| ``verdicts/<verdict>`` | main rollouts with that health verdict |
+| ``verdict_shares/<verdict>`` | the same over all verdicts (0..1) |
+| ``findings/<check>`` | rollouts (or tasks) the check flagged (``quality_summary`` issues) |
+| ``atif/files``, ``atif/rejections`` | ATIF files written, main rows refused |
+| ``perf/<field>`` | ``perf_summary.json`` run-level numbers |
+| ``perf_groups/<group>/<field>`` | the same per group |
+| ``accounting/<path>``, ``gate/<path>`` | every number in ``accounting.json`` / ``gate.json`` (objects flattened with ``/``; booleans 1/0; lists left out) |
+
+Only numbers a file holds become metrics: a null, a string or a missing file gives none.
+Name parts are reduced to the characters every MLflow store accepts (others become ``_``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["RunDocuments", "metric_part", "run_metrics"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.\- ]")
+_MAX_KEY = 250
+
+
+def metric_part(name: str) -> str:
+    """One path component of a metric name: safe characters, never empty, ``.`` or ``..``."""
+    safe = _UNSAFE.sub("_", name)
+    return "_" if safe in ("", ".", "..") else safe
+
+
+@dataclass(frozen=True, slots=True)
+class RunDocuments:
+    """The small run outputs the metrics come from (None: the file is absent)."""
+
+    manifest: Mapping[str, Any]
+    quality_summary: Mapping[str, Any] | None = None
+    perf_summary: Mapping[str, Any] | None = None
+    accounting: Mapping[str, Any] | None = None
+    gate: Mapping[str, Any] | None = None
+
+
+def run_metrics(documents: RunDocuments) -> dict[str, float]:
+    """Metric name -> value for one run, in a stable order."""
+    counts = documents.manifest["counts"]
+    metrics: dict[str, float] = {}
+    verdicts = counts["verdicts"]
+    total = sum(verdicts.values())
+    for verdict, count in sorted(verdicts.items()):
+        metrics[f"verdicts/{metric_part(verdict)}"] = count
+        if total:
+            metrics[f"verdict_shares/{metric_part(verdict)}"] = count / total
+    issues = (documents.quality_summary or {}).get("run", {}).get("issues", {})
+    metrics.update(_numbers(("findings",), issues))
+    metrics["atif/files"] = counts["atif_files"]
+    metrics["atif/rejections"] = counts["atif_rejections"]
+    perf = documents.perf_summary or {}
+    metrics.update(_numbers(("perf",), perf.get("run") or {}))
+    for group, summary in sorted((perf.get("groups") or {}).items()):
+        metrics.update(_numbers(("perf_groups", group), summary))
+    metrics.update(_numbers(("accounting",), documents.accounting or {}))
+    metrics.update(_numbers(("gate",), documents.gate or {}))
+    return metrics
+
+
+def _numbers(prefix: tuple[str, ...], document: Mapping[str, Any]) -> Iterator[tuple[str, float]]:
+    """Every finite number (booleans as 1/0) below ``document``, named by its path."""
+    for key, value in document.items():
+        path = (*prefix, key)
+        if isinstance(value, Mapping):
+            yield from _numbers(path, value)
+        elif isinstance(value, bool):
+            yield _name(path), int(value)
+        elif isinstance(value, (int, float)) and math.isfinite(value):
+            yield _name(path), value
+
+
+def _name(path: tuple[str, ...]) -> str:
+    return "/".join(metric_part(str(part)) for part in path)[:_MAX_KEY]

@@ -1,0 +1,80 @@
+"""Run metrics and params (``evidence.export``): names, values, and what is left out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evidence import RunDocuments, RunRecord, main_identities, run_metrics
+
+MANIFEST: dict[str, Any] = {
+    "run": {
+        "run_id": "20260101T000000Z-abcdef",
+        "job_id": "job-1",
+        "scope": "full",
+        "package_version": "0.1.0",
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "finished_at": "2026-01-01T00:00:02.500000+00:00",
+    },
+    "config_fingerprint": "c" * 64,
+    "inputs": {"fingerprint": "i" * 64},
+    "counts": {"verdicts": {"healthy": 3, "unhealthy": 1}, "atif_files": 3, "atif_rejections": 1},
+    "attempts": [
+        {"key": "main:1", "source": "main"},
+        {"key": "failures:1", "source": "failures"},
+        {"key": "main:3", "source": "main"},
+    ],
+}
+
+
+def test_metric_names_and_values() -> None:
+    documents = RunDocuments(
+        manifest=MANIFEST,
+        quality_summary={"run": {"issues": {"model_call_failed": 2, "agent_turn_hollow": 0}}},
+        perf_summary={
+            "run": {"total_prompt_tokens": 10, "mean_num_turns": 2.5, "median_cached_prompt_tokens": None},
+            "groups": {"chat/agent": {"total_prompt_tokens": 4}, "": {"total_prompt_tokens": 6}},
+        },
+        accounting={"expected": 5, "landed": 4, "lost_keys": [[1, 2]], "shards": {"rs0 chunk:1.jsonl": {"expected": None, "landed": 4}}},
+        gate={"passed": False, "limits": {"max_lost_share": {"limit": 0.1, "measured": 0.2, "passed": False}}, "reason": "lost"},
+    )
+    assert run_metrics(documents) == {
+        "verdicts/healthy": 3,
+        "verdict_shares/healthy": 0.75,
+        "verdicts/unhealthy": 1,
+        "verdict_shares/unhealthy": 0.25,
+        "findings/model_call_failed": 2,
+        "findings/agent_turn_hollow": 0,
+        "atif/files": 3,
+        "atif/rejections": 1,
+        "perf/total_prompt_tokens": 10,
+        "perf/mean_num_turns": 2.5,
+        "perf_groups/_/total_prompt_tokens": 6,
+        "perf_groups/chat_agent/total_prompt_tokens": 4,
+        "accounting/expected": 5,
+        "accounting/landed": 4,
+        "accounting/shards/rs0 chunk_1.jsonl/landed": 4,
+        "gate/passed": 0,
+        "gate/limits/max_lost_share/limit": 0.1,
+        "gate/limits/max_lost_share/measured": 0.2,
+        "gate/limits/max_lost_share/passed": 0,
+    }
+
+
+def test_absent_files_give_no_metrics_and_no_verdicts_give_no_shares() -> None:
+    manifest = {**MANIFEST, "counts": {"verdicts": {}, "atif_files": 0, "atif_rejections": 0}}
+    assert run_metrics(RunDocuments(manifest=manifest)) == {"atif/files": 0, "atif/rejections": 0}
+
+
+def test_run_record_and_trace_identities_come_from_the_manifest() -> None:
+    record = RunRecord.from_manifest(MANIFEST)
+    assert record.key == "job-1/20260101T000000Z-abcdef"
+    assert (record.started_ms, record.finished_ms) == (1767225600000, 1767225602500)
+    assert record.params == {
+        "job_id": "job-1",
+        "run_id": "20260101T000000Z-abcdef",
+        "scope": "full",
+        "config_fingerprint": "c" * 64,
+        "input_fingerprint": "i" * 64,
+        "package_version": "0.1.0",
+    }
+    assert [i.attempt_key for i in main_identities(MANIFEST)] == ["main:1", "main:3"]
