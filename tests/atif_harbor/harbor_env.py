@@ -7,14 +7,12 @@ once, and reused by later sessions.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.venvs import VenvUnavailable, private_venv
 
 __all__ = ["HARBOR_PACKAGES", "HarborUnavailable", "harbor_python"]
 
-REPO = Path(__file__).resolve().parents[2]
-VENV = REPO / ".venv-harbor"
 HARBOR_PACKAGES = (
     "harbor==0.25.0",
     "pydantic==2.14.3",
@@ -23,26 +21,9 @@ HARBOR_PACKAGES = (
     "annotated-types",
     "typing-inspection",
 )
-_MARKER = VENV / ".evidence-stage-packages"
-
-
-class HarborUnavailable(RuntimeError):
-    """The harbor venv could not be created (typically: no package index reachable)."""
+HarborUnavailable = VenvUnavailable
 
 
 def harbor_python() -> Path:
-    """The venv's interpreter, creating and filling the venv first when it is not ready."""
-    python = VENV / "bin" / "python"
-    wanted = "\n".join(HARBOR_PACKAGES)
-    if python.exists() and _MARKER.exists() and _MARKER.read_text() == wanted:
-        return python
-    steps = (
-        [sys.executable, "-m", "venv", str(VENV)],
-        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--ignore-requires-python", *HARBOR_PACKAGES],
-    )
-    for step in steps:
-        done = subprocess.run(step, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise HarborUnavailable(f"{' '.join(step[:4])} failed:\n{done.stderr[-2000:]}")
-    _MARKER.write_text(wanted)
-    return python
+    """The harbor venv's interpreter."""
+    return private_venv(".venv-harbor", HARBOR_PACKAGES, "--no-deps", "--ignore-requires-python") / "bin" / "python"
