@@ -71,3 +71,25 @@ def config_fingerprint(recorded: dict[str, Any]) -> str:
     """sha256 of the output-changing parameters of a run (its ``params.json`` values)."""
     chosen = {name: recorded.get(name) for name in OUTPUT_PARAMETERS}
     return hashlib.sha256(orjson.dumps(chosen, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+class MlflowExportParams(BaseModel):
+    """Export one finished run directory to an MLflow tracking server."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_dir: str = Field(title="Run directory", description="URL of a finished run directory (`<output>/<job-id>/runs/<run-id>`).")
+    tracking_uri: str = Field(title="MLflow tracking URI", description="http(s) URL of the MLflow server (its /v1/traces receives the traces).")
+    experiment: str = Field(default="evidence-stage", min_length=1, title="Experiment", description="MLflow experiment name (created when absent).")
+    storage_options: dict[str, Any] = Field(default_factory=dict, title="Storage options", description="fsspec options, e.g. endpoint_url.")
+
+
+class OtelExportParams(BaseModel):
+    """Export one finished run directory's rollout traces to an OTLP/HTTP endpoint."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_dir: str = Field(title="Run directory", description="URL of a finished run directory (`<output>/<job-id>/runs/<run-id>`).")
+    endpoint: str = Field(title="OTLP endpoint", description="OTLP/HTTP URL; `/v1/traces` is appended unless the URL ends with it.")
+    headers: dict[str, str] = Field(default_factory=dict, title="Headers", description="HTTP headers sent with every export request.")
+    storage_options: dict[str, Any] = Field(default_factory=dict, title="Storage options", description="fsspec options, e.g. endpoint_url.")

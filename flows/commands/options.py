@@ -10,11 +10,17 @@ import orjson
 from flows.params import TaskRunnerKind
 
 
-def storage_option(text: str) -> tuple[str, Any]:
-    """``key=value``; the value is parsed as JSON when it is JSON (true, 3, "x"), else kept as text."""
-    key, sep, raw = text.partition("=")
+def key_value(text: str) -> tuple[str, str]:
+    """``key=value`` as a pair of strings (the value may be empty)."""
+    key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    return key, value
+
+
+def storage_option(text: str) -> tuple[str, Any]:
+    """``key=value``; the value is parsed as JSON when it is JSON (true, 3, "x"), else kept as text."""
+    key, raw = key_value(text)
     try:
         return key, orjson.loads(raw)
     except orjson.JSONDecodeError:

@@ -1,0 +1,73 @@
+"""Reading what the exporters send from a finished run directory (any fsspec URL).
+
+A run directory is finished when its ``_SUCCESS`` exists; before that its files may still change,
+so exporting refuses it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from evidence import RunDocuments, TraceModel, TraceSkipped, main_identities, rollout_trace
+from tasks.storage import InputNotFound, Location
+
+__all__ = ["ExportError", "ExtraMissing", "finished_manifest", "require", "run_documents", "run_traces"]
+
+EXTRA = "evidence-stage[export]"
+
+
+class ExportError(RuntimeError):
+    """An export that cannot go on (a collector refused, the run directory disagrees with itself)."""
+
+
+class ExtraMissing(ExportError):
+    """An optional client library of the ``export`` extra is not installed."""
+
+    def __init__(self, module: str) -> None:
+        super().__init__(f"exporting needs {module}, which is not installed: install {EXTRA}")
+
+
+def require(module: str) -> Any:
+    """Import an optional client module, or say in one line which extra brings it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ExtraMissing(module.split(".")[0]) from exc
+
+
+def finished_manifest(run_dir: Location) -> dict[str, Any]:
+    """The run's manifest; a run directory without ``_SUCCESS`` is not finished and is refused."""
+    if not run_dir.child("_SUCCESS").exists():
+        raise InputNotFound(run_dir.child("_SUCCESS").url, "no _SUCCESS: not a finished run directory")
+    return orjson.loads(run_dir.child("manifest.json").read_bytes())
+
+
+def _json_or_none(location: Location) -> Any:
+    return orjson.loads(location.read_bytes()) if location.exists() else None
+
+
+def run_documents(run_dir: Location, manifest: dict[str, Any]) -> RunDocuments:
+    """The small files the metrics come from (the optional ones are None when absent)."""
+    return RunDocuments(
+        manifest=manifest,
+        quality_summary=_json_or_none(run_dir.child("health", "quality_summary.json")),
+        perf_summary=_json_or_none(run_dir.child("perf_summary.json")),
+        accounting=_json_or_none(run_dir.child("accounting.json")),
+        gate=_json_or_none(run_dir.child("gate.json")),
+    )
+
+
+def run_traces(run_dir: Location, manifest: dict[str, Any]) -> Iterator[TraceModel | TraceSkipped]:
+    """One trace (or the reason there is none) per line of ``rollouts.jsonl``, streamed."""
+    identities = iter(main_identities(manifest))
+    for line_no, _, raw in run_dir.child("rollouts.jsonl").iter_lines():
+        if not raw.strip():
+            continue
+        identity = next(identities, None)
+        if identity is None:
+            raise ExportError(f"rollouts.jsonl line {line_no} has no main attempt in manifest.json")
+        yield rollout_trace(orjson.loads(raw), identity)
