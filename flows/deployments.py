@@ -6,6 +6,9 @@
 - ``evidence-stage/compare``: no schedule; compares two run directories (its own form).
 - ``evidence-stage/sweep``: the bucket flow on a cron, so jobs nobody announced (or whose
   inputs or config changed) are processed too.
+- ``evidence-stage-export-mlflow/on-run-completed`` and ``evidence-stage-export-otel/on-run-completed``
+  (only with an ``export`` section): export each finished run when ``evidence-stage.run.completed``
+  is emitted; the event payload's ``run_dir`` names the run.
 
 ``configs/prefect.yaml`` declares the same three for ``prefect deploy`` with a work pool; a test
 keeps the two in agreement.
@@ -24,10 +27,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from flows.batch import batch_flow
 from flows.compare import compare_flow
+from flows.export import export_mlflow_flow, export_otel_flow
 from flows.stage import stage_flow
 from tasks.naming import canonical_url, job_id_for
 
 EVAL_COMPLETED = "gym.eval.completed"
+RUN_COMPLETED = "evidence-stage.run.completed"
+ON_RUN_COMPLETED = "on-run-completed"
 
 
 class SweepConfig(BaseModel):
@@ -41,14 +47,42 @@ class SweepConfig(BaseModel):
     compare_previous: bool = Field(default=False, description="Compare each processed job with its previous complete run.")
 
 
+class MlflowTarget(BaseModel):
+    """The MLflow server every finished run is exported to."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tracking_uri: str = Field(description="http(s) URL of the MLflow server.")
+    experiment: str = Field(default="evidence-stage", min_length=1, description="Experiment name.")
+
+
+class OtelTarget(BaseModel):
+    """The OTLP/HTTP endpoint every finished run's traces are sent to."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    endpoint: str = Field(description="OTLP/HTTP URL (/v1/traces appended unless present).")
+    headers: dict[str, str] = Field(default_factory=dict, description="HTTP headers of every export request.")
+
+
+class ExportConfig(BaseModel):
+    """Where finished runs are exported (each target optional)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mlflow: MlflowTarget | None = None
+    otel: OtelTarget | None = None
+
+
 class ServeConfig(BaseModel):
-    """Where served runs write, with which storage options, and the sweep (none: no sweep)."""
+    """Where served runs write, with which storage options, the sweep and the exports (none: not served)."""
 
     model_config = ConfigDict(extra="forbid")
 
     output: str = Field(description="Output root of triggered and swept runs.")
     storage_options: dict[str, Any] = Field(default_factory=dict, description="fsspec options, e.g. endpoint_url.")
     sweep: SweepConfig | None = None
+    export: ExportConfig | None = None
 
 
 def load_config(path: Path) -> ServeConfig:
@@ -91,6 +125,29 @@ def sweep_parameters(config: ServeConfig, sweep: SweepConfig) -> dict[str, Any]:
     }
 
 
+def export_parameters(config: ServeConfig, target: MlflowTarget | OtelTarget) -> dict[str, Any]:
+    """An export flow's parameters: the run directory from the event payload, the target from the config."""
+    return {"params": {"run_dir": "{{ event.payload.run_dir }}", **target.model_dump(), "storage_options": config.storage_options}}
+
+
+def export_deployments(config: ServeConfig) -> list[RunnerDeployment]:
+    """One deployment per configured export target, triggered by ``evidence-stage.run.completed``."""
+    export = config.export or ExportConfig()
+    targets = [(export_mlflow_flow, export.mlflow, "MLflow"), (export_otel_flow, export.otel, "an OTLP endpoint")]
+    return [
+        flow.to_deployment(
+            name=ON_RUN_COMPLETED,
+            triggers=[
+                DeploymentEventTrigger(name=f"{flow.name} on {RUN_COMPLETED}", expect={RUN_COMPLETED}, parameters=export_parameters(config, target))
+            ],
+            description=f"Exports each finished run to {where} when `{RUN_COMPLETED}` is emitted.",
+            entrypoint_type=EntrypointType.MODULE_PATH,
+        )
+        for flow, target, where in targets
+        if target is not None
+    ]
+
+
 def build_deployments(config: ServeConfig) -> list[RunnerDeployment]:
     """The served deployments; entrypoints are module paths, so any working directory works."""
     on_eval = DeploymentEventTrigger(name="evidence-stage on gym.eval.completed", expect={EVAL_COMPLETED}, parameters=trigger_parameters(config))
@@ -108,6 +165,7 @@ def build_deployments(config: ServeConfig) -> list[RunnerDeployment]:
             name="compare", description="Compares two run directories (UI form or prefect deployment run).", entrypoint_type=EntrypointType.MODULE_PATH
         ),
     ]
+    deployments += export_deployments(config)
     if config.sweep is not None:
         deployments.append(
             batch_flow.to_deployment(
