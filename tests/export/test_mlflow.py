@@ -140,3 +140,9 @@ def test_a_missing_extra_is_one_line_naming_it(tmp_path: Path) -> None:
         assert done.returncode == 2
         assert done.stderr.strip().splitlines() == [done.stderr.strip()]
         assert done.stderr.startswith("evidence-stage: error: exporting needs ") and done.stderr.strip().endswith("install evidence-stage[export]")
+
+
+def test_an_unfinished_run_directory_is_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "manifest.json").write_text("{}")
+    assert main(["export", "otel", str(tmp_path), "--endpoint", "http://127.0.0.1:9"]) == 2
+    assert capsys.readouterr().err == f"evidence-stage: error: {tmp_path}/_SUCCESS: no _SUCCESS: not a finished run directory\n"
