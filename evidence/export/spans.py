@@ -157,26 +157,19 @@ class _TraceBuilder:
         span_id = self.identity.span_id("invocation", invocation.invocation_id)
         index = len(out)
         out.append(SpanModel(span_id, parent_span, "", "internal", None, None, {}))  # placeholder, times known last
-        starts: list[int] = []
-        ends: list[int] = []
+        times: list[tuple[int | None, int | None]] = []
         for position in self.calls_of.get(invocation.invocation_id, []):
-            child = self._chat(position, self.record.model_calls[position], span_id)
-            out.append(child)
-            starts += [child.start_ns] if child.start_ns is not None else []
-            ends += [child.end_ns] if child.end_ns is not None else []
+            out.append(self._chat(position, self.record.model_calls[position], span_id))
+            times.append((out[-1].start_ns, out[-1].end_ns))
         tool_spans: dict[str, bytes] = {}
         for tool, tool_span_id in self.tools_of.get(invocation.invocation_id, []):
-            child = self._tool(tool, tool_span_id, span_id)
             tool_spans.setdefault(tool.tool_call_id, tool_span_id)
-            out.append(child)
-            starts += [child.start_ns] if child.start_ns is not None else []
-            ends += [child.end_ns] if child.end_ns is not None else []
+            out.append(self._tool(tool, tool_span_id, span_id))
+            times.append((out[-1].start_ns, out[-1].end_ns))
         for sub in self.children.get(invocation.invocation_id, []):
-            parent_of_sub = tool_spans.get(sub.spawned_by_tool_call_id or "", span_id)
-            start, end = self._invocation(sub, parent_of_sub, out)
-            starts += [start] if start is not None else []
-            ends += [end] if end is not None else []
-        start, end = (min(starts) if starts else None), (max(ends) if ends else None)
+            times.append(self._invocation(sub, tool_spans.get(sub.spawned_by_tool_call_id or "", span_id), out))
+        start = min((t for t, _ in times if t is not None), default=None)
+        end = max((t for _, t in times if t is not None), default=None)
         out[index] = SpanModel(
             span_id,
             parent_span,
