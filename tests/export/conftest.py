@@ -1,5 +1,6 @@
-"""A real ``mlflow server`` (SQLite store, local artifact root) on 127.0.0.1, and a finished run
-of the bundled example job to export."""
+"""A real ``mlflow server`` on 127.0.0.1 (SQLite store; artifacts proxied by the server into a
+local folder, so the client uploads them over HTTP as it would to a remote server), and a
+finished run of the bundled example job to export."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     command = [
         str(venv / "bin" / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-        "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}", "--default-artifact-root", str(root / "artifacts"),
+        "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}", "--artifacts-destination", str(root / "artifacts"),
     ]
     server = start(command, {**os.environ, **QUIET}, root / "server.log")
     try:
