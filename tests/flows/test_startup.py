@@ -46,3 +46,38 @@ def test_help_and_import_load_no_orchestration_modules() -> None:
         for step, modules in loaded.items()
     }
     assert heavy == {step: [] for step in loaded}
+
+
+FORKSERVER_PROBE = """
+import importlib.abc, json, multiprocessing.forkserver, sys
+import flows.cli
+
+class Stop(BaseException):
+    pass
+
+class AtPrefect(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "prefect":
+            running = multiprocessing.forkserver._forkserver._forkserver_pid is not None
+            raise Stop(running)
+        return None
+
+sys.meta_path.insert(0, AtPrefect())
+try:
+    flows.cli.main(sys.argv[1:])
+except Stop as stop:
+    print(json.dumps({"forkserver_running_at_prefect_import": stop.args[0]}))
+"""
+
+
+def _running_when_prefect_is_imported(extra: list[str]) -> bool:
+    job = REPO / "tests" / "data" / "example_job"
+    argv = ["run", "--rollouts", str(job / "rollouts.jsonl"), "--capture-dir", str(job / "model-calls"), "--output", "/nonexistent", *extra]
+    done = subprocess.run([sys.executable, "-c", FORKSERVER_PROBE, *argv], cwd=REPO, capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(done.stdout)["forkserver_running_at_prefect_import"]
+
+
+def test_run_starts_the_attempt_forkserver_before_importing_prefect() -> None:
+    """The forkserver's boot overlaps Prefect's import instead of following it inside the flow."""
+    assert _running_when_prefect_is_imported([]) is True
+    assert _running_when_prefect_is_imported(["--task-runner", "thread"]) is False
