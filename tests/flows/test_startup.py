@@ -1,8 +1,9 @@
-"""Start-up: the CLI's parsers load without the orchestration stack (issue 14, goal 3).
+"""Start-up (issue 14, goal 3): what the CLI loads, and in which order.
 
 Importing Prefect alone takes seconds on a busy machine, so ``evidence-stage --help`` stays fast
-only while the command modules import what a subcommand needs inside its handler. A fresh
-interpreter is the only place where ``sys.modules`` shows what an import really pulled in.
+only while the command modules import what a subcommand needs inside its handler; and ``run``
+launches the attempt forkserver before that import, so the two boot at once. A fresh
+interpreter is the only place where ``sys.modules`` and the import order can be observed.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import subprocess
 import sys
 
 from flows.cli import build_parser
-from tests.conftest import REPO
+from tests.conftest import EXAMPLE_JOB, REPO
 
 HEAVY = ("prefect", "dask", "distributed", "s3fs")
 PROBE = """
@@ -71,8 +72,8 @@ except Stop as stop:
 
 
 def _running_when_prefect_is_imported(extra: list[str]) -> bool:
-    job = REPO / "tests" / "data" / "example_job"
-    argv = ["run", "--rollouts", str(job / "rollouts.jsonl"), "--capture-dir", str(job / "model-calls"), "--output", "/nonexistent", *extra]
+    job = ["--rollouts", str(EXAMPLE_JOB / "rollouts.jsonl"), "--capture-dir", str(EXAMPLE_JOB / "model-calls")]
+    argv = ["run", *job, "--output", "/nonexistent", *extra]  # stopped at the Prefect import: nothing is written
     done = subprocess.run([sys.executable, "-c", FORKSERVER_PROBE, *argv], cwd=REPO, capture_output=True, text=True, timeout=120, check=True)
     return json.loads(done.stdout)["forkserver_running_at_prefect_import"]
 
