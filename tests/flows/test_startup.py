@@ -16,7 +16,8 @@ import sys
 from flows.cli import build_parser
 from tests.conftest import EXAMPLE_JOB, REPO
 
-HEAVY = ("prefect", "dask", "distributed", "s3fs")
+# The orchestration stack, and the evidence library (its pydantic models take ~0.2 s to build).
+HEAVY = ("prefect", "dask", "distributed", "s3fs", "evidence")
 PROBE = """
 import contextlib, io, json, sys
 import flows.cli
