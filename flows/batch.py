@@ -22,7 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from flows.params import StageParams, TaskRunnerKind, config_fingerprint
 from flows.stage import output_params, stage_flow
 from tasks.compare import compare_with_previous, previous_complete_run
-from tasks.jobs import DEFAULT_CAPTURE_DIR, DEFAULT_EXCLUDE_GLOBS, DEFAULT_ROLLOUTS_GLOB, FoundJob, JobLayout, find_jobs, input_fingerprint, latest_manifest
+from tasks.jobs import FoundJob, find_jobs, input_fingerprint, latest_manifest
+from tasks.layout import DEFAULT_CAPTURE_DIR, DEFAULT_EXCLUDE_GLOBS, DEFAULT_ROLLOUTS_GLOB, JobLayout
 from tasks.naming import new_run_id
 from tasks.storage import Location
 

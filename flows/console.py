@@ -8,14 +8,18 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from flows.params import StageParams
-from flows.progress import add_listener, remove_listener
+from flows.params import StageParams, TaskRunnerKind
 
 console = Console(stderr=True)
 
 
 def run_with_progress(params: StageParams) -> int:
     """Run the flow with a live progress bar; print where the outputs are and what they hold."""
+    if params.task_runner is TaskRunnerKind.process:
+        from flows.forkserver import start_forkserver
+
+        start_forkserver()  # boots while Prefect is imported below
+    from flows.progress import add_listener, remove_listener
     from flows.stage import preflight, stage_flow
 
     preflight(params)

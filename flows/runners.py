@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -22,10 +21,10 @@ from contextlib import contextmanager
 from prefect.settings import PREFECT_API_URL
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
+from flows.forkserver import forkserver_context
 from flows.params import StageParams, TaskRunnerKind
 from tasks.attempt import adopt_environment
 
-WORKER_MODULE = "tasks.attempt"
 # Group tasks in flight per pool worker: one computing, one queued behind it while its
 # task thread does Prefect's bookkeeping, so no worker waits for orchestration.
 TASKS_PER_WORKER = 2
@@ -61,10 +60,8 @@ def attempt_pool(params: StageParams) -> Iterator[Executor | None]:
     if params.task_runner is not TaskRunnerKind.process:
         yield None
         return
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([WORKER_MODULE])
     with ProcessPoolExecutor(
-        max_workers=params.max_workers, mp_context=context, initializer=adopt_environment, initargs=(dict(os.environ),)
+        max_workers=params.max_workers, mp_context=forkserver_context(), initializer=adopt_environment, initargs=(dict(os.environ),)
     ) as pool:
         for _ in range(params.max_workers):
             pool.submit(int)  # start every worker now, in the background, not at the first group

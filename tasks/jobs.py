@@ -9,32 +9,16 @@ file would publish a plausible but wrong run. One recursive listing serves the w
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from tasks.discover import fingerprint_inputs, list_inputs
+from tasks.layout import JobLayout
 from tasks.naming import default_failures_url, job_id_for
 from tasks.runs import LATEST_FILE, is_complete, run_dir_of
 from tasks.storage import Location
-
-DEFAULT_ROLLOUTS_GLOB = "*.jsonl"
-DEFAULT_EXCLUDE_GLOBS = ("*_failures.jsonl", "*_materialized_inputs.jsonl", "*_attempts.jsonl", "rollout_verdicts.jsonl")
-DEFAULT_CAPTURE_DIR = "model-calls"
-
-
-@dataclass(frozen=True)
-class JobLayout:
-    """How a job folder is recognised: its capture directory name and rollouts file globs."""
-
-    rollouts_glob: str = DEFAULT_ROLLOUTS_GLOB
-    exclude_globs: tuple[str, ...] = DEFAULT_EXCLUDE_GLOBS
-    capture_dir: str = DEFAULT_CAPTURE_DIR
-
-    def is_rollouts_file(self, name: str) -> bool:
-        return fnmatch.fnmatchcase(name, self.rollouts_glob) and not any(fnmatch.fnmatchcase(name, g) for g in self.exclude_globs)
 
 
 @dataclass(frozen=True)

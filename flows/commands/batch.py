@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from flows.commands.options import add_job_options, storage_options_of
-from tasks.jobs import DEFAULT_CAPTURE_DIR, DEFAULT_EXCLUDE_GLOBS, DEFAULT_ROLLOUTS_GLOB
+from tasks.layout import DEFAULT_CAPTURE_DIR, DEFAULT_EXCLUDE_GLOBS, DEFAULT_ROLLOUTS_GLOB
 
 EXIT_JOB_FAILED = 1
 

@@ -14,22 +14,12 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evidence import (
-    AtifExportError,
-    Exporter,
-    config_error_message,
-    export_rollouts,
-    output_created_message,
-    output_exists_message,
-    rollouts_not_found_message,
-    success_lines,
-)
 from flows.commands.options import add_storage_options, storage_options_of
-from flows.stage import package_version
-from tasks.context import EXPORTER_NAME
-from tasks.storage import Location
+
+if TYPE_CHECKING:
+    from tasks.storage import Location
 
 EXIT_REFUSED = 1
 
@@ -80,6 +70,20 @@ def _publish(output: Location, files: list[tuple[str, bytes]]) -> bool:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from evidence import (
+        AtifExportError,
+        Exporter,
+        config_error_message,
+        export_rollouts,
+        output_created_message,
+        output_exists_message,
+        rollouts_not_found_message,
+        success_lines,
+    )
+    from flows.stage import package_version
+    from tasks.context import EXPORTER_NAME
+    from tasks.storage import Location
+
     for field in ("session_id", "agent_version"):
         message = config_error_message(field, getattr(args, field))
         if message is not None:

@@ -10,9 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from evidence import SUMMARY_NAME, VERDICTS_NAME, UnknownHealthCheck, health_check_bytes, normalize_ignored_checks
 from flows.commands.options import add_storage_options, storage_options_of
-from tasks.storage import InputNotFound, Location
 
 
 def check_ids(text: str) -> str:
@@ -32,6 +30,9 @@ def register(subcommands: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from evidence import SUMMARY_NAME, VERDICTS_NAME, UnknownHealthCheck, health_check_bytes, normalize_ignored_checks
+    from tasks.storage import InputNotFound, Location
+
     options = storage_options_of(args)
     source, out = Location(args.rollouts, options), Location(args.output, options)
     try:  # 0.7.0 normalises the ignore list before it looks at any path

@@ -8,8 +8,6 @@ from typing import Any
 import orjson
 
 from flows.commands.options import add_storage_options, storage_options_of
-from tasks.report import rebuild_histograms, render_run_report
-from tasks.storage import InputNotFound, Location
 
 
 def register(subcommands: Any) -> None:
@@ -20,6 +18,9 @@ def register(subcommands: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from tasks.report import rebuild_histograms, render_run_report
+    from tasks.storage import InputNotFound, Location
+
     run_dir = Location(args.run_dir, storage_options_of(args))
     manifest_file = run_dir.child("manifest.json")
     if not manifest_file.exists():

@@ -6,7 +6,7 @@ Usage (from the repository root):
 
 The job is generated once with ``tests/jobgen.py`` (cached under ``--jobs-root``). The stage
 runs through the real flow in a child process against an already-running Prefect server:
-``PREFECT_API_URL`` when set, else a ``prefect server start`` launched here (its start-up time
+``--api-url`` (default ``PREFECT_API_URL``) when set, else a ``prefect server start`` launched here (its start-up time
 is reported as ``server_start_s`` and not counted in ``wall_s``). The child is measured from
 the flow call to its return, so Python and Prefect import times are not counted either.
 
@@ -27,58 +27,44 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import orjson
 import psutil
 
-REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.bench.harness import (  # noqa: E402
+    REPO,
+    Server,
+    add_job_arguments,
+    add_server_argument,
+    cli_env,
+    ensure_job,
+    input_files,
+    prefect_server,
+)
+
 MB = 1024 * 1024
 SAMPLE_SECONDS = 0.02
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rollouts", type=int, required=True)
-    parser.add_argument("--calls-per-rollout", type=int, default=8)
-    parser.add_argument("--history-bytes", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--jobs-root", type=Path, default=Path(tempfile.gettempdir()) / "evidence-stage-bench")
+    add_job_arguments(parser, None)
+    add_server_argument(parser)
     parser.add_argument("--task-runner", choices=["thread", "process", "dask"])
     parser.add_argument("--max-workers", type=int)
     parser.add_argument("--attempts-per-task", type=int)
     parser.add_argument("--keep-output", action="store_true", help="keep the run directory (default: deleted)")
     parser.add_argument("--child", help=argparse.SUPPRESS)  # internal: run the flow with these params (JSON)
     return parser.parse_args(argv)
-
-
-def ensure_job(args: argparse.Namespace) -> tuple[Path, float | None]:
-    """The job directory for this shape; generated (and timed) only when not cached yet."""
-    job = args.jobs_root / f"job-{args.rollouts}-{args.calls_per_rollout}-{args.history_bytes}-{args.seed}"
-    if (job / "rollouts.jsonl").exists():
-        return job, None
-    sys.path.insert(0, str(REPO))
-    from tests.jobgen import generate_job
-
-    staging = job.with_name(job.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    started = time.perf_counter()
-    generate_job(staging, rollouts=args.rollouts, calls_per_rollout=args.calls_per_rollout, history_bytes=args.history_bytes, seed=args.seed)
-    staging.rename(job)
-    return job, time.perf_counter() - started
-
-
-def input_files(job: Path) -> list[Path]:
-    files = [job / "rollouts.jsonl", job / "rollouts_failures.jsonl"]
-    return [f for f in files if f.exists()] + sorted((job / "model-calls").iterdir())
 
 
 def orjson_parse_pass(job: Path) -> tuple[float, int, int]:
@@ -96,35 +82,6 @@ def orjson_parse_pass(job: Path) -> tuple[float, int, int]:
         if path.parent == job:
             rows += sum(1 for line in data.splitlines() if line.strip())
     return time.perf_counter() - started, total, rows
-
-
-def start_server(home: Path) -> tuple[subprocess.Popen[bytes], str, float]:
-    """``prefect server start`` on a free port; returns the process, its API URL, start-up seconds."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_UI_ENABLED": "false"}
-    prefect = Path(sys.executable).with_name("prefect")
-    started = time.perf_counter()
-    server = subprocess.Popen(
-        [str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}/api"
-    deadline = started + 180
-    while time.perf_counter() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"prefect server exited with {server.returncode}")
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=2) as reply:
-                if reply.status == 200:
-                    return server, url, time.perf_counter() - started
-        except OSError:
-            time.sleep(0.25)
-    server.terminate()
-    raise RuntimeError("prefect server did not become healthy within 180 s")
 
 
 class TreeSampler:
@@ -198,10 +155,9 @@ def run_stage(job: Path, output: Path, args: argparse.Namespace, api_url: str) -
     for name in ("task_runner", "max_workers", "attempts_per_task"):
         if getattr(args, name) is not None:
             params[name] = getattr(args, name)
-    env = {**os.environ, "PREFECT_API_URL": api_url, "PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     child = subprocess.Popen(
         [sys.executable, __file__, "--rollouts", "0", "--child", json.dumps(params)],
-        env=env, cwd=REPO, stdout=subprocess.PIPE,
+        env=cli_env(api_url), cwd=REPO, stdout=subprocess.PIPE,
     )
     with TreeSampler(child.pid) as sampler:
         out, _ = child.communicate()
@@ -210,11 +166,11 @@ def run_stage(job: Path, output: Path, args: argparse.Namespace, api_url: str) -
     return json.loads(out.decode().strip().splitlines()[-1]), sampler
 
 
-def _cpu_seconds(server: subprocess.Popen[bytes] | None) -> float:
+def _cpu_seconds(server: Server) -> float:
     """CPU seconds of the server we started (and its workers) so far; 0 when it is not ours."""
-    if server is None:
+    if server.process is None:
         return 0.0
-    root = psutil.Process(server.pid)
+    root = psutil.Process(server.process.pid)
     total = 0.0
     for proc in [root, *root.children(recursive=True)]:
         times = proc.cpu_times()
@@ -235,20 +191,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     job, generated_s = ensure_job(args)
     parse_s, input_bytes, rows = orjson_parse_pass(job)  # also warms the page cache for the stage
-    server = None
-    server_start_s = None
-    api_url = os.environ.get("PREFECT_API_URL")
     scratch = Path(tempfile.mkdtemp(prefix="evidence-stage-bench-"))
     try:
-        if not api_url:
-            server, api_url, server_start_s = start_server(scratch / "prefect-home")
-        server_cpu = _cpu_seconds(server)
-        child, sampler = run_stage(job, scratch / "out", args, api_url)
-        server_cpu = None if server is None else _cpu_seconds(server) - server_cpu
+        with prefect_server(args.api_url, scratch / "prefect-home") as server:
+            server_cpu = _cpu_seconds(server)
+            child, sampler = run_stage(job, scratch / "out", args, server.api_url)
+            server_cpu = None if server.process is None else _cpu_seconds(server) - server_cpu
     finally:
-        if server is not None:
-            os.killpg(server.pid, signal.SIGTERM)  # the CLI and its uvicorn process
-            server.wait(30)
         if not args.keep_output:
             shutil.rmtree(scratch, ignore_errors=True)
     wall, timings = child["wall_s"], child["timings"]
@@ -267,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         "stage_cpu_s": round(sum(sampler.cpu.values()), 1),
         "server_cpu_s": None if server_cpu is None else round(server_cpu, 1),
         "load_average_1m": round(os.getloadavg()[0], 2),
-        "server_start_s": None if server_start_s is None else round(server_start_s, 1),
+        "server_start_s": None if server.start_s is None else round(server.start_s, 1),
         "job_generation_s": None if generated_s is None else round(generated_s, 1),
         "shape": {"rollouts": args.rollouts, "calls_per_rollout": args.calls_per_rollout, "history_bytes": args.history_bytes, "seed": args.seed},
         "settings": {"task_runner": args.task_runner, "max_workers": args.max_workers, "attempts_per_task": args.attempts_per_task},

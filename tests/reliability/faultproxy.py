@@ -5,6 +5,12 @@ and connections reset before any reply. Requests are sorted into reads (GET/HEAD
 object), lists (GET on a bucket) and writes (PUT/POST/DELETE); each class has its own fault
 fraction. ``fail_first`` makes the first N requests whose path contains a substring fail, to
 outlast the storage layer's own retry budget and reach Prefect's task retries.
+
+``latency_s`` delays every request before it is forwarded: moto answers in well under a
+millisecond, a real bucket's first byte takes tens of milliseconds, and only that delay shows
+whether the stage keeps requests in flight or waits for them one after another. ``by_method``
+counts requests by what they cost on S3: HEAD, GET (an object), LIST (GET on a bucket), PUT,
+POST and DELETE.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import random
 import socket
 import struct
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,17 +42,21 @@ class FaultPlan:
     fail_first: dict[str, int] = field(default_factory=dict)
     fail_first_of_kind: dict[str, int] = field(default_factory=dict)  # e.g. {"list": 1}: rare kinds always see a fault
     seed: int = 0
+    latency_s: float = 0.0
     requests: Counter = field(default_factory=Counter)
     injected: Counter = field(default_factory=Counter)
+    by_method: Counter = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
         self._lock = threading.Lock()
 
-    def decide(self, kind: str, path: str) -> str | None:
+    def decide(self, method: str, path: str) -> str | None:
         """None to forward, else the fault to inject: 'reset' or an error code."""
+        kind = request_kind(method, path)
         with self._lock:
             self.requests[kind] += 1
+            self.by_method[method_kind(method, path)] += 1
             sticky = next((s for s, n in self.fail_first.items() if n > 0 and s in path), None)
             if sticky is not None:
                 self.fail_first[sticky] -= 1
@@ -71,6 +82,11 @@ def request_kind(method: str, path: str) -> str:
         return "write"
     route = urlsplit(path).path.strip("/")
     return "read" if "/" in route else "list"
+
+
+def method_kind(method: str, path: str) -> str:
+    """The HTTP method, except that a GET on a bucket is a 'LIST'."""
+    return "LIST" if method == "GET" and request_kind(method, path) == "list" else method
 
 
 class FaultProxy(ThreadingHTTPServer):
@@ -120,7 +136,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _handle(self) -> None:
         body = self._body()
-        fault = self.server.plan.decide(request_kind(self.command, self.path), self.path)
+        time.sleep(self.server.plan.latency_s)
+        fault = self.server.plan.decide(self.command, self.path)
         if fault == "reset":
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.close_connection = True

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.jobs import JobLayout, find_jobs, input_fingerprint, latest_manifest
+from tasks.jobs import find_jobs, input_fingerprint, latest_manifest
+from tasks.layout import JobLayout
 from tasks.naming import job_id_for
 from tasks.storage import Location
 

@@ -1,0 +1,118 @@
+"""Benchmark: one job on local disk and on S3 with a real bucket's latency, and the requests it costs.
+
+Usage (from the repository root):
+
+    .venv/bin/python tests/bench/s3_latency.py [--rollouts 300] [--latency-ms 30] [--api-url URL]
+
+moto answers in well under a millisecond, so alone it hides what a real bucket costs: each
+request's first byte takes tens of milliseconds there. Here moto's S3 server (127.0.0.1) sits
+behind tests/reliability/faultproxy.py in its latency mode, which delays every request by
+``--latency-ms`` and counts them by kind. The same generated job runs first from and to local
+disk, then from and to the bucket; both are whole ``evidence-stage run`` wall times against
+one running Prefect server (``--api-url``, else one started here and not timed).
+
+Prints three JSON lines: ``{"side": "local", "wall_s"}``, ``{"side": "s3", "wall_s",
+"latency_ms", "requests": {kind: count}, "timings"}`` and ``{"local_s", "s3_s", "ratio",
+"rollouts", "attempts", "requests_per_attempt": {HEAD, GET, LIST, PUT, POST, DELETE, total}}``,
+where ratio = s3_s / local_s and the counts are every request of the S3 run (uploading the job
+to the bucket beforehand is not counted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.bench.harness import (  # noqa: E402
+    add_job_arguments,
+    add_server_argument,
+    cli_env,
+    emit,
+    ensure_job,
+    free_port,
+    job_run_args,
+    local_manifest,
+    prefect_server,
+    timed,
+    warm_page_cache,
+)
+from tests.reliability.faultproxy import FaultPlan, FaultProxy  # noqa: E402
+
+KINDS = ("HEAD", "GET", "LIST", "PUT", "POST", "DELETE")
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+RUN_ID = "s3-latency"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_job_arguments(parser, 300)
+    add_server_argument(parser)
+    parser.add_argument("--latency-ms", type=float, default=30.0, help="delay added to every S3 request (default 30)")
+    return parser.parse_args(argv)
+
+
+def moto_client(endpoint: str) -> Any:
+    """An s3fs filesystem that talks to moto directly, past the proxy (its requests are not counted)."""
+    import s3fs
+
+    return s3fs.S3FileSystem(endpoint_url=endpoint, key=CREDENTIALS["AWS_ACCESS_KEY_ID"], secret=CREDENTIALS["AWS_SECRET_ACCESS_KEY"])
+
+
+def upload(job: Path, endpoint: str) -> None:
+    """The job into s3://jobs/job, and an empty results bucket."""
+    fs = moto_client(endpoint)
+    fs.mkdir("jobs")
+    fs.mkdir("results")
+    fs.put(str(job) + "/", "jobs/job", recursive=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from moto.server import ThreadedMotoServer
+
+    args = parse_args(argv)
+    job, _ = ensure_job(args)
+    warm_page_cache(job)
+    port = free_port()
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no access log line per request
+    with contextlib.redirect_stdout(sys.stderr):  # moto announces itself on stdout, which holds only JSON lines
+        moto.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        with tempfile.TemporaryDirectory(prefix="evidence-stage-s3-latency-") as scratch, prefect_server(
+            args.api_url, Path(scratch) / "prefect-home"
+        ) as server:
+            local = Path(scratch) / "out"
+            local_s = round(timed(job_run_args(str(job / "rollouts.jsonl"), str(job / "model-calls"), str(local), RUN_ID), cli_env(server.api_url)), 2)
+            attempts = local_manifest(local, RUN_ID)["counts"]["attempts"]
+            emit({"side": "local", "wall_s": local_s})
+            upload(job, endpoint)
+            plan = FaultPlan(latency_s=args.latency_ms / 1000)
+            with FaultProxy(endpoint, plan) as proxy:
+                command = [
+                    *job_run_args("s3://jobs/job/rollouts.jsonl", "s3://jobs/job/model-calls", "s3://results/out", RUN_ID),
+                    "--storage-option", f"endpoint_url={proxy.url}",
+                ]
+                s3_s = round(timed(command, cli_env(server.api_url, AWS_ENDPOINT_URL=proxy.url, **CREDENTIALS)), 2)
+            requests = {kind: plan.by_method[kind] for kind in KINDS}
+            emit({"side": "s3", "wall_s": s3_s, "latency_ms": args.latency_ms, "requests": requests, "timings": json.loads(moto_client(endpoint).cat(f"results/out/bench/runs/{RUN_ID}/manifest.json"))["timings"]})
+    finally:
+        moto.stop()
+    per_attempt = {kind: round(n / attempts, 2) for kind, n in requests.items()}
+    emit({
+        "local_s": local_s, "s3_s": s3_s, "ratio": round(s3_s / local_s, 2), "rollouts": args.rollouts, "attempts": attempts,
+        "requests_per_attempt": {**per_attempt, "total": round(sum(requests.values()) / attempts, 2)},
+    })
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,85 @@
+"""Start-up (issue 14, goal 3): what the CLI loads, and in which order.
+
+Importing Prefect alone takes seconds on a busy machine, so ``evidence-stage --help`` stays fast
+only while the command modules import what a subcommand needs inside its handler; and ``run``
+launches the attempt forkserver before that import, so the two boot at once. A fresh
+interpreter is the only place where ``sys.modules`` and the import order can be observed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+from flows.cli import build_parser
+from tests.conftest import EXAMPLE_JOB, REPO
+
+# The orchestration stack, and the evidence library (its pydantic models take ~0.2 s to build).
+HEAVY = ("prefect", "dask", "distributed", "s3fs", "evidence")
+PROBE = """
+import contextlib, io, json, sys
+import flows.cli
+loaded = {"import flows.cli": sorted(sys.modules)}
+for argv in json.loads(sys.argv[1]):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+        flows.cli.main(argv)
+    loaded[" ".join(["evidence-stage", *argv])] = sorted(sys.modules)
+print(json.dumps(loaded))
+"""
+
+
+def _subcommands() -> list[str]:
+    parser = build_parser()
+    (choices,) = [action.choices for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    return list(choices)
+
+
+def test_help_and_import_load_no_orchestration_modules() -> None:
+    argvs = [["--help"]] + [[name, "--help"] for name in _subcommands()]
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(argvs)], cwd=REPO, capture_output=True, text=True, timeout=120, check=True
+    )
+    loaded = json.loads(done.stdout)
+    assert len(loaded) == len(argvs) + 1
+    heavy = {
+        step: sorted({name.split(".")[0] for name in modules if name.split(".")[0] in HEAVY})
+        for step, modules in loaded.items()
+    }
+    assert heavy == {step: [] for step in loaded}
+
+
+FORKSERVER_PROBE = """
+import importlib.abc, json, multiprocessing.forkserver, sys
+import flows.cli
+
+class Stop(BaseException):
+    pass
+
+class AtPrefect(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "prefect":
+            running = multiprocessing.forkserver._forkserver._forkserver_pid is not None
+            raise Stop(running)
+        return None
+
+sys.meta_path.insert(0, AtPrefect())
+try:
+    flows.cli.main(sys.argv[1:])
+except Stop as stop:
+    print(json.dumps({"forkserver_running_at_prefect_import": stop.args[0]}))
+"""
+
+
+def _running_when_prefect_is_imported(extra: list[str]) -> bool:
+    job = ["--rollouts", str(EXAMPLE_JOB / "rollouts.jsonl"), "--capture-dir", str(EXAMPLE_JOB / "model-calls")]
+    argv = ["run", *job, "--output", "/nonexistent", *extra]  # stopped at the Prefect import: nothing is written
+    done = subprocess.run([sys.executable, "-c", FORKSERVER_PROBE, *argv], cwd=REPO, capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(done.stdout)["forkserver_running_at_prefect_import"]
+
+
+def test_run_starts_the_attempt_forkserver_before_importing_prefect() -> None:
+    """The forkserver's boot overlaps Prefect's import instead of following it inside the flow."""
+    assert _running_when_prefect_is_imported([]) is True
+    assert _running_when_prefect_is_imported(["--task-runner", "thread"]) is False
