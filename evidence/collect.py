@@ -41,11 +41,14 @@ class CollectedRow:
         rejected: set when 0.7.0 would raise on this row; kind and message are 0.7.0's.
         repaired: the input capture said ``model_call_capture_no_records`` and the rebuilt
             capture has calls (the capture appeared after the row was first collected).
+        projected: ``row["ng_trajectory"]`` is the projection's JSON dump of a validated record,
+            so it is already in canonical form (a reader validating it gets it back unchanged).
     """
 
     row: dict[str, Any]
     rejected: RowRejected | None
     repaired: bool
+    projected: bool = False
 
 
 def collect_row(row: dict[str, Any], lookup: CaptureLookup) -> CollectedRow:
@@ -60,15 +63,16 @@ def collect_row(row: dict[str, Any], lookup: CaptureLookup) -> CollectedRow:
     except TypeError as exc:  # an unhashable failure class, as 0.7.0's membership test raises
         return CollectedRow(row=row, rejected=RowRejected("TypeError", str(exc)), repaired=False)
     result = dict(row)
+    projected = None
     if not no_result:
         try:
             merge_model_call_capture(result, lookup, include_payloads=not _payloads_redacted(result))
         except RowRejected as exc:
             return CollectedRow(row=row, rejected=exc, repaired=False)
     if any(key in result for key in _EVIDENCE_KEYS):
-        attach_trajectory(row, result)
-    attach_ng_perf(result, _rollout_latency_ms(row))
-    return CollectedRow(row=result, rejected=None, repaired=_is_repair(row, result))
+        projected = attach_trajectory(row, result)
+    attach_ng_perf(result, _rollout_latency_ms(row), projected)
+    return CollectedRow(row=result, rejected=None, repaired=_is_repair(row, result), projected=projected is not None)
 
 
 def _is_no_result(result: dict[str, Any]) -> bool:

@@ -26,13 +26,14 @@ _TOKEN_SUMS = (
 _Triple = tuple[str, str, str]
 
 
-def attach_ng_perf(result: dict[str, Any], rollout_latency_ms: float | None) -> None:
+def attach_ng_perf(result: dict[str, Any], rollout_latency_ms: float | None, validated: TrajectoryRecord | None = None) -> None:
     """Replace ``result["ng_perf"]`` when one can be built; otherwise leave the old one alone.
 
-    0.7.0 never removes a stale ``ng_perf`` and swallows any build error.
+    0.7.0 never removes a stale ``ng_perf`` and swallows any build error. ``validated`` is the
+    model whose dump ``result["ng_trajectory"]`` is (the projection's), when there is one.
     """
     try:
-        perf = build_ng_perf(result.get("ng_trajectory"), rollout_latency_ms)
+        perf = build_ng_perf(validated if validated is not None else result.get("ng_trajectory"), rollout_latency_ms)
     except Exception:  # noqa: BLE001 - 0.7.0 attaches nothing on any failure
         return
     if perf is not None:
@@ -40,16 +41,20 @@ def attach_ng_perf(result: dict[str, Any], rollout_latency_ms: float | None) -> 
 
 
 def build_ng_perf(trajectory: Any, rollout_latency_ms: float | None) -> dict[str, Any] | None:
-    """``ng_perf`` of a trajectory, or None when it is not a valid record with invocations.
+    """``ng_perf`` of a trajectory (a dict, or an already validated record), or None when it
+    is not a valid record with invocations.
 
     ``rollout_latency_ms`` is the wall clock of the rollout (an int stays an int).
     """
-    if not isinstance(trajectory, dict):
+    if isinstance(trajectory, TrajectoryRecord):
+        record = trajectory
+    elif not isinstance(trajectory, dict):
         return None
-    try:
-        record = TrajectoryRecord.model_validate(trajectory)
-    except ValidationError:
-        return None
+    else:
+        try:
+            record = TrajectoryRecord.model_validate(trajectory)
+        except ValidationError:
+            return None
     if not record.invocations:
         return None
     owners = owned_calls(record)

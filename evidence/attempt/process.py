@@ -86,9 +86,12 @@ def process_attempt(row: bytes, capture: CaptureFiles | None, config: AttemptCon
         notes = _notes(collected.row, rollout_id)
     except Exception as exc:  # noqa: BLE001 - an unwritable row is passed through unchanged
         return unprocessed_attempt(row, failure_reason(exc, "writing the row"), config, main_line=main_line)
-    repaired = collected.repaired
+    repaired, projected = collected.repaired, collected.projected and canonical is not None
     del collected  # the digests read the written line; the enriched dict is not kept alongside
-    return _outcome(Status.OK, None, notes, repaired, rollout_id, line, canonical=canonical is not None, config=config, main_line=main_line)
+    return _outcome(
+        Status.OK, None, notes, repaired, rollout_id, line,
+        canonical=canonical is not None, projected=projected, config=config, main_line=main_line,
+    )
 
 
 def unprocessed_attempt(row: bytes, reason: str, config: AttemptConfig, *, main_line: int | None) -> AttemptOutcome:
@@ -123,19 +126,27 @@ def _outcome(
     canonical: bool,
     config: AttemptConfig,
     main_line: int | None,
+    projected: bool = False,
 ) -> AttemptOutcome:
+    """``projected``: the line holds the projection's own trajectory dump, written by orjson."""
     main = None
     if main_line is not None:
         failures: list[str] = []
-        main = _digests(line, canonical, config, main_line, failures)
+        main = _digests(line, canonical, projected, config, main_line, failures)
         if failures:
             reason = "; ".join(failures if reason is None else [reason, *failures])
             status = Status.FAILED if status is Status.OK else status
     return AttemptOutcome(status, reason, notes, repaired, rollout_id, line, main)
 
 
-def _digests(line: bytes, canonical: bool, config: AttemptConfig, main_line: int, failures: list[str]) -> MainDigests:
-    """Every digest of a main row from one decoding of its written line; failures are collected."""
+def _digests(
+    line: bytes, canonical: bool, projected: bool, config: AttemptConfig, main_line: int, failures: list[str]
+) -> MainDigests:
+    """Every digest of a main row from one decoding of its written line; failures are collected.
+
+    A trajectory the projection dumped and orjson wrote decodes to exactly that dump, which is
+    canonical: health reads it without validating it again.
+    """
 
     def guarded(step: str, compute: Callable[[], T]) -> T | None:
         try:
@@ -149,7 +160,10 @@ def _digests(line: bytes, canonical: bool, config: AttemptConfig, main_line: int
         return MainDigests(None, None, None, AtifRefusal("invalid JSON"))
     health = guarded(
         "health checks",
-        lambda: evaluate_row(value, source=config.verdict_source, line=main_line, ordinal=main_line - 1, ignored=config.ignored_checks),
+        lambda: evaluate_row(
+            value, source=config.verdict_source, line=main_line, ordinal=main_line - 1,
+            ignored=config.ignored_checks, canonical_trajectory=projected,
+        ),
     )
     capability = guarded("capability digest", lambda: capability_digest(value))
     perf = guarded("perf digest", lambda: PerfDigest(perf_group(value), summary_input(value.get("ng_perf"))))

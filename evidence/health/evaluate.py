@@ -31,7 +31,7 @@ CHECK_EXECUTION_ERROR = "check_execution_error"
 
 
 def evaluate_row(
-    value: Any, *, source: str, line: int, ordinal: int, ignored: Collection[str]
+    value: Any, *, source: str, line: int, ordinal: int, ignored: Collection[str], canonical_trajectory: bool = False
 ) -> RowDigest:
     """Evaluate one parsed JSONL value.
 
@@ -41,6 +41,8 @@ def evaluate_row(
         line: the 1-based physical line number.
         ordinal: 0-based index among the file's non-blank lines (0.7.0's fallback task index).
         ignored: normalised ignored check ids.
+        canonical_trajectory: the row's ``ng_trajectory`` is already in validated canonical
+            form (see ``RowView``): skip validating it again.
     """
     if not isinstance(value, dict):
         return unreadable_row(source, line, "ValueError", ignored=ignored)
@@ -49,7 +51,7 @@ def evaluate_row(
     except InvalidIdentity as exc:  # 0.7.0 crashes the whole run here; we flag this row only
         detail = {"reason": "rollout identity is unreadable", "error": "ValidationError", "field": exc.field}
         return _unreadable(source, line, detail, ignored)
-    view = build_view(value)
+    view = build_view(value, canonical=canonical_trajectory)
     findings, unobserved = _run_checks(view, ignored)
     return RowDigest(
         identity.task, identity.rollout, identity.stage, identity.rollout_id,

@@ -79,9 +79,14 @@ class RowView:
         return [gap for gap in self.trajectory["gaps"] if gap["code"] in CONTRADICTION_KINDS]
 
 
-def build_view(record: dict[str, Any]) -> RowView:
-    """Validate the record's trajectory and derive everything the checks and statistics read."""
-    trajectory, error = canonical_trajectory(record.get("ng_trajectory"))
+def build_view(record: dict[str, Any], *, canonical: bool = False) -> RowView:
+    """Validate the record's trajectory and derive everything the checks and statistics read.
+
+    ``canonical`` says the trajectory is already what validation would give back (the stage's
+    own projection wrote it), so it is read as it is instead of being validated and re-dumped.
+    """
+    raw = record.get("ng_trajectory")
+    trajectory, error = (raw, None) if canonical and isinstance(raw, dict) else canonical_trajectory(raw)
     gap_codes = frozenset(gap["code"] for gap in trajectory["gaps"]) if trajectory else frozenset()
     view = RowView(trajectory, error, gap_codes, (), EMPTY_BINDING, EMPTY_BINDING, transcript_usage(record))
     if not view.trajectory_observed:

@@ -12,6 +12,7 @@ from typing import Any
 
 from evidence.identity import trajectory_identity
 from evidence.models.capture import PAYLOAD_KEYS
+from evidence.models.trajectory import TrajectoryRecord
 from evidence.projection.build import build_trajectory
 
 __all__ = ["attach_trajectory"]
@@ -22,20 +23,26 @@ _OBSERVATIONS = "ng_agent_observations"
 _TRAJECTORY = "ng_trajectory"
 
 
-def attach_trajectory(row: Mapping[str, Any], result: dict[str, Any]) -> None:
+def attach_trajectory(row: Mapping[str, Any], result: dict[str, Any]) -> TrajectoryRecord | None:
     """Set ``result["ng_trajectory"]`` and drop the capture payloads; never raises.
 
     On any failure (0.7.0 catches every exception here) the trajectory is removed and the
     failure is recorded as a gap on the capture or observations object, else as a minimal
     trajectory, else (no identity) nowhere.
+
+    Returns:
+        The validated trajectory whose JSON dump was attached (so later steps need not
+        validate it again), or None when the projection failed.
     """
     try:
-        result[_TRAJECTORY] = build_trajectory(row, result).model_dump(mode="json")
+        record = build_trajectory(row, result)
+        result[_TRAJECTORY] = record.model_dump(mode="json")
     except Exception as exc:  # noqa: BLE001 - 0.7.0's fallback covers every exception
         result.pop(_TRAJECTORY, None)
         _record_failure(row, result, type(exc).__name__)
-        return
+        return None
     _strip_payloads(result)
+    return record
 
 
 def _strip_payloads(result: dict[str, Any]) -> None:

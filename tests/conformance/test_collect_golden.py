@@ -12,10 +12,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
 import pytest
 
+from evidence import dump_row, evaluate_row
 from evidence.capture import CaptureFiles, CaptureLookup
 from evidence.collect import collect_row
+from evidence.models.trajectory import TrajectoryRecord
 from tests.conformance.conftest import as_persisted, load_cases, strict_diff
 
 CASES = load_cases("collect")
@@ -60,3 +63,20 @@ def test_strict_diff_tells_numeric_types_apart() -> None:
 
 def test_as_persisted_renders_non_finite_floats_as_null() -> None:
     assert as_persisted({"a": [float("inf"), float("nan"), 1.5]}) == {"a": [None, None, 1.5]}
+
+
+@pytest.mark.parametrize(("name", "case"), CASES, ids=[name for name, _ in CASES])
+def test_a_projected_trajectory_is_canonical(name: str, case: dict[str, Any]) -> None:
+    """The engine skips re-validating the projection's own trajectory: that must change nothing.
+
+    Validating the attached dump gives it back unchanged, and health reads the same row the
+    same way with and without the shortcut.
+    """
+    collected = collect_row(case["row"], lookup_from(case["capture_files"]))
+    if not collected.projected:
+        pytest.skip("the projection did not attach a trajectory")
+    value = orjson.loads(dump_row(collected.row))
+    trajectory = value["ng_trajectory"]
+    assert strict_diff(TrajectoryRecord.model_validate(trajectory).model_dump(mode="json"), trajectory) is None
+    options = {"source": "rollouts.jsonl", "line": 1, "ordinal": 0, "ignored": ()}
+    assert evaluate_row(value, canonical_trajectory=True, **options) == evaluate_row(value, **options)
