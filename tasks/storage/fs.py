@@ -124,7 +124,10 @@ class Location:
         return retry.call_with_retries(self.url, lambda: self.fs.isdir(self.path))
 
     def read_bytes(self) -> bytes:
-        return retry.call_with_retries(self.url, lambda: self.fs.cat_file(self.path))
+        """The whole object: one GET on S3 (s3fs would first HEAD it to split a large read)."""
+        fs, path = self._resolved()
+        options = {"max_concurrency": 1} if "s3" in fs.protocol else {}
+        return retry.call_with_retries(self.url, lambda: fs.cat_file(path, **options))
 
     def read_range(self, start: int, end: int) -> bytes:
         """Bytes ``[start, end)``: one ranged GET on object stores."""
