@@ -15,6 +15,7 @@ from typing import Any
 
 from evidence.capabilities.rollout import RolloutEvidence
 from evidence.capabilities.values import as_dict, as_list, is_count, is_int, is_number, nonempty_str
+from evidence.health.calls import call_successful
 
 __all__ = ["DIMENSIONS", "DIMENSION_LABELS", "MEASURES", "Outcome"]
 
@@ -214,12 +215,5 @@ def _has_token_counts(call: Mapping[str, Any]) -> bool:
 
 
 def _is_successful(call: Mapping[str, Any]) -> bool:
-    """Health's "successful call" (spec health_perf §3.5)."""
     md = as_dict(call.get("response_metadata"))
-    status = md.get("status_code")
-    failed = (
-        (is_int(status) and status >= 400)
-        or bool(md.get("error_category"))
-        or md.get("response_status") in ("failed", "error", "cancelled")
-    )
-    return not failed and (status is None or (is_int(status) and 200 <= status < 400))
+    return call_successful(md.get("status_code"), md.get("error_category"), md.get("response_status"))
