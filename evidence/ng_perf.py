@@ -112,7 +112,7 @@ def _candidates(
             position
             for position in by_id.get(ref.model_call_id, [])
             if (ref.model_ref is None or _ref_key(calls[position]) == (ref.model_ref.type, ref.model_ref.name))
-            and (not ref.response_id or calls[position].response_metadata.response_id == ref.response_id)
+            and (ref.response_id is None or calls[position].response_metadata.response_id == ref.response_id)
         ]
     if ref.model_ref is not None and ref.response_id:
         return by_triple.get((ref.model_ref.type, ref.model_ref.name, ref.response_id), [])

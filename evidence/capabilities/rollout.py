@@ -137,7 +137,7 @@ def _candidates(
             position
             for position in by_id.get(model_call_id, [])
             if (model_ref is None or _metadata(calls[position]).get("model_ref") == model_ref)
-            and (not response_id or _metadata(calls[position]).get("response_id") == response_id)
+            and (response_id is None or _metadata(calls[position]).get("response_id") == response_id)
         ]
     triple = _triple(model_ref, response_id)
     return list(by_triple.get(triple, [])) if triple is not None else []

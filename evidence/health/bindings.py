@@ -89,7 +89,7 @@ def _candidates(ref: dict[str, Any], calls: Sequence[CallView]) -> list[CallView
             call for call in calls
             if call.model_call_id == ref["model_call_id"]
             and (model_ref is None or call.model_ref == model_ref)
-            and (not response_id or call.response_id == response_id)
+            and (response_id is None or call.response_id == response_id)
         ]
     wanted = (model_ref.get("type"), model_ref.get("name"), response_id)
     return [call for call in calls if _response_key(call) == wanted]
