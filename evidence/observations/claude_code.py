@@ -21,7 +21,8 @@ from evidence.models.observations import (
     ModelCallRef,
     ObservationGap,
 )
-from evidence.observations.join import CallIndex, canonical_ref
+from evidence.observations.join import canonical_ref
+from evidence.references import CallIndex, record_name, ref_name
 
 __all__ = ["associate_claude_code_compaction_calls"]
 
@@ -116,19 +117,20 @@ def _ref_matches(ref: ModelCallRef, call: ModelCallRecord) -> bool:
     return ref.model_ref == call.model_ref and ref.response_id == call.response_id
 
 
-def _bound(index: CallIndex, ref: ModelCallRef | None) -> int | None | bool:
+def _bound(calls: Sequence[ModelCallRecord], index: CallIndex, ref: ModelCallRef | None) -> int | None | bool:
     """call_index of a before/after ref; None when unset, False when it does not resolve."""
     if ref is None:
         return None
-    candidates = index.candidates(ref)
-    return candidates[0].call_index if len(candidates) == 1 else False
+    candidates = index.candidates(ref_name(ref))
+    return calls[candidates[0]].call_index if len(candidates) == 1 else False
 
 
 class _Associator:
     def __init__(self, bundle: AgentObservationBundle, calls: Sequence[ModelCallRecord]) -> None:
         refs = [ref for invocation in bundle.invocations() for ref in invocation.model_calls]
         self.free = [call for call in calls if not any(_ref_matches(ref, call) for ref in refs)]
-        self.index = CallIndex(calls)
+        self.calls = calls
+        self.index = CallIndex([record_name(call) for call in calls])
 
     def _eligible_call(self, call: ModelCallRecord, model_refs: list[Any]) -> bool:
         return (
@@ -144,8 +146,8 @@ class _Associator:
     def candidates(self, compaction: ContextCompactionRecord) -> list[ModelCallRecord]:
         if compaction.outcome != "completed" or compaction.model_calls or compaction.summary is None:
             return []
-        before = _bound(self.index, compaction.before_model_call)
-        after = _bound(self.index, compaction.after_model_call)
+        before = _bound(self.calls, self.index, compaction.before_model_call)
+        after = _bound(self.calls, self.index, compaction.after_model_call)
         if before is False or after is False:
             return []
         bounds = [ref for ref in (compaction.before_model_call, compaction.after_model_call) if ref is not None]

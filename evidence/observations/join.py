@@ -1,10 +1,9 @@
 """Resolve an agent's model-call references against the captured calls (spec: §6).
 
-A reference resolves only to exactly one captured call: by ``model_call_id`` (narrowed by the
-ref's model_ref/response_id when given) or by ``(model_ref, response_id)``. Nothing is guessed
-from order or time. An invocation owns the calls its refs resolve to first; compactions point
-at calls but never own them. Every failure is a gap on the bundle; stale join gaps from an
-earlier join are dropped first, so joining twice gives the same bundle.
+A reference resolves only to exactly one captured call, by the collection rule
+(``evidence.references.CallIndex``). An invocation owns the calls its refs resolve to first;
+compactions point at calls but never own them. Every failure is a gap on the bundle; stale join
+gaps from an earlier join are dropped first, so joining twice gives the same bundle.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from evidence.models.observations import (
     ModelCallRef,
     ObservationGap,
 )
+from evidence.references import CallIndex, record_name, ref_name
 
 __all__ = ["canonical_ref", "join_model_call_observations"]
 
@@ -42,34 +42,6 @@ def _call_label(call: ModelCallRecord) -> str | None:
 
 def _ref_label(ref: ModelCallRef) -> str | None:
     return ref.model_call_id or ref.response_id
-
-
-class CallIndex:
-    """Captured calls indexed the two ways a ref can name them."""
-
-    def __init__(self, calls: Sequence[ModelCallRecord]) -> None:
-        self._by_id: dict[str, list[ModelCallRecord]] = {}
-        self._by_ref: dict[tuple[str, str, str], list[ModelCallRecord]] = {}
-        for call in calls:
-            if call.model_call_id:
-                self._by_id.setdefault(call.model_call_id, []).append(call)
-            model_ref = call.model_ref_key()
-            if model_ref is not None and call.response_id:
-                self._by_ref.setdefault((*model_ref, call.response_id), []).append(call)
-
-    def candidates(self, ref: ModelCallRef) -> list[ModelCallRecord]:
-        """Calls ``ref`` may denote; exactly one means a match."""
-        _, model_ref, response_id = ref.key()
-        if ref.model_call_id:
-            return [
-                call
-                for call in self._by_id.get(ref.model_call_id, [])
-                if (model_ref is None or call.model_ref_key() == model_ref)
-                and (response_id is None or call.response_id == response_id)
-            ]
-        if model_ref is None or not response_id:
-            return []
-        return list(self._by_ref.get((*model_ref, response_id), []))
 
 
 def _add_session_refs(
@@ -100,9 +72,13 @@ class _Join:
 
     def __init__(self, calls: Sequence[ModelCallRecord]) -> None:
         self.calls = calls
-        self.index = CallIndex(calls)
+        self.index = CallIndex([record_name(call) for call in calls])
         self.owner: dict[int, str] = {}
         self.gaps: list[ObservationGap] = []
+
+    def candidates(self, ref: ModelCallRef) -> list[ModelCallRecord]:
+        """The captured calls ``ref`` may name, by the collection rule; exactly one is a match."""
+        return [self.calls[position] for position in self.index.candidates(ref_name(ref))]
 
     def _gap(self, code: str, invocation_id: str | None, detail: str | None) -> None:
         self.gaps.append(ObservationGap.model_construct(code=code, invocation_id=invocation_id, detail=detail))
@@ -113,7 +89,7 @@ class _Join:
     def invocation_refs(self, invocation_id: str, refs: list[ModelCallRef]) -> list[ModelCallRef]:
         joined = []
         for ref in refs:
-            candidates = self.index.candidates(ref)
+            candidates = self.candidates(ref)
             if len(candidates) != 1:
                 self._unresolved(candidates, invocation_id, _ref_label(ref))
                 joined.append(ref)
@@ -127,7 +103,7 @@ class _Join:
 
     def compaction_ref(self, compaction: ContextCompactionRecord, field: str, ref: ModelCallRef) -> ModelCallRef:
         """A before/after ref: canonical unless another invocation owns its call."""
-        candidates = self.index.candidates(ref)
+        candidates = self.candidates(ref)
         if len(candidates) != 1:
             self._unresolved(candidates, compaction.invocation_id, f"{field}:{_ref_label(ref)}")
             return ref
@@ -141,7 +117,7 @@ class _Join:
         """``model_calls`` of a compaction: canonical only for calls its invocation owns."""
         joined = []
         for ref in compaction.model_calls:
-            candidates = self.index.candidates(ref)
+            candidates = self.candidates(ref)
             if len(candidates) != 1:
                 self._unresolved(candidates, compaction.invocation_id, f"model_calls:{_ref_label(ref)}")
                 joined.append(ref)

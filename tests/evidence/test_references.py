@@ -13,7 +13,10 @@ import pytest
 
 from evidence.capabilities.rollout import rollout_evidence
 from evidence.health.view import build_view
+from evidence.models.capture import ModelRef
+from evidence.models.observations import ModelCallRef
 from evidence.ng_perf import build_ng_perf
+from evidence.references import CallIndex, json_name, json_ref_name, ng_perf_owners, ref_name, typed_name
 
 MODEL_REF = {"type": "responses_api_models", "name": "policy"}
 
@@ -85,3 +88,44 @@ def test_capability_ownership_filters_on_any_non_null_response_id(
     ref = {"model_call_id": "c1", "response_id": ref_response_id}
     evidence = rollout_evidence({"ng_trajectory": _trajectory(ref, call_response_id)})
     assert [call["model_call_id"] for call in evidence.owned_calls] == (["c1"] if matches else [])
+
+
+CALLS = [
+    {"model_call_id": "c1", "response_id": "r1", "model_ref": MODEL_REF},
+    {"model_call_id": "c2", "response_id": "r1", "model_ref": MODEL_REF},
+    {"model_call_id": None, "response_id": "r2", "model_ref": MODEL_REF},
+    {"model_call_id": "c3", "response_id": None, "model_ref": None},
+    {"model_call_id": None, "response_id": "r3", "model_ref": {"type": "responses_api_models", "name": "judge"}},
+]
+REFS = [
+    {"model_call_id": "c1"},
+    {"model_call_id": "c1", "response_id": "r2"},
+    {"model_call_id": "c3", "model_ref": MODEL_REF},
+    {"model_ref": MODEL_REF, "response_id": "r1"},
+    {"model_ref": MODEL_REF, "response_id": "r2"},
+    {"model_call_id": "", "model_ref": MODEL_REF, "response_id": "r2"},
+    {"model_ref": MODEL_REF, "response_id": "r3"},
+    {"model_call_id": "nope"},
+]
+# ref position -> candidate positions (collection rule, spec collection.md §6.3)
+EXPECTED = [[0], [], [], [0, 1], [2], [2], [], []]
+
+
+def test_the_collection_rule_reads_models_and_json_alike() -> None:
+    typed_calls = CallIndex([
+        typed_name(call["model_call_id"], None if call["model_ref"] is None else ModelRef(**call["model_ref"]),
+                   call["response_id"])
+        for call in CALLS
+    ])
+    json_calls = CallIndex([json_name(call["model_call_id"], call["model_ref"], call["response_id"]) for call in CALLS])
+    assert [typed_calls.candidates(ref_name(ModelCallRef.model_validate(ref))) for ref in REFS] == EXPECTED
+    assert [json_calls.candidates(json_ref_name(ref)) for ref in REFS] == EXPECTED
+
+
+def test_ng_perf_owners_keep_the_first_unique_claim() -> None:
+    index = CallIndex([json_name(call["model_call_id"], call["model_ref"], call["response_id"]) for call in CALLS])
+    invocations = [
+        ("a", [json_ref_name({"model_ref": MODEL_REF, "response_id": "r1"}), json_ref_name({"model_call_id": "c2"})]),
+        ("b", [json_ref_name({"model_call_id": "c2"}), json_ref_name({"model_call_id": "c1"})]),
+    ]
+    assert ng_perf_owners(index, invocations) == {1: "a", 0: "b"}

@@ -1,0 +1,130 @@
+"""Which captured model call a reference names: the one home of 0.7.0's resolution rules.
+
+A reference names a model call by ``model_call_id``, or by ``(model_ref, response_id)``. 0.7.0
+resolves references by more than one rule, and each function here names the 0.7.0 code it
+follows, so a reader can tell a deliberate difference from a copy that drifted:
+
+* the *collection rule* (:class:`CallIndex`), shared by the observation join, ``ng_perf``
+  ownership (:func:`ng_perf_owners`, which our capability matrix measures too) and the health
+  checks' call bindings.
+
+Calls and references are described as :class:`CallName` (typed models through
+:func:`typed_name`, JSON objects through :func:`json_name`), so the same rule serves the typed
+collection and the tolerant readers of enriched rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from evidence.models.capture import ModelCallRecord, ModelRef
+from evidence.models.observations import ModelCallRef
+
+__all__ = ["CallIndex", "CallName", "json_name", "json_ref_name", "ng_perf_owners", "record_name", "ref_name", "typed_name"]
+
+Owner = TypeVar("Owner")
+
+
+@dataclass(frozen=True, slots=True)
+class CallName:
+    """What a model call, or a reference to one, names a call by.
+
+    ``model_call_id`` is None when absent or empty (an empty id names nothing); ``model_ref`` is
+    compared whole (the ``(type, name)`` pair of a model, the value itself of a JSON object);
+    ``response_id`` is kept as recorded, because 0.7.0 filters an id match on any response id
+    that is not None, ``""`` included. ``pair`` is ``(type, name, response_id)`` when the model_ref
+    is set and the response id non-empty: the only other way a call can be found.
+    """
+
+    model_call_id: str | None
+    model_ref: Any
+    response_id: Any
+    pair: tuple[str, str, str] | None
+
+
+def typed_name(model_call_id: str | None, model_ref: ModelRef | None, response_id: str | None) -> CallName:
+    """The name of a validated call or ref (capture records, trajectory calls, ``ModelCallRef``)."""
+    ref_key = None if model_ref is None else (model_ref.type, model_ref.name)
+    pair = (*ref_key, response_id) if ref_key is not None and response_id else None
+    return CallName(model_call_id or None, ref_key, response_id, pair)
+
+
+def record_name(call: ModelCallRecord) -> CallName:
+    """The name of a captured call."""
+    return typed_name(call.model_call_id, call.model_ref, call.response_id)
+
+
+def ref_name(ref: ModelCallRef) -> CallName:
+    """The name a validated ``ModelCallRef`` gives its call."""
+    return typed_name(ref.model_call_id, ref.model_ref, ref.response_id)
+
+
+def json_name(model_call_id: Any, model_ref: Any, response_id: Any) -> CallName:
+    """The name of a call or ref read from JSON as found: a value of the wrong type names nothing."""
+    pair = None
+    if isinstance(model_ref, dict) and isinstance(response_id, str) and response_id:
+        kind, name = model_ref.get("type"), model_ref.get("name")
+        if isinstance(kind, str) and isinstance(name, str):
+            pair = (kind, name, response_id)
+    call_id = model_call_id if isinstance(model_call_id, str) and model_call_id else None
+    return CallName(call_id, model_ref, response_id, pair)
+
+
+def json_ref_name(ref: Mapping[str, Any]) -> CallName:
+    """The name a reference object of a row gives its call."""
+    return json_name(ref.get("model_call_id"), ref.get("model_ref"), ref.get("response_id"))
+
+
+class CallIndex:
+    """Calls findable by ``model_call_id`` or by ``(type, name, response_id)``: the collection rule.
+
+    0.7.0 resolves this way in ``nemo_gym/rollout_observability.py::join_model_call_observations``
+    (``matches``), ``nemo_gym/rollout_collection.py::_build_ng_perf`` (``_match_call_index``) and
+    ``nemo_gym/health/checks.py::_bind_policy_call_views``. Nothing is guessed from order or time.
+    """
+
+    def __init__(self, calls: Sequence[CallName]) -> None:
+        self._calls = calls
+        self._by_id: dict[str, list[int]] = {}
+        self._by_pair: dict[tuple[str, str, str], list[int]] = {}
+        for position, call in enumerate(calls):
+            if call.model_call_id is not None:
+                self._by_id.setdefault(call.model_call_id, []).append(position)
+            if call.pair is not None:
+                self._by_pair.setdefault(call.pair, []).append(position)
+
+    def candidates(self, ref: CallName) -> list[int]:
+        """Positions of the calls ``ref`` may name; exactly one is a match.
+
+        A ref with an id: the calls with that id, less those whose model_ref or response_id
+        differs from the ref's where the ref has one. A ref without: the calls with its pair.
+        """
+        if ref.model_call_id is not None:
+            return [
+                position
+                for position in self._by_id.get(ref.model_call_id, [])
+                if (ref.model_ref is None or self._calls[position].model_ref == ref.model_ref)
+                and (ref.response_id is None or self._calls[position].response_id == ref.response_id)
+            ]
+        if ref.pair is None:
+            return []
+        return list(self._by_pair.get(ref.pair, []))
+
+
+def ng_perf_owners(index: CallIndex, invocations: Iterable[tuple[Owner, Iterable[CallName]]]) -> dict[int, Owner]:
+    """Call position -> the invocation that owns it, by ``ng_perf``'s ownership rule.
+
+    0.7.0 ``nemo_gym/rollout_collection.py::_build_ng_perf``: invocations in order, refs in
+    order; a ref matching exactly one call that no earlier ref claimed gives that call to its
+    invocation. A ref matching several calls, or a call already claimed, adds nothing, so token
+    sums never count a call twice. Turn refs confer nothing (the caller passes invocation refs).
+    """
+    owners: dict[int, Owner] = {}
+    for owner, refs in invocations:
+        for ref in refs:
+            candidates = index.candidates(ref)
+            if len(candidates) == 1 and candidates[0] not in owners:
+                owners[candidates[0]] = owner
+    return owners
