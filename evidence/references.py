@@ -6,7 +6,9 @@ follows, so a reader can tell a deliberate difference from a copy that drifted:
 
 * the *collection rule* (:class:`CallIndex`), shared by the observation join, ``ng_perf``
   ownership (:func:`ng_perf_owners`, which our capability matrix measures too) and the health
-  checks' call bindings.
+  checks' call bindings;
+* the *Claude Code rule* (:func:`names_call`): which calls the invocations already reference,
+  and which call a compaction's before/after ref points at, when summary calls are looked for.
 
 Calls and references are described as :class:`CallName` (typed models through
 :func:`typed_name`, JSON objects through :func:`json_name`), so the same rule serves the typed
@@ -22,7 +24,7 @@ from typing import Any, TypeVar
 from evidence.models.capture import ModelCallRecord, ModelRef
 from evidence.models.observations import ModelCallRef
 
-__all__ = ["CallIndex", "CallName", "json_name", "json_ref_name", "ng_perf_owners", "record_name", "ref_name", "typed_name"]
+__all__ = ["CallIndex", "CallName", "json_name", "json_ref_name", "names_call", "ng_perf_owners", "record_name", "ref_name", "typed_name"]
 
 Owner = TypeVar("Owner")
 
@@ -128,3 +130,17 @@ def ng_perf_owners(index: CallIndex, invocations: Iterable[tuple[Owner, Iterable
             if len(candidates) == 1 and candidates[0] not in owners:
                 owners[candidates[0]] = owner
     return owners
+
+
+def names_call(ref: CallName, call: CallName) -> bool:
+    """Whether ``ref`` names ``call`` by the Claude Code association rule.
+
+    0.7.0 ``responses_api_agents/claude_code_agent/observability.py::
+    associate_claude_code_compaction_calls`` (``ref_matches_call``): a ref with an id names the
+    call with that id whatever its model_ref and response_id; a ref without one names the calls
+    with an equal model_ref and response_id. Looser than the collection rule, on purpose: it
+    only decides which calls are already taken and where a compaction sits.
+    """
+    if ref.model_call_id is not None:
+        return ref.model_call_id == call.model_call_id
+    return ref.model_ref == call.model_ref and ref.response_id == call.response_id

@@ -22,7 +22,7 @@ from evidence.models.observations import (
     ObservationGap,
 )
 from evidence.observations.join import canonical_ref
-from evidence.references import CallIndex, record_name, ref_name
+from evidence.references import CallName, names_call, record_name, ref_name
 
 __all__ = ["associate_claude_code_compaction_calls"]
 
@@ -110,27 +110,19 @@ def _summary_matches(summary: str, output: str) -> bool:
     return summary.startswith(expected) and _SUFFIX_TAIL.fullmatch(summary[len(expected) :]) is not None
 
 
-def _ref_matches(ref: ModelCallRef, call: ModelCallRecord) -> bool:
-    """Whether an invocation ref names ``call`` (by id only when it has one)."""
-    if ref.model_call_id is not None:
-        return ref.model_call_id == call.model_call_id
-    return ref.model_ref == call.model_ref and ref.response_id == call.response_id
-
-
-def _bound(calls: Sequence[ModelCallRecord], index: CallIndex, ref: ModelCallRef | None) -> int | None | bool:
-    """call_index of a before/after ref; None when unset, False when it does not resolve."""
+def _bound(calls: Sequence[tuple[ModelCallRecord, CallName]], ref: ModelCallRef | None) -> int | None | bool:
+    """call_index of a before/after ref; None when unset, False when it names no single call."""
     if ref is None:
         return None
-    candidates = index.candidates(ref_name(ref))
-    return calls[candidates[0]].call_index if len(candidates) == 1 else False
+    matches = [call.call_index for call, name in calls if names_call(ref_name(ref), name)]
+    return matches[0] if len(matches) == 1 else False
 
 
 class _Associator:
     def __init__(self, bundle: AgentObservationBundle, calls: Sequence[ModelCallRecord]) -> None:
-        refs = [ref for invocation in bundle.invocations() for ref in invocation.model_calls]
-        self.free = [call for call in calls if not any(_ref_matches(ref, call) for ref in refs)]
-        self.calls = calls
-        self.index = CallIndex([record_name(call) for call in calls])
+        refs = [ref_name(ref) for invocation in bundle.invocations() for ref in invocation.model_calls]
+        self.calls = [(call, record_name(call)) for call in calls]
+        self.free = [call for call, name in self.calls if not any(names_call(ref, name) for ref in refs)]
 
     def _eligible_call(self, call: ModelCallRecord, model_refs: list[Any]) -> bool:
         return (
@@ -146,8 +138,8 @@ class _Associator:
     def candidates(self, compaction: ContextCompactionRecord) -> list[ModelCallRecord]:
         if compaction.outcome != "completed" or compaction.model_calls or compaction.summary is None:
             return []
-        before = _bound(self.calls, self.index, compaction.before_model_call)
-        after = _bound(self.calls, self.index, compaction.after_model_call)
+        before = _bound(self.calls, compaction.before_model_call)
+        after = _bound(self.calls, compaction.after_model_call)
         if before is False or after is False:
             return []
         bounds = [ref for ref in (compaction.before_model_call, compaction.after_model_call) if ref is not None]

@@ -7,16 +7,28 @@ its id match whenever it is not None, so ``""`` matches only a call whose respon
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
 from evidence.capabilities.rollout import rollout_evidence
+from evidence.collect import collect_row
 from evidence.health.view import build_view
 from evidence.models.capture import ModelRef
 from evidence.models.observations import ModelCallRef
 from evidence.ng_perf import build_ng_perf
-from evidence.references import CallIndex, json_name, json_ref_name, ng_perf_owners, ref_name, typed_name
+from evidence.references import (
+    CallIndex,
+    json_name,
+    json_ref_name,
+    names_call,
+    ng_perf_owners,
+    ref_name,
+    typed_name,
+)
+from tests.conformance.conftest import load_cases
+from tests.conformance.test_collect_golden import lookup_from
 
 MODEL_REF = {"type": "responses_api_models", "name": "policy"}
 
@@ -129,3 +141,34 @@ def test_ng_perf_owners_keep_the_first_unique_claim() -> None:
         ("b", [json_ref_name({"model_call_id": "c2"}), json_ref_name({"model_call_id": "c1"})]),
     ]
     assert ng_perf_owners(index, invocations) == {1: "a", 0: "b"}
+
+
+# before/after ref of case 49's compaction -> the compaction's linked calls, as 0.7.0 links them
+# (checked with the oracle's ref_collect.py): an id names its call whatever else the ref says,
+# while a model_ref the call does not have still rules the call out as a summary call.
+BOUND_CASES = [
+    ("before_model_call", {"model_call_id": "cc-1"}, ["cc-2"]),
+    ("before_model_call", {"model_call_id": "cc-1", "response_id": "not-it"}, ["cc-2"]),
+    ("after_model_call", {"model_call_id": "cc-3", "response_id": "not-it"}, ["cc-2"]),
+    ("before_model_call", {"model_call_id": "cc-1", "model_ref": {"type": "responses_api_models", "name": "x"}}, []),
+    ("before_model_call", {"model_call_id": "cc-9"}, []),
+]
+
+
+@pytest.mark.parametrize(("field", "ref", "linked"), BOUND_CASES)
+def test_claude_code_bounds_resolve_by_id_alone(field: str, ref: dict[str, Any], linked: list[str]) -> None:
+    case = dict(load_cases("collect"))["49_claude_code_compaction_association"]
+    row = copy.deepcopy(case["row"])
+    row["ng_agent_observations"]["records"][1][field] = ref
+    collected = collect_row(row, lookup_from(case["capture_files"]))
+    compaction = collected.row["ng_agent_observations"]["records"][1]
+    assert [call["model_call_id"] for call in compaction["model_calls"]] == linked
+
+
+def test_claude_code_rule_reads_an_empty_id_as_none() -> None:
+    model_ref = ModelRef(**MODEL_REF)
+    ref = ref_name(ModelCallRef(model_call_id="", model_ref=model_ref, response_id="r1"))
+    assert names_call(ref, typed_name(None, model_ref, "r1"))
+    assert names_call(ref, typed_name("c1", model_ref, "r1"))
+    assert not names_call(ref, typed_name("", model_ref, "r2"))
+    assert names_call(ref_name(ModelCallRef(model_call_id="c1", response_id="r9")), typed_name("c1", None, None))
