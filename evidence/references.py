@@ -8,7 +8,8 @@ follows, so a reader can tell a deliberate difference from a copy that drifted:
   ownership (:func:`ng_perf_owners`, which our capability matrix measures too) and the health
   checks' call bindings;
 * the *Claude Code rule* (:func:`names_call`): which calls the invocations already reference,
-  and which call a compaction's before/after ref points at, when summary calls are looked for.
+  and which call a compaction's before/after ref points at, when summary calls are looked for;
+* the *ATIF export rule* (:class:`ExportCallIndex`): one match or a refusal naming the doubt.
 
 Calls and references are described as :class:`CallName` (typed models through
 :func:`typed_name`, JSON objects through :func:`json_name`), so the same rule serves the typed
@@ -17,14 +18,16 @@ collection and the tolerant readers of enriched rows.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from evidence.errors import AtifExportError
 from evidence.models.capture import ModelCallRecord, ModelRef
 from evidence.models.observations import ModelCallRef
 
-__all__ = ["CallIndex", "CallName", "json_name", "json_ref_name", "names_call", "ng_perf_owners", "record_name", "ref_name", "typed_name"]
+__all__ = ["CallIndex", "CallName", "ExportCallIndex", "json_name", "json_ref_name", "names_call", "ng_perf_owners", "record_name", "ref_name", "typed_name"]
 
 Owner = TypeVar("Owner")
 
@@ -144,3 +147,69 @@ def names_call(ref: CallName, call: CallName) -> bool:
     if ref.model_call_id is not None:
         return ref.model_call_id == call.model_call_id
     return ref.model_ref == call.model_ref and ref.response_id == call.response_id
+
+
+def _blank(value: Any) -> bool:
+    return isinstance(value, str) and not value.strip()
+
+
+class ExportCallIndex:
+    """The captured calls of a trajectory being exported to ATIF: the strict export rule.
+
+    0.7.0 ``nemo_gym/atif_export.py::_model_call_index`` and ``_resolve_model_call``. Unlike the
+    collection rule, an id match is not narrowed by the ref's model_ref/response_id: a
+    disagreement is a refusal, as is a blank (whitespace) identifier on either side, because an
+    export must never publish a turn joined to the wrong call.
+    """
+
+    def __init__(self, calls: list[dict[str, Any]]) -> None:
+        self.calls = calls
+        self.by_id: dict[str, list[int]] = defaultdict(list)
+        self.by_pair: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+        for index, call in enumerate(calls):
+            call_id = call.get("model_call_id")
+            if isinstance(call_id, str) and call_id.strip():
+                self.by_id[call_id].append(index)
+            meta = call.get("response_metadata", {})
+            ref, response_id = meta.get("model_ref"), meta.get("response_id")
+            if ref is not None and isinstance(response_id, str) and response_id.strip():
+                self.by_pair[(ref["type"], ref["name"], response_id)].append(index)
+
+    def resolve(self, ref: dict[str, Any], path: str) -> int:
+        """The capture index a reference names, after 0.7.0's blank, ambiguity and conflict checks."""
+        call_id, response_id = ref.get("model_call_id"), ref.get("response_id")
+        if _blank(call_id):
+            raise AtifExportError(f"{path}.model_call_id: cannot be blank")
+        if _blank(response_id):
+            raise AtifExportError(f"{path}.response_id: cannot be blank")
+        if call_id is not None:
+            matches = self.by_id.get(call_id, [])
+            if not matches:
+                raise AtifExportError(f"{path}: unknown model_call_id {call_id!r}")
+            if len(matches) > 1:
+                raise AtifExportError(f"{path}: model_call_id matches more than one captured model call")
+        else:
+            model_ref = ref["model_ref"]
+            matches = self.by_pair.get((model_ref["type"], model_ref["name"], response_id), [])
+            if not matches:
+                raise AtifExportError(f"{path}: model_ref and response_id do not match a captured model call")
+            if len(matches) > 1:
+                raise AtifExportError(f"{path}: model_ref and response_id match more than one captured model call")
+        index = matches[0]
+        self._check_resolved(index, ref, path)
+        return index
+
+    def _check_resolved(self, index: int, ref: dict[str, Any], path: str) -> None:
+        call = self.calls[index]
+        meta = call.get("response_metadata", {})
+        if _blank(call.get("model_call_id")):
+            raise AtifExportError(f"ng_trajectory.model_calls[{index}].model_call_id: cannot be blank")
+        if _blank(meta.get("response_id")):
+            raise AtifExportError(f"ng_trajectory.model_calls[{index}].response_metadata.response_id: cannot be blank")
+        if ref.get("response_id") is not None and ref["response_id"] != meta.get("response_id"):
+            raise AtifExportError(f"{path}: response_id conflicts with the captured model call")
+        ref_model, call_model = ref.get("model_ref"), meta.get("model_ref")
+        if ref_model is not None and (
+            call_model is None or (ref_model["type"], ref_model["name"]) != (call_model["type"], call_model["name"])
+        ):
+            raise AtifExportError(f"{path}: model_ref conflicts with the captured model call")
