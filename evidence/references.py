@@ -9,6 +9,8 @@ follows, so a reader can tell a deliberate difference from a copy that drifted:
   checks' call bindings;
 * the *Claude Code rule* (:func:`names_call`): which calls the invocations already reference,
   and which call a compaction's before/after ref points at, when summary calls are looked for;
+* the *turn-synthesis rule* (:class:`TurnAttribution`): which invocation a rebuilt turn
+  belongs to;
 * the *ATIF export rule* (:class:`ExportCallIndex`): one match or a refusal naming the doubt.
 
 Calls and references are described as :class:`CallName` (typed models through
@@ -25,9 +27,9 @@ from typing import Any, TypeVar
 
 from evidence.errors import AtifExportError
 from evidence.models.capture import ModelCallRecord, ModelRef
-from evidence.models.observations import ModelCallRef
+from evidence.models.observations import AgentInvocationRecord, ModelCallRef
 
-__all__ = ["CallIndex", "CallName", "ExportCallIndex", "json_name", "json_ref_name", "names_call", "ng_perf_owners", "record_name", "ref_name", "typed_name"]
+__all__ = ["CallIndex", "CallName", "ExportCallIndex", "TurnAttribution", "json_name", "json_ref_name", "names_call", "ng_perf_owners", "record_name", "ref_name", "typed_name"]
 
 Owner = TypeVar("Owner")
 
@@ -151,6 +153,32 @@ def names_call(ref: CallName, call: CallName) -> bool:
 
 def _blank(value: Any) -> bool:
     return isinstance(value, str) and not value.strip()
+
+
+class TurnAttribution:
+    """Which invocation a call's rebuilt turn belongs to: the turn-synthesis rule.
+
+    0.7.0 ``nemo_gym/rollout_collection.py::_turns_from_model_calls``: every ref of every
+    invocation counts, whatever the join made of it, and the last invocation naming a value
+    wins; a call is found by its id, else by its response id alone (model_ref is not compared).
+    """
+
+    def __init__(self, invocations: Iterable[AgentInvocationRecord]) -> None:
+        self._by_id: dict[str, str] = {}
+        self._by_response_id: dict[str, str] = {}
+        for invocation in invocations:
+            for ref in invocation.model_calls:
+                if ref.model_call_id:
+                    self._by_id[ref.model_call_id] = invocation.invocation_id
+                if ref.response_id:
+                    self._by_response_id[ref.response_id] = invocation.invocation_id
+
+    def invocation_of(self, model_call_id: str | None, response_id: str | None) -> str | None:
+        """The invocation a call with these ids belongs to, or None (the call makes no turn)."""
+        invocation_id = self._by_id.get(model_call_id) if model_call_id is not None else None
+        if invocation_id is None and response_id is not None:
+            invocation_id = self._by_response_id.get(response_id)
+        return invocation_id
 
 
 class ExportCallIndex:
