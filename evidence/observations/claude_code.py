@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from evidence.gaps import COMPACTION_MODEL_CALL_MATCH_AMBIGUOUS, COMPACTION_MODEL_CALL_REFERENCE_UNAVAILABLE
 from evidence.models.capture import ModelCallRecord
 from evidence.models.observations import (
     AgentObservationBundle,
@@ -58,8 +59,6 @@ _SUFFIX_TAIL = re.compile("".join(_suffix_pattern(suffix) for suffix in _SUMMARY
 _ANALYSIS = re.compile(r"<analysis>.*?</analysis>", re.DOTALL)
 _SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
 _BLANK_RUNS = re.compile(r"\n{2,}")
-_UNAVAILABLE = "compaction_model_call_reference_unavailable"
-_AMBIGUOUS = "compaction_model_call_match_ambiguous"
 
 
 def _message_text(content: Any) -> str:
@@ -184,7 +183,8 @@ def associate_claude_code_compaction_calls(
         if not candidates:
             continue
         if len(candidates) > 1 or claims[candidates[0].call_index] > 1:
-            gaps.append(ObservationGap(code=_AMBIGUOUS, invocation_id=compaction.invocation_id,
+            gaps.append(ObservationGap(code=COMPACTION_MODEL_CALL_MATCH_AMBIGUOUS,
+                                       invocation_id=compaction.invocation_id,
                                        detail=f"candidate_count={len(candidates)}"))
             continue
         if compaction.invocation_id not in invocation_ids:
@@ -197,5 +197,6 @@ def associate_claude_code_compaction_calls(
                 records[position] = record.model_copy(update={"model_calls": _insert_ref(record.model_calls, ref, compaction)})
     unlinked = {record.invocation_id for record in records
                 if isinstance(record, ContextCompactionRecord) and not record.model_calls}
-    gaps = [gap for gap in gaps if gap.code != _UNAVAILABLE or gap.invocation_id in unlinked]
+    gaps = [gap for gap in gaps
+            if gap.code != COMPACTION_MODEL_CALL_REFERENCE_UNAVAILABLE or gap.invocation_id in unlinked]
     return bundle.model_copy(update={"records": records, "gaps": gaps})

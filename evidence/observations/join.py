@@ -10,6 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from evidence.gaps import (
+    MODEL_CALL_OWNERSHIP_UNAVAILABLE,
+    MODEL_CALL_REFERENCE_AMBIGUOUS,
+    MODEL_CALL_REFERENCE_CONFLICT,
+    MODEL_CALL_REFERENCE_UNMATCHED,
+)
 from evidence.models.capture import ModelCallRecord
 from evidence.models.observations import (
     AgentInvocationRecord,
@@ -22,11 +28,7 @@ from evidence.references import CallIndex, record_name, ref_name
 
 __all__ = ["canonical_ref", "join_model_call_observations"]
 
-UNMATCHED = "model_call_reference_unmatched"
-AMBIGUOUS = "model_call_reference_ambiguous"
-CONFLICT = "model_call_reference_conflict"
-OWNERSHIP_UNAVAILABLE = "model_call_ownership_unavailable"
-_JOIN_CODES = frozenset({UNMATCHED, AMBIGUOUS, CONFLICT})
+_JOIN_CODES = frozenset({MODEL_CALL_REFERENCE_UNMATCHED, MODEL_CALL_REFERENCE_AMBIGUOUS, MODEL_CALL_REFERENCE_CONFLICT})
 
 
 def canonical_ref(call: ModelCallRecord) -> ModelCallRef:
@@ -84,7 +86,8 @@ class _Join:
         self.gaps.append(ObservationGap.model_construct(code=code, invocation_id=invocation_id, detail=detail))
 
     def _unresolved(self, candidates: list[ModelCallRecord], invocation_id: str, detail: str) -> None:
-        self._gap(UNMATCHED if not candidates else AMBIGUOUS, invocation_id, detail)
+        code = MODEL_CALL_REFERENCE_UNMATCHED if not candidates else MODEL_CALL_REFERENCE_AMBIGUOUS
+        self._gap(code, invocation_id, detail)
 
     def invocation_refs(self, invocation_id: str, refs: list[ModelCallRef]) -> list[ModelCallRef]:
         joined = []
@@ -94,7 +97,7 @@ class _Join:
                 self._unresolved(candidates, invocation_id, _ref_label(ref))
                 joined.append(ref)
             elif candidates[0].call_index in self.owner:
-                self._gap(CONFLICT, invocation_id, _call_label(candidates[0]))
+                self._gap(MODEL_CALL_REFERENCE_CONFLICT, invocation_id, _call_label(candidates[0]))
                 joined.append(ref)
             else:
                 self.owner[candidates[0].call_index] = invocation_id
@@ -109,7 +112,7 @@ class _Join:
             return ref
         owner = self.owner.get(candidates[0].call_index)
         if owner is not None and owner != compaction.invocation_id:
-            self._gap(CONFLICT, compaction.invocation_id, f"{field}:{_call_label(candidates[0])}")
+            self._gap(MODEL_CALL_REFERENCE_CONFLICT, compaction.invocation_id, f"{field}:{_call_label(candidates[0])}")
             return ref
         return canonical_ref(candidates[0])
 
@@ -126,7 +129,7 @@ class _Join:
             if owner == compaction.invocation_id:
                 joined.append(canonical_ref(candidates[0]))
                 continue
-            code = OWNERSHIP_UNAVAILABLE if owner is None else CONFLICT
+            code = MODEL_CALL_OWNERSHIP_UNAVAILABLE if owner is None else MODEL_CALL_REFERENCE_CONFLICT
             self._gap(code, compaction.invocation_id, f"model_calls:{_call_label(candidates[0])}")
             joined.append(ref)
         return joined
@@ -143,7 +146,7 @@ class _Join:
         for call in self.calls:
             if call.call_index not in self.owner:
                 label = _call_label(call) or "unknown"
-                self._gap(OWNERSHIP_UNAVAILABLE, None, f"capture:{label}:call_index={call.call_index}")
+                self._gap(MODEL_CALL_OWNERSHIP_UNAVAILABLE, None, f"capture:{label}:call_index={call.call_index}")
 
 
 def _is_stale_join_gap(gap: ObservationGap) -> bool:
@@ -151,7 +154,7 @@ def _is_stale_join_gap(gap: ObservationGap) -> bool:
     if gap.code in _JOIN_CODES:
         return True
     return (
-        gap.code == OWNERSHIP_UNAVAILABLE
+        gap.code == MODEL_CALL_OWNERSHIP_UNAVAILABLE
         and gap.invocation_id is None
         and gap.detail is not None
         and gap.detail.startswith("capture:")
