@@ -29,7 +29,19 @@ from evidence.errors import AtifExportError
 from evidence.models.capture import ModelCallRecord, ModelRef
 from evidence.models.observations import AgentInvocationRecord, ModelCallRef
 
-__all__ = ["CallIndex", "CallName", "ExportCallIndex", "TurnAttribution", "json_name", "json_ref_name", "names_call", "ng_perf_owners", "record_name", "ref_name", "typed_name"]
+__all__ = [
+    "CallIndex",
+    "CallName",
+    "ExportCallIndex",
+    "TurnAttribution",
+    "json_name",
+    "json_ref_name",
+    "names_call",
+    "ng_perf_owners",
+    "record_name",
+    "ref_name",
+    "typed_name",
+]
 
 Owner = TypeVar("Owner")
 

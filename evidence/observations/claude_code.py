@@ -113,7 +113,8 @@ def _bound(calls: Sequence[tuple[ModelCallRecord, CallName]], ref: ModelCallRef 
     """call_index of a before/after ref; None when unset, False when it names no single call."""
     if ref is None:
         return None
-    matches = [call.call_index for call, name in calls if names_call(ref_name(ref), name)]
+    wanted = ref_name(ref)
+    matches = [call.call_index for call, name in calls if names_call(wanted, name)]
     return matches[0] if len(matches) == 1 else False
 
 
