@@ -11,6 +11,8 @@ import copy
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evidence.capabilities.rollout import rollout_evidence
 from evidence.collect import collect_row
@@ -172,3 +174,27 @@ def test_claude_code_rule_reads_an_empty_id_as_none() -> None:
     assert names_call(ref, typed_name("c1", model_ref, "r1"))
     assert not names_call(ref, typed_name("", model_ref, "r2"))
     assert names_call(ref_name(ModelCallRef(model_call_id="c1", response_id="r9")), typed_name("c1", None, None))
+
+
+_IDS = st.sampled_from([None, "", "c1", "c2"])
+_RESPONSE_IDS = st.sampled_from([None, "", "r1", "r2"])
+_MODEL_REFS = st.sampled_from([None, MODEL_REF, {"type": "responses_api_models", "name": "judge"}])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    calls=st.lists(st.tuples(_IDS, _MODEL_REFS, _RESPONSE_IDS), max_size=6),
+    refs=st.lists(st.tuples(_IDS, _MODEL_REFS, _RESPONSE_IDS), max_size=6),
+)
+def test_typed_and_json_names_resolve_alike(
+    calls: list[tuple[Any, Any, Any]], refs: list[tuple[Any, Any, Any]]
+) -> None:
+    """Health and the capability matrix read JSON, the join and ng_perf read models: one answer."""
+    typed = CallIndex([typed_name(i, None if m is None else ModelRef(**m), r) for i, m, r in calls])
+    as_json = CallIndex([json_name(i, m, r) for i, m, r in calls])
+    for call_id, model_ref, response_id in refs:
+        ref = {"model_call_id": call_id, "model_ref": model_ref, "response_id": response_id}
+        assert typed.candidates(ref_name(ModelCallRef.model_construct(
+            model_call_id=call_id, model_ref=None if model_ref is None else ModelRef(**model_ref),
+            response_id=response_id,
+        ))) == as_json.candidates(json_ref_name(ref))
