@@ -21,6 +21,7 @@ from typing import Any
 
 from evidence.capture import CaptureLookup, merge_model_call_capture
 from evidence.errors import RowRejected
+from evidence.gaps import MODEL_CALL_CAPTURE_NO_RECORDS, MULTIMODAL_HISTORY_REDACTED
 from evidence.ng_perf import attach_ng_perf
 from evidence.projection import attach_trajectory
 
@@ -28,8 +29,6 @@ __all__ = ["CollectedRow", "collect_row"]
 
 _NO_RESULT_CLASSES = frozenset({"agent_request_failed", "agent_run_error", "environment_server_failed"})
 _EVIDENCE_KEYS = ("ng_model_call_capture", "ng_agent_observations", "ng_trajectory")
-_REDACTED = "multimodal_history_redacted"
-_NO_RECORDS = "model_call_capture_no_records"
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +85,8 @@ def _is_no_result(result: dict[str, Any]) -> bool:
 
 def _payloads_redacted(result: dict[str, Any]) -> bool:
     """The agent redacted multimodal history, so the capture's bodies must not be persisted."""
-    return any(_has_gap(result.get(key), _REDACTED) for key in ("ng_trajectory", "ng_agent_observations"))
+    keys = ("ng_trajectory", "ng_agent_observations")
+    return any(_has_gap(result.get(key), MULTIMODAL_HISTORY_REDACTED) for key in keys)
 
 
 def _has_gap(container: Any, code: str) -> bool:
@@ -105,4 +105,4 @@ def _rollout_latency_ms(row: dict[str, Any]) -> float | None:
 def _is_repair(row: dict[str, Any], result: dict[str, Any]) -> bool:
     capture = result.get("ng_model_call_capture")
     rebuilt_has_calls = isinstance(capture, dict) and isinstance(capture.get("calls"), list) and bool(capture["calls"])
-    return rebuilt_has_calls and _has_gap(row.get("ng_model_call_capture"), _NO_RECORDS)
+    return rebuilt_has_calls and _has_gap(row.get("ng_model_call_capture"), MODEL_CALL_CAPTURE_NO_RECORDS)

@@ -1,7 +1,7 @@
 """Per-rollout ``ng_perf`` built from the row's ``ng_trajectory`` (spec: collection.md §9).
 
-Only calls an invocation uniquely owns count: a ref matching several calls, or a call already
-claimed by an earlier ref, adds nothing, so token sums are never double counted.
+Only calls an invocation uniquely owns count (``evidence.references.ng_perf_owners``), so token
+sums are never double counted.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evidence.models.observations import ModelCallRef
-from evidence.models.trajectory import TrajectoryModelCall, TrajectoryRecord
+from evidence.models.trajectory import TrajectoryRecord
+from evidence.references import CallIndex, ng_perf_owners, ref_name, typed_name
 
 __all__ = ["attach_ng_perf", "build_ng_perf", "owned_calls"]
 
@@ -23,7 +23,6 @@ _TOKEN_SUMS = (
     ("completion_tokens", "completion_tokens"),
     ("reasoning_tokens", "reasoning_tokens"),
 )
-_Triple = tuple[str, str, str]
 
 
 def attach_ng_perf(result: dict[str, Any], rollout_latency_ms: float | None, validated: TrajectoryRecord | None = None) -> None:
@@ -82,48 +81,11 @@ def build_ng_perf(trajectory: Any, rollout_latency_ms: float | None) -> dict[str
 
 def owned_calls(record: TrajectoryRecord) -> dict[int, str]:
     """Position in ``record.model_calls`` -> invocation id of its unique, first-claiming ref."""
-    by_id: dict[str, list[int]] = {}
-    by_triple: dict[_Triple, list[int]] = {}
-    for position, call in enumerate(record.model_calls):
-        if call.model_call_id:
-            by_id.setdefault(call.model_call_id, []).append(position)
-        triple = _triple(call)
-        if triple is not None:
-            by_triple.setdefault(triple, []).append(position)
-    owners: dict[int, str] = {}
-    for invocation in record.invocations:
-        for ref in invocation.model_calls:
-            candidates = _candidates(ref, record.model_calls, by_id, by_triple)
-            if len(candidates) == 1 and candidates[0] not in owners:
-                owners[candidates[0]] = invocation.invocation_id
-    return owners
-
-
-def _triple(call: TrajectoryModelCall) -> _Triple | None:
-    metadata = call.response_metadata
-    if metadata.model_ref is None or not metadata.response_id:
-        return None
-    return (metadata.model_ref.type, metadata.model_ref.name, metadata.response_id)
-
-
-def _candidates(
-    ref: ModelCallRef,
-    calls: list[TrajectoryModelCall],
-    by_id: dict[str, list[int]],
-    by_triple: dict[_Triple, list[int]],
-) -> list[int]:
-    if ref.model_call_id:
-        return [
-            position
-            for position in by_id.get(ref.model_call_id, [])
-            if (ref.model_ref is None or _ref_key(calls[position]) == (ref.model_ref.type, ref.model_ref.name))
-            and (not ref.response_id or calls[position].response_metadata.response_id == ref.response_id)
-        ]
-    if ref.model_ref is not None and ref.response_id:
-        return by_triple.get((ref.model_ref.type, ref.model_ref.name, ref.response_id), [])
-    return []
-
-
-def _ref_key(call: TrajectoryModelCall) -> tuple[str, str] | None:
-    model_ref = call.response_metadata.model_ref
-    return None if model_ref is None else (model_ref.type, model_ref.name)
+    index = CallIndex([
+        typed_name(call.model_call_id, call.response_metadata.model_ref, call.response_metadata.response_id)
+        for call in record.model_calls
+    ])
+    return ng_perf_owners(index, (
+        (invocation.invocation_id, [ref_name(ref) for ref in invocation.model_calls])
+        for invocation in record.invocations
+    ))

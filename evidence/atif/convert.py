@@ -13,9 +13,10 @@ from evidence.atif.encode import encode_rollout
 from evidence.atif.preflight import preflight_trajectory, unsupported_fields_message
 from evidence.atif.record import parse_record
 from evidence.atif.strict_json import check_json_value, loads_strict, may_hold_surrogate
-from evidence.atif.turns import CallIndex, agent_steps, surplus_calls
+from evidence.atif.turns import agent_steps, surplus_calls
 from evidence.errors import AtifExportError
 from evidence.models.atif import AtifRollout, Exporter
+from evidence.references import ExportCallIndex
 
 __all__ = ["agent_label", "convert_orjson_row", "convert_rollout", "decode_row", "is_row_index", "rollout_to_atif"]
 
@@ -143,7 +144,7 @@ def rollout_to_atif(
         if not is_row_index(row.get(field)):
             raise AtifExportError(f"{field}: expected a non-negative integer")
     walk = walk_conversation(conversation, trajectory.get("tool_calls", []), root["invocation_id"])
-    index = CallIndex(trajectory.get("model_calls", []))
+    index = ExportCallIndex(trajectory.get("model_calls", []))
     agent, selected = agent_steps(walk.groups, trajectory.get("turns", []), index, root["invocation_id"])
     surplus = surplus_calls(root, index, selected)
     steps = [{"step_id": n, **step} for n, step in enumerate(walk.source_steps + agent, start=1)]

@@ -1,12 +1,12 @@
 """Align turns with agent groups and join each to exactly one captured model call (§5.7-§5.10).
 
 Each turn is a redundant copy of what the conversation already says; 0.7.0 exports only when
-the copies agree, so a corrupted capture can never be published as a clean trajectory.
+the copies agree, so a corrupted capture can never be published as a clean trajectory. The
+join is the export rule of ``evidence.references.ExportCallIndex``.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 from evidence.atif.completion import check_completion, check_tokens, dump_model_call, iso_timestamp, step_metrics
@@ -14,8 +14,9 @@ from evidence.atif.conversation import AgentGroup
 from evidence.atif.items import InvalidItem, parse_items
 from evidence.atif.strict_json import json_equal
 from evidence.errors import AtifExportError
+from evidence.references import ExportCallIndex
 
-__all__ = ["CallIndex", "agent_steps", "surplus_calls"]
+__all__ = ["agent_steps", "surplus_calls"]
 
 # turn copy -> the message when it differs from what the conversation says
 _COPY_MISMATCH = (
@@ -23,66 +24,6 @@ _COPY_MISMATCH = (
     ("answer", "does not match the exported agent answer"),
     ("reasoning_content", "does not match the exported reasoning"),
 )
-
-
-def _blank(value: Any) -> bool:
-    return isinstance(value, str) and not value.strip()
-
-
-class CallIndex:
-    """The captured calls, findable by ``model_call_id`` or by ``(model_ref, response_id)``."""
-
-    def __init__(self, calls: list[dict[str, Any]]) -> None:
-        self.calls = calls
-        self.by_id: dict[str, list[int]] = defaultdict(list)
-        self.by_pair: dict[tuple[str, str, str], list[int]] = defaultdict(list)
-        for index, call in enumerate(calls):
-            call_id = call.get("model_call_id")
-            if isinstance(call_id, str) and call_id.strip():
-                self.by_id[call_id].append(index)
-            meta = call.get("response_metadata", {})
-            ref, response_id = meta.get("model_ref"), meta.get("response_id")
-            if ref is not None and isinstance(response_id, str) and response_id.strip():
-                self.by_pair[(ref["type"], ref["name"], response_id)].append(index)
-
-    def resolve(self, ref: dict[str, Any], path: str) -> int:
-        """The capture index a reference names, after 0.7.0's blank, ambiguity and conflict checks."""
-        call_id, response_id = ref.get("model_call_id"), ref.get("response_id")
-        if _blank(call_id):
-            raise AtifExportError(f"{path}.model_call_id: cannot be blank")
-        if _blank(response_id):
-            raise AtifExportError(f"{path}.response_id: cannot be blank")
-        if call_id is not None:
-            matches = self.by_id.get(call_id, [])
-            if not matches:
-                raise AtifExportError(f"{path}: unknown model_call_id {call_id!r}")
-            if len(matches) > 1:
-                raise AtifExportError(f"{path}: model_call_id matches more than one captured model call")
-        else:
-            model_ref = ref["model_ref"]
-            matches = self.by_pair.get((model_ref["type"], model_ref["name"], response_id), [])
-            if not matches:
-                raise AtifExportError(f"{path}: model_ref and response_id do not match a captured model call")
-            if len(matches) > 1:
-                raise AtifExportError(f"{path}: model_ref and response_id match more than one captured model call")
-        index = matches[0]
-        self._check_resolved(index, ref, path)
-        return index
-
-    def _check_resolved(self, index: int, ref: dict[str, Any], path: str) -> None:
-        call = self.calls[index]
-        meta = call.get("response_metadata", {})
-        if _blank(call.get("model_call_id")):
-            raise AtifExportError(f"ng_trajectory.model_calls[{index}].model_call_id: cannot be blank")
-        if _blank(meta.get("response_id")):
-            raise AtifExportError(f"ng_trajectory.model_calls[{index}].response_metadata.response_id: cannot be blank")
-        if ref.get("response_id") is not None and ref["response_id"] != meta.get("response_id"):
-            raise AtifExportError(f"{path}: response_id conflicts with the captured model call")
-        ref_model, call_model = ref.get("model_ref"), meta.get("model_ref")
-        if ref_model is not None and (
-            call_model is None or (ref_model["type"], ref_model["name"]) != (call_model["type"], call_model["name"])
-        ):
-            raise AtifExportError(f"{path}: model_ref conflicts with the captured model call")
 
 
 def _copy(turn: dict[str, Any], name: str, path: str) -> list[dict[str, Any]] | None:
@@ -129,7 +70,7 @@ def _agent_step(group: AgentGroup, turn: dict[str, Any], call: dict[str, Any], p
 
 
 def agent_steps(
-    groups: list[AgentGroup], turns: list[dict[str, Any]], index: CallIndex, root_id: str
+    groups: list[AgentGroup], turns: list[dict[str, Any]], index: ExportCallIndex, root_id: str
 ) -> tuple[list[dict[str, Any]], list[int]]:
     """One agent step per group, joined through its turn; also the selected capture indices."""
     if len(turns) != len(groups):
@@ -158,7 +99,7 @@ def agent_steps(
     return steps, selected
 
 
-def surplus_calls(invocation: dict[str, Any], index: CallIndex, selected: list[int]) -> list[dict[str, Any]]:
+def surplus_calls(invocation: dict[str, Any], index: ExportCallIndex, selected: list[int]) -> list[dict[str, Any]]:
     """Check the invocation's references; return the dumps of calls no turn selected."""
     path = "ng_trajectory.invocations[0].model_calls"
     referenced = [index.resolve(ref, f"{path}[{j}]") for j, ref in enumerate(invocation.get("model_calls", []))]

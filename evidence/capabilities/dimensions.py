@@ -15,6 +15,29 @@ from typing import Any
 
 from evidence.capabilities.rollout import RolloutEvidence
 from evidence.capabilities.values import as_dict, as_list, is_count, is_int, is_number, nonempty_str
+from evidence.gaps import (
+    AGENT_OBSERVATIONS_INVALID,
+    AGENT_OBSERVATION_JOIN_FAILED,
+    CONVERSATION_UNAVAILABLE,
+    MODEL_CALLS_UNAVAILABLE,
+    MODEL_CALL_CAPTURE_INCOMPLETE,
+    MODEL_CALL_CAPTURE_NO_RECORDS,
+    MODEL_CALL_CAPTURE_RECORDS_UNREADABLE,
+    MODEL_CALL_CAPTURE_UNREADABLE,
+    MODEL_CALL_OWNERSHIP_UNAVAILABLE,
+    MODEL_CALL_REFERENCE_AMBIGUOUS,
+    MODEL_CALL_REFERENCE_CONFLICT,
+    MODEL_CALL_REFERENCE_UNMATCHED,
+    MULTIMODAL_HISTORY_REDACTED,
+    PRODUCER_TRAJECTORY_INVALID,
+    SANDBOX_RESOURCE_USAGE_UNAVAILABLE,
+    TOOL_OUTPUT_UNAVAILABLE,
+    TOOL_TIMING_UNAVAILABLE,
+    TRAJECTORY_PROJECTION_FAILED,
+    TURNS_UNAVAILABLE,
+    TURN_MODEL_CALL_SCOPE_INCOMPLETE,
+)
+from evidence.health.calls import call_successful
 
 __all__ = ["DIMENSIONS", "DIMENSION_LABELS", "MEASURES", "Outcome"]
 
@@ -61,17 +84,17 @@ def _model_visible_history(ev: RolloutEvidence) -> Outcome:
     """Every invocation carries a non-empty conversation and no history was redacted."""
     with_history = [bool(as_list(inv.get("conversation"))) for inv in ev.invocations]
     if not any(with_history):
-        return Outcome(False, False, ("conversation_unavailable",))
+        return Outcome(False, False, (CONVERSATION_UNAVAILABLE,))
     reasons = [] if all(with_history) else ["conversation_missing"]
-    if "multimodal_history_redacted" in ev.gap_codes:
-        reasons.append("multimodal_history_redacted")
+    if MULTIMODAL_HISTORY_REDACTED in ev.gap_codes:
+        reasons.append(MULTIMODAL_HISTORY_REDACTED)
     return _outcome(True, reasons)
 
 
 def _semantic_turns(ev: RolloutEvidence) -> Outcome:
     """The producer supplied the turns: none rebuilt from model calls, none missing."""
     if not ev.turns:
-        return Outcome(False, False, ("turns_unavailable",))
+        return Outcome(False, False, (TURNS_UNAVAILABLE,))
     explicit = [not ev.is_synthesized_turn(turn) for turn in ev.turns]
     reasons = [] if all(explicit) else ["turns_synthesized"]
     if ev.invocations_owning_calls - {turn.get("invocation_id") for turn in ev.turns}:
@@ -116,26 +139,26 @@ def _sandbox(ev: RolloutEvidence) -> Outcome:
 _USAGE_KEYS = ("wall_time_s", "cpu_time_s", "peak_memory_mib")
 
 # 0.7.0 gap codes saying the trajectory as a whole could not be built or trusted.
-_TRAJECTORY_GAPS = frozenset({"trajectory_projection_failed", "producer_trajectory_invalid", "agent_observations_invalid"})
-_OBSERVATION_GAPS = _TRAJECTORY_GAPS | {"agent_observation_join_failed"}
+_TRAJECTORY_GAPS = frozenset({TRAJECTORY_PROJECTION_FAILED, PRODUCER_TRAJECTORY_INVALID, AGENT_OBSERVATIONS_INVALID})
+_OBSERVATION_GAPS = _TRAJECTORY_GAPS | {AGENT_OBSERVATION_JOIN_FAILED}
 # 0.7.0 gap codes saying the captured model-call list is short or unreadable.
 _CAPTURE_GAPS = frozenset(
     {
-        "model_call_capture_no_records",
-        "model_call_capture_records_unreadable",
-        "model_call_capture_incomplete",
-        "model_call_capture_unreadable",
-        "model_calls_unavailable",
-        "agent_observation_join_failed",
+        MODEL_CALL_CAPTURE_NO_RECORDS,
+        MODEL_CALL_CAPTURE_RECORDS_UNREADABLE,
+        MODEL_CALL_CAPTURE_INCOMPLETE,
+        MODEL_CALL_CAPTURE_UNREADABLE,
+        MODEL_CALLS_UNAVAILABLE,
+        AGENT_OBSERVATION_JOIN_FAILED,
     }
 )
 # 0.7.0 gap codes saying calls could not be attributed to the agent's invocations.
 _REFERENCE_GAPS = frozenset(
     {
-        "model_call_reference_unmatched",
-        "model_call_reference_ambiguous",
-        "model_call_reference_conflict",
-        "model_call_ownership_unavailable",
+        MODEL_CALL_REFERENCE_UNMATCHED,
+        MODEL_CALL_REFERENCE_AMBIGUOUS,
+        MODEL_CALL_REFERENCE_CONFLICT,
+        MODEL_CALL_OWNERSHIP_UNAVAILABLE,
     }
 )
 _CALL_GAPS = _TRAJECTORY_GAPS | _CAPTURE_GAPS | _REFERENCE_GAPS
@@ -147,15 +170,15 @@ Measure = Callable[[RolloutEvidence], Outcome]
 MEASURES: Mapping[str, tuple[Measure, frozenset[str]]] = MappingProxyType(
     {
         "per_call_metadata": (_per_call_metadata, _CALL_GAPS),
-        "token_counts": (_token_counts, _CALL_GAPS | {"turn_model_call_scope_incomplete"}),
+        "token_counts": (_token_counts, _CALL_GAPS | {TURN_MODEL_CALL_SCOPE_INCOMPLETE}),
         "model_visible_history": (
             _model_visible_history,
-            _OBSERVATION_GAPS | {"conversation_unavailable", "multimodal_history_redacted"},
+            _OBSERVATION_GAPS | {CONVERSATION_UNAVAILABLE, MULTIMODAL_HISTORY_REDACTED},
         ),
-        "semantic_turns": (_semantic_turns, _TRAJECTORY_GAPS | {"turns_unavailable"}),
-        "tool_execution": (_tool_execution, _OBSERVATION_GAPS | _CAPTURE_GAPS | {"tool_output_unavailable"}),
-        "parallel_timing": (_parallel_timing, _OBSERVATION_GAPS | _CAPTURE_GAPS | {"tool_timing_unavailable"}),
-        "sandbox": (_sandbox, _OBSERVATION_GAPS | {"sandbox_resource_usage_unavailable"}),
+        "semantic_turns": (_semantic_turns, _TRAJECTORY_GAPS | {TURNS_UNAVAILABLE}),
+        "tool_execution": (_tool_execution, _OBSERVATION_GAPS | _CAPTURE_GAPS | {TOOL_OUTPUT_UNAVAILABLE}),
+        "parallel_timing": (_parallel_timing, _OBSERVATION_GAPS | _CAPTURE_GAPS | {TOOL_TIMING_UNAVAILABLE}),
+        "sandbox": (_sandbox, _OBSERVATION_GAPS | {SANDBOX_RESOURCE_USAGE_UNAVAILABLE}),
     }
 )
 
@@ -176,7 +199,7 @@ assert tuple(DIMENSION_LABELS) == DIMENSIONS
 
 
 def _no_owned_calls_reason(ev: RolloutEvidence) -> str:
-    return "model_calls_unowned" if ev.calls else "model_calls_unavailable"
+    return "model_calls_unowned" if ev.calls else MODEL_CALLS_UNAVAILABLE
 
 
 def _without_tool_records(ev: RolloutEvidence) -> Outcome:
@@ -214,12 +237,5 @@ def _has_token_counts(call: Mapping[str, Any]) -> bool:
 
 
 def _is_successful(call: Mapping[str, Any]) -> bool:
-    """Health's "successful call" (spec health_perf §3.5)."""
     md = as_dict(call.get("response_metadata"))
-    status = md.get("status_code")
-    failed = (
-        (is_int(status) and status >= 400)
-        or bool(md.get("error_category"))
-        or md.get("response_status") in ("failed", "error", "cancelled")
-    )
-    return not failed and (status is None or (is_int(status) and 200 <= status < 400))
+    return call_successful(md.get("status_code"), md.get("error_category"), md.get("response_status"))

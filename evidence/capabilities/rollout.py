@@ -8,12 +8,12 @@ rather than received from the producer.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from evidence.capabilities.values import as_dict, as_list, dicts, nonempty_str
+from evidence.references import CallIndex, json_name, json_ref_name, ng_perf_owners
 
 __all__ = ["RolloutEvidence", "rollout_evidence"]
 
@@ -103,52 +103,15 @@ def _gap_codes(row: Mapping[str, Any], trajectory: Mapping[str, Any] | None) -> 
 def _owners(invocations: list[dict[str, Any]], calls: list[dict[str, Any]]) -> dict[int, Any]:
     """Map call position -> owning invocation id, by 0.7.0's ng_perf rule (spec §9).
 
-    Invocation refs (invocation order, ref order) resolve by model_call_id (filtered by the
-    ref's model_ref / response_id when it has them), else by (model_ref, response_id); a
-    unique candidate not claimed by an earlier ref is owned. Turn refs confer nothing.
+    The row's own JSON, read as found (``evidence.references.json_name``); turn refs confer
+    nothing.
     """
-    by_id: dict[str, list[int]] = defaultdict(list)
-    by_triple: dict[tuple[str, str, str], list[int]] = defaultdict(list)
-    for position, call in enumerate(calls):
-        metadata = as_dict(call.get("response_metadata"))
-        if nonempty_str(call.get("model_call_id")):
-            by_id[call["model_call_id"]].append(position)
-        triple = _triple(metadata.get("model_ref"), metadata.get("response_id"))
-        if triple is not None:
-            by_triple[triple].append(position)
-    owners: dict[int, Any] = {}
-    for invocation in invocations:
-        for ref in dicts(invocation.get("model_calls")):
-            candidates = _candidates(ref, calls, by_id, by_triple)
-            if len(candidates) == 1 and candidates[0] not in owners:
-                owners[candidates[0]] = invocation.get("invocation_id")
-    return owners
-
-
-def _candidates(
-    ref: Mapping[str, Any],
-    calls: list[dict[str, Any]],
-    by_id: Mapping[str, list[int]],
-    by_triple: Mapping[tuple[str, str, str], list[int]],
-) -> list[int]:
-    model_call_id, model_ref, response_id = ref.get("model_call_id"), ref.get("model_ref"), ref.get("response_id")
-    if nonempty_str(model_call_id):
-        return [
-            position
-            for position in by_id.get(model_call_id, [])
-            if (model_ref is None or _metadata(calls[position]).get("model_ref") == model_ref)
-            and (not response_id or _metadata(calls[position]).get("response_id") == response_id)
-        ]
-    triple = _triple(model_ref, response_id)
-    return list(by_triple.get(triple, [])) if triple is not None else []
-
-
-def _triple(model_ref: Any, response_id: Any) -> tuple[str, str, str] | None:
-    ref = as_dict(model_ref)
-    kind, name = ref.get("type"), ref.get("name")
-    if isinstance(kind, str) and isinstance(name, str) and nonempty_str(response_id):
-        return (kind, name, response_id)
-    return None
+    index = CallIndex([
+        json_name(call.get("model_call_id"), _metadata(call).get("model_ref"), _metadata(call).get("response_id"))
+        for call in calls
+    ])
+    refs = ((inv.get("invocation_id"), map(json_ref_name, dicts(inv.get("model_calls")))) for inv in invocations)
+    return ng_perf_owners(index, refs)
 
 
 def _metadata(call: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -13,17 +13,19 @@ from typing import Any
 
 from evidence.capture.metrics import aggregate_metrics
 from evidence.capture.reading import read_capture
+from evidence.gaps import (
+    AGENT_OBSERVATION_JOIN_FAILED,
+    MODEL_CALL_CAPTURE_INCOMPLETE,
+    MODEL_CALL_CAPTURE_NO_RECORDS,
+    MODEL_CALL_CAPTURE_RECORDS_UNREADABLE,
+    MODEL_CALL_CAPTURE_UNREADABLE,
+)
 from evidence.identity import capture_rollout_id, check_capture_file_id
 from evidence.models.capture import ModelCallRecord
 from evidence.observations import join_observations
 
 __all__ = ["CaptureFiles", "CaptureLookup", "merge_model_call_capture"]
 
-NO_RECORDS = "model_call_capture_no_records"
-RECORDS_UNREADABLE = "model_call_capture_records_unreadable"
-INCOMPLETE = "model_call_capture_incomplete"
-UNREADABLE = "model_call_capture_unreadable"
-JOIN_FAILED = "agent_observation_join_failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,17 +52,17 @@ def _gap(code: str, detail: str | None = None) -> dict[str, Any]:
 def _read(files: CaptureFiles | None) -> tuple[list[ModelCallRecord], list[dict[str, Any]]]:
     """Records and capture gaps, in 0.7.0's emission order."""
     if files is None:
-        return [], [_gap(NO_RECORDS)]
+        return [], [_gap(MODEL_CALL_CAPTURE_NO_RECORDS)]
     if files.unreadable:
-        return [], [_gap(UNREADABLE)]
+        return [], [_gap(MODEL_CALL_CAPTURE_UNREADABLE)]
     records, invalid = read_capture(files.jsonl or b"")
     gaps = []
     if invalid:
-        gaps.append(_gap(RECORDS_UNREADABLE, f"count={invalid}"))
+        gaps.append(_gap(MODEL_CALL_CAPTURE_RECORDS_UNREADABLE, f"count={invalid}"))
     if files.incomplete:
-        gaps.append(_gap(INCOMPLETE))
+        gaps.append(_gap(MODEL_CALL_CAPTURE_INCOMPLETE))
     elif not records and not invalid:
-        gaps.append(_gap(NO_RECORDS))
+        gaps.append(_gap(MODEL_CALL_CAPTURE_NO_RECORDS))
     return records, gaps
 
 
@@ -82,7 +84,7 @@ def merge_model_call_capture(record: dict[str, Any], lookup: CaptureLookup, *, i
         try:
             record["ng_agent_observations"] = join_observations(record["ng_agent_observations"], records)
         except Exception:  # noqa: BLE001 - 0.7.0 turns any join failure into a gap, keeping the raw bundle
-            gaps.append(_gap(JOIN_FAILED))
+            gaps.append(_gap(AGENT_OBSERVATION_JOIN_FAILED))
     attachment: dict[str, Any] = {
         "rollout_id": rollout_id,
         "metrics": aggregate_metrics(records),

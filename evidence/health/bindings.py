@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evidence.health.calls import CallView
+from evidence.references import CallIndex, json_name, json_ref_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +61,12 @@ def reference_key(ref: Any) -> str | None:
 
 
 def bind(refs: Sequence[dict[str, Any]], calls: Sequence[CallView]) -> Binding:
-    """Resolve each keyed reference to exactly one call, or record it missing / duplicated."""
+    """Resolve each keyed reference to exactly one call, or record it missing / duplicated.
+
+    The collection rule (``evidence.references.CallIndex``) on the canonical dumps, which are
+    validated, so reading them as JSON objects changes nothing.
+    """
+    index = CallIndex([json_name(call.model_call_id, call.model_ref, call.response_id) for call in calls])
     references: list[str] = []
     matched: dict[int, CallView] = {}
     missing: list[str] = []
@@ -70,35 +76,15 @@ def bind(refs: Sequence[dict[str, Any]], calls: Sequence[CallView]) -> Binding:
         if key is None:
             continue
         references.append(key)
-        candidates = _candidates(ref, calls)
+        candidates = index.candidates(json_ref_name(ref))
         if not candidates:
             missing.append(key)
         elif len(candidates) > 1:
             duplicated.append((key, len(candidates)))
         else:
-            matched[candidates[0].position] = candidates[0]
+            matched[calls[candidates[0]].position] = calls[candidates[0]]
     ordered = tuple(matched[position] for position in sorted(matched))
     return Binding(tuple(references), ordered, tuple(missing), tuple(duplicated))
-
-
-def _candidates(ref: dict[str, Any], calls: Sequence[CallView]) -> list[CallView]:
-    model_ref = ref.get("model_ref")
-    response_id = ref.get("response_id")
-    if ref.get("model_call_id"):
-        return [
-            call for call in calls
-            if call.model_call_id == ref["model_call_id"]
-            and (model_ref is None or call.model_ref == model_ref)
-            and (not response_id or call.response_id == response_id)
-        ]
-    wanted = (model_ref.get("type"), model_ref.get("name"), response_id)
-    return [call for call in calls if _response_key(call) == wanted]
-
-
-def _response_key(call: CallView) -> tuple[Any, Any, Any] | None:
-    if call.model_ref is None:
-        return None
-    return (call.model_ref.get("type"), call.model_ref.get("name"), call.response_id)
 
 
 def _signature(ref: dict[str, Any]) -> tuple[str, str, str, str]:

@@ -62,19 +62,13 @@ class CallView:
 
     @property
     def failed(self) -> bool:
-        """An HTTP error, an error category, or a failed/errored/cancelled response status."""
-        return (
-            (_is_int(self.status_code) and self.status_code >= 400)
-            or bool(self.error_category)
-            or self.response_status in FAILED_RESPONSE_STATUSES
-        )
+        """See :func:`call_failed`."""
+        return call_failed(self.status_code, self.error_category, self.response_status)
 
     @property
     def successful(self) -> bool:
-        """Not failed and a 2xx/3xx (or unknown) status: a status of 150 is neither."""
-        if self.failed:
-            return False
-        return self.status_code is None or (_is_int(self.status_code) and 200 <= self.status_code < 400)
+        """See :func:`call_successful`."""
+        return call_successful(self.status_code, self.error_category, self.response_status)
 
     @property
     def identity(self) -> str | None:
@@ -95,6 +89,31 @@ class CallView:
     @property
     def runaway_finish(self) -> bool:
         return self.finish_reason in RUNAWAY_FINISH_REASONS
+
+
+def call_failed(status_code: Any, error_category: Any, response_status: Any) -> bool:
+    """An HTTP error, an error category, or a failed/errored/cancelled response status.
+
+    0.7.0's ``nemo_gym/health/checks.py::_is_failed`` on a call's response metadata; a 200 with
+    ``response_status: failed`` is failed. Values are read as found, so a row whose metadata has
+    odd types (the capability matrix reads unvalidated rows) is judged without raising.
+    """
+    return (
+        (_is_int(status_code) and status_code >= 400)
+        or bool(error_category)
+        or (isinstance(response_status, str) and response_status in FAILED_RESPONSE_STATUSES)
+    )
+
+
+def call_successful(status_code: Any, error_category: Any, response_status: Any) -> bool:
+    """Not failed and a 2xx/3xx (or unknown) status: a status of 150 is neither.
+
+    0.7.0's ``nemo_gym/health/checks.py::_is_successful``; the one definition of a successful
+    model call, shared by the health checks and the capability matrix's token-count dimension.
+    """
+    if call_failed(status_code, error_category, response_status):
+        return False
+    return status_code is None or (_is_int(status_code) and 200 <= status_code < 400)
 
 
 def token_count(value: Any) -> int:

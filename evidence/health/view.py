@@ -10,23 +10,32 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from evidence.gaps import (
+    MODEL_CALLS_UNAVAILABLE,
+    MODEL_CALL_CAPTURE_INCOMPLETE,
+    MODEL_CALL_CAPTURE_RECORDS_UNREADABLE,
+    MODEL_CALL_CAPTURE_UNREADABLE,
+    MODEL_CALL_REFERENCE_AMBIGUOUS,
+    MODEL_CALL_REFERENCE_CONFLICT,
+    MODEL_CALL_REFERENCE_UNMATCHED,
+    TRAJECTORY_PROJECTION_FAILED,
+    TURNS_UNAVAILABLE,
+    TURN_MODEL_CALL_SCOPE_INCOMPLETE,
+)
 from evidence.health.bindings import EMPTY_BINDING, Binding, bind, owned_refs, turn_refs
 from evidence.health.calls import CallView
 from evidence.models.trajectory import TrajectoryRecord
 
-PROJECTION_FAILED = "trajectory_projection_failed"
-TURNS_UNAVAILABLE = "turns_unavailable"
-TURN_SCOPE_INCOMPLETE = "turn_model_call_scope_incomplete"
 INCOMPLETE_CAPTURE_GAPS = frozenset({
-    "model_calls_unavailable",
-    "model_call_capture_incomplete",
-    "model_call_capture_records_unreadable",
-    "model_call_capture_unreadable",
+    MODEL_CALLS_UNAVAILABLE,
+    MODEL_CALL_CAPTURE_INCOMPLETE,
+    MODEL_CALL_CAPTURE_RECORDS_UNREADABLE,
+    MODEL_CALL_CAPTURE_UNREADABLE,
 })
 CONTRADICTION_KINDS = {
-    "model_call_reference_unmatched": "missing_captured_call",
-    "model_call_reference_ambiguous": "duplicated_captured_call",
-    "model_call_reference_conflict": "conflicting_call_ownership",
+    MODEL_CALL_REFERENCE_UNMATCHED: "missing_captured_call",
+    MODEL_CALL_REFERENCE_AMBIGUOUS: "duplicated_captured_call",
+    MODEL_CALL_REFERENCE_CONFLICT: "conflicting_call_ownership",
 }
 
 
@@ -53,7 +62,7 @@ class RowView:
 
     @property
     def trajectory_observed(self) -> bool:
-        return self.trajectory is not None and PROJECTION_FAILED not in self.gap_codes
+        return self.trajectory is not None and TRAJECTORY_PROJECTION_FAILED not in self.gap_codes
 
     @property
     def turns_observed(self) -> bool:
@@ -61,7 +70,7 @@ class RowView:
 
     @property
     def turn_call_scope_complete(self) -> bool:
-        return self.trajectory_observed and TURN_SCOPE_INCOMPLETE not in self.gap_codes
+        return self.trajectory_observed and TURN_MODEL_CALL_SCOPE_INCOMPLETE not in self.gap_codes
 
     @property
     def model_calls_observed(self) -> bool:

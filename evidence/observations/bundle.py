@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from evidence.gaps import COMPACTION_MODEL_CALL_JOIN_FAILED
 from evidence.models.capture import ModelCallRecord
 from evidence.models.observations import AgentObservationBundle, ObservationGap
 from evidence.observations.claude_code import associate_claude_code_compaction_calls
@@ -12,7 +13,6 @@ from evidence.observations.join import join_model_call_observations
 
 __all__ = ["join_observations"]
 
-_ASSOCIATION_FAILED = "compaction_model_call_join_failed"
 
 
 def join_observations(raw_bundle: Any, calls: Sequence[ModelCallRecord]) -> dict[str, Any]:
@@ -27,6 +27,6 @@ def join_observations(raw_bundle: Any, calls: Sequence[ModelCallRecord]) -> dict
         try:
             bundle = associate_claude_code_compaction_calls(bundle, calls)
         except Exception:  # noqa: BLE001 - 0.7.0 degrades any associator failure to a gap
-            gap = ObservationGap(code=_ASSOCIATION_FAILED)
+            gap = ObservationGap(code=COMPACTION_MODEL_CALL_JOIN_FAILED)
             bundle = bundle.model_copy(update={"gaps": [*bundle.gaps, gap]})
     return join_model_call_observations(bundle, calls).as_json()

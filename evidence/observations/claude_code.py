@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from evidence.gaps import COMPACTION_MODEL_CALL_MATCH_AMBIGUOUS, COMPACTION_MODEL_CALL_REFERENCE_UNAVAILABLE
 from evidence.models.capture import ModelCallRecord
 from evidence.models.observations import (
     AgentObservationBundle,
@@ -21,7 +22,8 @@ from evidence.models.observations import (
     ModelCallRef,
     ObservationGap,
 )
-from evidence.observations.join import CallIndex, canonical_ref
+from evidence.observations.join import canonical_ref
+from evidence.references import CallName, names_call, record_name, ref_name
 
 __all__ = ["associate_claude_code_compaction_calls"]
 
@@ -57,8 +59,6 @@ _SUFFIX_TAIL = re.compile("".join(_suffix_pattern(suffix) for suffix in _SUMMARY
 _ANALYSIS = re.compile(r"<analysis>.*?</analysis>", re.DOTALL)
 _SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
 _BLANK_RUNS = re.compile(r"\n{2,}")
-_UNAVAILABLE = "compaction_model_call_reference_unavailable"
-_AMBIGUOUS = "compaction_model_call_match_ambiguous"
 
 
 def _message_text(content: Any) -> str:
@@ -109,26 +109,20 @@ def _summary_matches(summary: str, output: str) -> bool:
     return summary.startswith(expected) and _SUFFIX_TAIL.fullmatch(summary[len(expected) :]) is not None
 
 
-def _ref_matches(ref: ModelCallRef, call: ModelCallRecord) -> bool:
-    """Whether an invocation ref names ``call`` (by id only when it has one)."""
-    if ref.model_call_id is not None:
-        return ref.model_call_id == call.model_call_id
-    return ref.model_ref == call.model_ref and ref.response_id == call.response_id
-
-
-def _bound(index: CallIndex, ref: ModelCallRef | None) -> int | None | bool:
-    """call_index of a before/after ref; None when unset, False when it does not resolve."""
+def _bound(calls: Sequence[tuple[ModelCallRecord, CallName]], ref: ModelCallRef | None) -> int | None | bool:
+    """call_index of a before/after ref; None when unset, False when it names no single call."""
     if ref is None:
         return None
-    candidates = index.candidates(ref)
-    return candidates[0].call_index if len(candidates) == 1 else False
+    wanted = ref_name(ref)
+    matches = [call.call_index for call, name in calls if names_call(wanted, name)]
+    return matches[0] if len(matches) == 1 else False
 
 
 class _Associator:
     def __init__(self, bundle: AgentObservationBundle, calls: Sequence[ModelCallRecord]) -> None:
-        refs = [ref for invocation in bundle.invocations() for ref in invocation.model_calls]
-        self.free = [call for call in calls if not any(_ref_matches(ref, call) for ref in refs)]
-        self.index = CallIndex(calls)
+        refs = [ref_name(ref) for invocation in bundle.invocations() for ref in invocation.model_calls]
+        self.calls = [(call, record_name(call)) for call in calls]
+        self.free = [call for call, name in self.calls if not any(names_call(ref, name) for ref in refs)]
 
     def _eligible_call(self, call: ModelCallRecord, model_refs: list[Any]) -> bool:
         return (
@@ -144,8 +138,8 @@ class _Associator:
     def candidates(self, compaction: ContextCompactionRecord) -> list[ModelCallRecord]:
         if compaction.outcome != "completed" or compaction.model_calls or compaction.summary is None:
             return []
-        before = _bound(self.index, compaction.before_model_call)
-        after = _bound(self.index, compaction.after_model_call)
+        before = _bound(self.calls, compaction.before_model_call)
+        after = _bound(self.calls, compaction.after_model_call)
         if before is False or after is False:
             return []
         bounds = [ref for ref in (compaction.before_model_call, compaction.after_model_call) if ref is not None]
@@ -190,7 +184,8 @@ def associate_claude_code_compaction_calls(
         if not candidates:
             continue
         if len(candidates) > 1 or claims[candidates[0].call_index] > 1:
-            gaps.append(ObservationGap(code=_AMBIGUOUS, invocation_id=compaction.invocation_id,
+            gaps.append(ObservationGap(code=COMPACTION_MODEL_CALL_MATCH_AMBIGUOUS,
+                                       invocation_id=compaction.invocation_id,
                                        detail=f"candidate_count={len(candidates)}"))
             continue
         if compaction.invocation_id not in invocation_ids:
@@ -203,5 +198,6 @@ def associate_claude_code_compaction_calls(
                 records[position] = record.model_copy(update={"model_calls": _insert_ref(record.model_calls, ref, compaction)})
     unlinked = {record.invocation_id for record in records
                 if isinstance(record, ContextCompactionRecord) and not record.model_calls}
-    gaps = [gap for gap in gaps if gap.code != _UNAVAILABLE or gap.invocation_id in unlinked]
+    gaps = [gap for gap in gaps
+            if gap.code != COMPACTION_MODEL_CALL_REFERENCE_UNAVAILABLE or gap.invocation_id in unlinked]
     return bundle.model_copy(update={"records": records, "gaps": gaps})

@@ -1,16 +1,21 @@
 """Resolve an agent's model-call references against the captured calls (spec: §6).
 
-A reference resolves only to exactly one captured call: by ``model_call_id`` (narrowed by the
-ref's model_ref/response_id when given) or by ``(model_ref, response_id)``. Nothing is guessed
-from order or time. An invocation owns the calls its refs resolve to first; compactions point
-at calls but never own them. Every failure is a gap on the bundle; stale join gaps from an
-earlier join are dropped first, so joining twice gives the same bundle.
+A reference resolves only to exactly one captured call, by the collection rule
+(``evidence.references.CallIndex``). An invocation owns the calls its refs resolve to first;
+compactions point at calls but never own them. Every failure is a gap on the bundle; stale join
+gaps from an earlier join are dropped first, so joining twice gives the same bundle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from evidence.gaps import (
+    MODEL_CALL_OWNERSHIP_UNAVAILABLE,
+    MODEL_CALL_REFERENCE_AMBIGUOUS,
+    MODEL_CALL_REFERENCE_CONFLICT,
+    MODEL_CALL_REFERENCE_UNMATCHED,
+)
 from evidence.models.capture import ModelCallRecord
 from evidence.models.observations import (
     AgentInvocationRecord,
@@ -19,14 +24,11 @@ from evidence.models.observations import (
     ModelCallRef,
     ObservationGap,
 )
+from evidence.references import CallIndex, record_name, ref_name
 
 __all__ = ["canonical_ref", "join_model_call_observations"]
 
-UNMATCHED = "model_call_reference_unmatched"
-AMBIGUOUS = "model_call_reference_ambiguous"
-CONFLICT = "model_call_reference_conflict"
-OWNERSHIP_UNAVAILABLE = "model_call_ownership_unavailable"
-_JOIN_CODES = frozenset({UNMATCHED, AMBIGUOUS, CONFLICT})
+_JOIN_CODES = frozenset({MODEL_CALL_REFERENCE_UNMATCHED, MODEL_CALL_REFERENCE_AMBIGUOUS, MODEL_CALL_REFERENCE_CONFLICT})
 
 
 def canonical_ref(call: ModelCallRecord) -> ModelCallRef:
@@ -42,34 +44,6 @@ def _call_label(call: ModelCallRecord) -> str | None:
 
 def _ref_label(ref: ModelCallRef) -> str | None:
     return ref.model_call_id or ref.response_id
-
-
-class CallIndex:
-    """Captured calls indexed the two ways a ref can name them."""
-
-    def __init__(self, calls: Sequence[ModelCallRecord]) -> None:
-        self._by_id: dict[str, list[ModelCallRecord]] = {}
-        self._by_ref: dict[tuple[str, str, str], list[ModelCallRecord]] = {}
-        for call in calls:
-            if call.model_call_id:
-                self._by_id.setdefault(call.model_call_id, []).append(call)
-            model_ref = call.model_ref_key()
-            if model_ref is not None and call.response_id:
-                self._by_ref.setdefault((*model_ref, call.response_id), []).append(call)
-
-    def candidates(self, ref: ModelCallRef) -> list[ModelCallRecord]:
-        """Calls ``ref`` may denote; exactly one means a match."""
-        _, model_ref, response_id = ref.key()
-        if ref.model_call_id:
-            return [
-                call
-                for call in self._by_id.get(ref.model_call_id, [])
-                if (model_ref is None or call.model_ref_key() == model_ref)
-                and (response_id is None or call.response_id == response_id)
-            ]
-        if model_ref is None or not response_id:
-            return []
-        return list(self._by_ref.get((*model_ref, response_id), []))
 
 
 def _add_session_refs(
@@ -100,25 +74,30 @@ class _Join:
 
     def __init__(self, calls: Sequence[ModelCallRecord]) -> None:
         self.calls = calls
-        self.index = CallIndex(calls)
+        self.index = CallIndex([record_name(call) for call in calls])
         self.owner: dict[int, str] = {}
         self.gaps: list[ObservationGap] = []
+
+    def candidates(self, ref: ModelCallRef) -> list[ModelCallRecord]:
+        """The captured calls ``ref`` may name, by the collection rule; exactly one is a match."""
+        return [self.calls[position] for position in self.index.candidates(ref_name(ref))]
 
     def _gap(self, code: str, invocation_id: str | None, detail: str | None) -> None:
         self.gaps.append(ObservationGap.model_construct(code=code, invocation_id=invocation_id, detail=detail))
 
     def _unresolved(self, candidates: list[ModelCallRecord], invocation_id: str, detail: str) -> None:
-        self._gap(UNMATCHED if not candidates else AMBIGUOUS, invocation_id, detail)
+        code = MODEL_CALL_REFERENCE_UNMATCHED if not candidates else MODEL_CALL_REFERENCE_AMBIGUOUS
+        self._gap(code, invocation_id, detail)
 
     def invocation_refs(self, invocation_id: str, refs: list[ModelCallRef]) -> list[ModelCallRef]:
         joined = []
         for ref in refs:
-            candidates = self.index.candidates(ref)
+            candidates = self.candidates(ref)
             if len(candidates) != 1:
                 self._unresolved(candidates, invocation_id, _ref_label(ref))
                 joined.append(ref)
             elif candidates[0].call_index in self.owner:
-                self._gap(CONFLICT, invocation_id, _call_label(candidates[0]))
+                self._gap(MODEL_CALL_REFERENCE_CONFLICT, invocation_id, _call_label(candidates[0]))
                 joined.append(ref)
             else:
                 self.owner[candidates[0].call_index] = invocation_id
@@ -127,13 +106,13 @@ class _Join:
 
     def compaction_ref(self, compaction: ContextCompactionRecord, field: str, ref: ModelCallRef) -> ModelCallRef:
         """A before/after ref: canonical unless another invocation owns its call."""
-        candidates = self.index.candidates(ref)
+        candidates = self.candidates(ref)
         if len(candidates) != 1:
             self._unresolved(candidates, compaction.invocation_id, f"{field}:{_ref_label(ref)}")
             return ref
         owner = self.owner.get(candidates[0].call_index)
         if owner is not None and owner != compaction.invocation_id:
-            self._gap(CONFLICT, compaction.invocation_id, f"{field}:{_call_label(candidates[0])}")
+            self._gap(MODEL_CALL_REFERENCE_CONFLICT, compaction.invocation_id, f"{field}:{_call_label(candidates[0])}")
             return ref
         return canonical_ref(candidates[0])
 
@@ -141,7 +120,7 @@ class _Join:
         """``model_calls`` of a compaction: canonical only for calls its invocation owns."""
         joined = []
         for ref in compaction.model_calls:
-            candidates = self.index.candidates(ref)
+            candidates = self.candidates(ref)
             if len(candidates) != 1:
                 self._unresolved(candidates, compaction.invocation_id, f"model_calls:{_ref_label(ref)}")
                 joined.append(ref)
@@ -150,7 +129,7 @@ class _Join:
             if owner == compaction.invocation_id:
                 joined.append(canonical_ref(candidates[0]))
                 continue
-            code = OWNERSHIP_UNAVAILABLE if owner is None else CONFLICT
+            code = MODEL_CALL_OWNERSHIP_UNAVAILABLE if owner is None else MODEL_CALL_REFERENCE_CONFLICT
             self._gap(code, compaction.invocation_id, f"model_calls:{_call_label(candidates[0])}")
             joined.append(ref)
         return joined
@@ -167,7 +146,7 @@ class _Join:
         for call in self.calls:
             if call.call_index not in self.owner:
                 label = _call_label(call) or "unknown"
-                self._gap(OWNERSHIP_UNAVAILABLE, None, f"capture:{label}:call_index={call.call_index}")
+                self._gap(MODEL_CALL_OWNERSHIP_UNAVAILABLE, None, f"capture:{label}:call_index={call.call_index}")
 
 
 def _is_stale_join_gap(gap: ObservationGap) -> bool:
@@ -175,7 +154,7 @@ def _is_stale_join_gap(gap: ObservationGap) -> bool:
     if gap.code in _JOIN_CODES:
         return True
     return (
-        gap.code == OWNERSHIP_UNAVAILABLE
+        gap.code == MODEL_CALL_OWNERSHIP_UNAVAILABLE
         and gap.invocation_id is None
         and gap.detail is not None
         and gap.detail.startswith("capture:")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from evidence.gaps import TRAJECTORY_PROJECTION_FAILED
 from evidence.identity import trajectory_identity
 from evidence.models.capture import PAYLOAD_KEYS
 from evidence.models.trajectory import TrajectoryRecord
@@ -17,7 +18,6 @@ from evidence.projection.build import build_trajectory
 
 __all__ = ["attach_trajectory"]
 
-_FAILED = "trajectory_projection_failed"
 _CAPTURE = "ng_model_call_capture"
 _OBSERVATIONS = "ng_agent_observations"
 _TRAJECTORY = "ng_trajectory"
@@ -63,7 +63,7 @@ def _record_failure(row: Mapping[str, Any], result: dict[str, Any], detail: str)
     if isinstance(target, dict):
         gaps = target.get("gaps", [])
         if isinstance(gaps, list):
-            result[target_key] = {**target, "gaps": [*gaps, {"code": _FAILED, "detail": detail}]}
+            result[target_key] = {**target, "gaps": [*gaps, {"code": TRAJECTORY_PROJECTION_FAILED, "detail": detail}]}
             return
     try:
         task_id, rollout_id = trajectory_identity(row)
@@ -77,5 +77,5 @@ def _record_failure(row: Mapping[str, Any], result: dict[str, Any], detail: str)
         "turns": [],
         "model_calls": [],
         "tool_calls": [],
-        "gaps": [{"code": _FAILED, "invocation_id": None, "detail": detail}],
+        "gaps": [{"code": TRAJECTORY_PROJECTION_FAILED, "invocation_id": None, "detail": detail}],
     }

@@ -6,6 +6,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from evidence.gaps import (
+    CONVERSATION_UNAVAILABLE,
+    MODEL_CALLS_UNAVAILABLE,
+    MODEL_CALL_CAPTURE_GAP_INVALID,
+    TURNS_UNAVAILABLE,
+)
 from evidence.models.observations import ObservationGap
 from evidence.projection.draft import Draft, gap
 
@@ -21,7 +27,7 @@ def capture_gaps(capture: dict[str, Any]) -> list[ObservationGap]:
         try:
             gaps.append(ObservationGap.model_validate(raw))
         except ValidationError:
-            gaps.append(gap("model_call_capture_gap_invalid"))
+            gaps.append(gap(MODEL_CALL_CAPTURE_GAP_INVALID))
     return gaps
 
 
@@ -29,11 +35,11 @@ def synthesized_gaps(draft: Draft) -> list[ObservationGap]:
     """What the finished projection is missing. A valid producer with zero turns is believed."""
     gaps = []
     if not draft.model_calls:
-        gaps.append(gap("model_calls_unavailable"))
+        gaps.append(gap(MODEL_CALLS_UNAVAILABLE))
     if not draft.turns and not draft.producer_read:
-        gaps.append(gap("turns_unavailable"))
+        gaps.append(gap(TURNS_UNAVAILABLE))
     if not any(invocation.conversation for invocation in draft.invocations):
-        gaps.append(gap("conversation_unavailable"))
+        gaps.append(gap(CONVERSATION_UNAVAILABLE))
     return gaps
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from evidence.gaps import AGENT_OBSERVATIONS_INVALID
 from evidence.models.observations import AgentInvocationRecord, AgentObservationBundle
 from evidence.models.trajectory import TrajectoryToolCall
 from evidence.projection.draft import Draft, gap
@@ -29,7 +30,7 @@ def merge_observations(raw: Any, draft: Draft) -> None:
     try:
         _merge(AgentObservationBundle.model_validate(raw), draft)
     except Exception as exc:  # noqa: BLE001 - 0.7.0 turns any failure into this gap
-        draft.gaps.append(gap("agent_observations_invalid", detail=type(exc).__name__))
+        draft.gaps.append(gap(AGENT_OBSERVATIONS_INVALID, detail=type(exc).__name__))
 
 
 def _merge(bundle: AgentObservationBundle, draft: Draft) -> None:

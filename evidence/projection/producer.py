@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from evidence.gaps import PRODUCER_TRAJECTORY_IDENTITY_MISMATCH, PRODUCER_TRAJECTORY_INVALID
 from evidence.models.trajectory import TrajectoryRecord
 from evidence.projection.draft import Draft, gap
 
@@ -26,7 +27,7 @@ def read_producer_trajectory(raw: Any, task_id: str, rollout_id: str, draft: Dra
     try:
         producer = TrajectoryRecord.model_validate(raw)
     except Exception as exc:  # noqa: BLE001 - 0.7.0 turns any failure into this gap
-        draft.gaps.append(gap("producer_trajectory_invalid", detail=type(exc).__name__))
+        draft.gaps.append(gap(PRODUCER_TRAJECTORY_INVALID, detail=type(exc).__name__))
         return
     mismatched = [
         name
@@ -38,7 +39,7 @@ def read_producer_trajectory(raw: Any, task_id: str, rollout_id: str, draft: Dra
     ]
     turns = list(producer.turns)
     if mismatched:
-        draft.gaps.append(gap("producer_trajectory_identity_mismatch", detail=",".join(mismatched)))
+        draft.gaps.append(gap(PRODUCER_TRAJECTORY_IDENTITY_MISMATCH, detail=",".join(mismatched)))
         turns = [turn.model_copy(update={"task_id": task_id, "rollout_id": rollout_id}) for turn in turns]
     draft.gaps.extend(producer.gaps)
     draft.invocations.extend(producer.invocations)

@@ -1,7 +1,7 @@
 """Step 6: rebuild turns from the model calls when the agent sent no trajectory (§8.7).
 
-Attribution follows every ref of every invocation regardless of the join outcome (the last
-invocation naming a call wins), and the content is read by response shape. The operations are
+Attribution is the turn-synthesis rule of ``evidence.references.TurnAttribution``, and the
+content is read by response shape. The operations are
 the plain dict operations 0.7.0 performs, so a malformed body fails the same way (a string chat
 ``message`` raises ``AttributeError``) and the projection falls back (§8.11).
 """
@@ -12,6 +12,7 @@ from typing import Any
 
 from evidence.models.observations import AgentInvocationRecord, ModelCallRef
 from evidence.models.trajectory import TrajectoryModelCall, TrajectoryTurn
+from evidence.references import TurnAttribution
 
 __all__ = ["synthesize_turns", "turn_content"]
 
@@ -26,14 +27,7 @@ def synthesize_turns(
 ) -> list[TrajectoryTurn]:
     """One turn per referenced call with a response, numbered per invocation in call order."""
     task_id, rollout_id = identity
-    by_call_id: dict[str, str] = {}
-    by_response_id: dict[str, str] = {}
-    for invocation in invocations:
-        for ref in invocation.model_calls:
-            if ref.model_call_id:
-                by_call_id[ref.model_call_id] = invocation.invocation_id
-            if ref.response_id:
-                by_response_id[ref.response_id] = invocation.invocation_id
+    attribution = TurnAttribution(invocations)
     turns: list[TrajectoryTurn] = []
     turn_counts: dict[str, int] = {}
     tool_counts: dict[str, int] = {}
@@ -41,9 +35,7 @@ def synthesize_turns(
         if call.response is None:
             continue
         metadata = call.response_metadata
-        invocation_id = by_call_id.get(call.model_call_id) if call.model_call_id is not None else None
-        if invocation_id is None and metadata.response_id is not None:
-            invocation_id = by_response_id.get(metadata.response_id)
+        invocation_id = attribution.invocation_of(call.model_call_id, metadata.response_id)
         if invocation_id is None:
             continue
         question, answer, reasoning, tool_count = turn_content(call.request, call.response)
