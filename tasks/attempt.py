@@ -9,6 +9,7 @@ module alone, which keeps their start-up cheap.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Iterator
@@ -18,15 +19,16 @@ from evidence import AttemptConfig, AttemptPart, CaptureFiles, encode_part, proc
 from tasks.context import RunContext
 from tasks.discover import MAIN, AttemptRef
 from tasks.parts import current_part, part_location
-from tasks.prefetch import ordered_prefetch
+from tasks.prefetch import WriteBehind, ordered_prefetch
 from tasks.retry import backoff_delay
 from tasks.storage import InputNotFound, PermanentStorageError
 
 
 # A group's rows are read by ranged reads of about this size: few requests, bounded memory.
 READ_CHUNK_BYTES = 16 * 1024 * 1024
-# Captures are read ahead of the attempt being processed (object-store latency hidden): at most
-# this many at once, and at most this many bytes of rows and captures waiting (a larger one alone).
+# Captures are read ahead of the attempt being processed and parts written behind it (object-store
+# latency hidden): at most this many at once each way, and at most this many bytes waiting (a
+# larger one alone).
 CAPTURE_WINDOW = 8
 CAPTURE_BUDGET_BYTES = 32 * 1024 * 1024
 
@@ -148,12 +150,14 @@ def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool)
         return _Fetched(attempt, raw, False, _capture_of(ctx, attempt))
 
     rows = _group_rows(ctx, attempts)
-    for fetched in ordered_prefetch(fetch, rows, window=CAPTURE_WINDOW, cost=_fetch_cost, budget=CAPTURE_BUDGET_BYTES):
-        if fetched.skip:
-            summary.skipped += 1
-            continue
-        part = process(config, fetched.attempt, fetched.raw, fetched.capture)
-        part_location(ctx.run_dir, fetched.attempt.source, fetched.attempt.line).write_bytes(encode_part(part))
-        summary.processed += 1
+    with WriteBehind(window=CAPTURE_WINDOW, budget=CAPTURE_BUDGET_BYTES) as writes:
+        for fetched in ordered_prefetch(fetch, rows, window=CAPTURE_WINDOW, cost=_fetch_cost, budget=CAPTURE_BUDGET_BYTES):
+            if fetched.skip:
+                summary.skipped += 1
+                continue
+            data = encode_part(process(config, fetched.attempt, fetched.raw, fetched.capture))
+            location = part_location(ctx.run_dir, fetched.attempt.source, fetched.attempt.line)
+            writes.submit(functools.partial(location.write_bytes, data), len(data))
+            summary.processed += 1
     summary.seconds = time.perf_counter() - started
     return summary

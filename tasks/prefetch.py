@@ -1,4 +1,8 @@
-"""Ordered, bounded read-ahead: fetch the next few objects while the current one is consumed."""
+"""Bounded I/O overlap: read the next few objects ahead, and write the last few behind.
+
+On object stores every request waits tens of milliseconds for its first byte; keeping a few
+in flight hides that wait while memory stays bounded by the window.
+"""
 
 from __future__ import annotations
 
@@ -38,3 +42,40 @@ def ordered_prefetch(
             in_flight += weight
         while pending:
             yield pending.popleft()[0].result()
+
+
+class WriteBehind:
+    """Writes handed to background threads, at most ``window`` (and ``budget`` bytes) at a time.
+
+    Used as a context manager: leaving it waits for every write and raises the first failure,
+    so a group returns only once all its parts are stored. One write larger than ``budget``
+    still goes, alone.
+    """
+
+    def __init__(self, *, window: int, budget: int) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=window)
+        self._window = window
+        self._budget = budget
+        self._pending: deque[tuple[Future[None], int]] = deque()
+        self._in_flight = 0
+
+    def submit(self, write: Callable[[], None], size: int) -> None:
+        while self._pending and (len(self._pending) >= self._window or self._in_flight + size > self._budget):
+            self._wait_oldest()
+        self._pending.append((self._pool.submit(write), size))
+        self._in_flight += size
+
+    def _wait_oldest(self) -> None:
+        future, size = self._pending.popleft()
+        self._in_flight -= size
+        future.result()
+
+    def __enter__(self) -> WriteBehind:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            while self._pending:
+                self._wait_oldest()
+        finally:
+            self._pool.shutdown(wait=True, cancel_futures=True)

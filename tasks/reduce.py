@@ -89,7 +89,7 @@ def _of_source(attempts: Iterable[AttemptRef], source: str) -> Iterator[AttemptR
 class _AtifState:
     """ATIF decisions taken in input order (the first (task, rollout) key wins), spilled."""
 
-    accepted: Spill  # (line, file name) of each accepted main attempt, input order
+    accepted: Spill  # (file name, file bytes) of each accepted main attempt, input order (local disk)
     manifest: Spill  # manifest lines, input order
     rejections: Spill  # {"line", "rollout_id", "error"}, input order
     keys: FirstKeyWins = field(default_factory=FirstKeyWins)
@@ -100,7 +100,7 @@ class _AtifState:
             self.rejections.add({"line": attempt.out_line, "rollout_id": outcome.rollout_id, "error": refusal})
             return
         assert isinstance(atif, AtifFile)
-        self.accepted.add((attempt.line, atif.name))
+        self.accepted.add((atif.name, atif.content))
         self.manifest.add(atif.manifest_line)
 
 
@@ -191,11 +191,9 @@ def _write_atif(ctx: RunContext, atif: _AtifState, all_or_nothing: bool) -> bool
         folder.child("error.txt").write_bytes(text.encode())
         return False
 
-    def publish(accepted: tuple[int, str]) -> None:
-        line, name = accepted
-        atif = read_part(part_location(ctx.run_dir, MAIN, line)).outcome.main
-        assert atif is not None and isinstance(atif.atif, AtifFile)
-        folder.child(name).write_bytes(atif.atif.content)
+    def publish(accepted: tuple[str, bytes]) -> None:
+        name, content = accepted
+        folder.child(name).write_bytes(content)
 
     for _ in ordered_prefetch(publish, iter(atif.accepted)):
         pass
