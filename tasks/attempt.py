@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from evidence import AttemptConfig, AttemptPart, CaptureFiles, encode_part, process_attempt, unprocessed_attempt
 from tasks.context import RunContext
 from tasks.discover import MAIN, AttemptRef
-from tasks.parts import current_part, part_location
+from tasks.parts import PartIndex, SegmentWriter, segment_folder
 from tasks.prefetch import WriteBehind, ordered_prefetch
 from tasks.retry import backoff_delay
 from tasks.storage import InputNotFound, PermanentStorageError
@@ -131,10 +131,11 @@ def _fetch_cost(item: tuple[AttemptRef, bytes]) -> int:
 
 
 def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool) -> GroupSummary:
-    """Process one contiguous group of attempts from one input file; write one part each.
+    """Process one contiguous group of attempts from one input file; write their parts in segments.
 
     ``check_existing`` (resume, task retry) keeps the parts already written for this
-    fingerprint. Captures (and the resume check) are fetched ahead in a bounded window while
+    fingerprint. A segment is written every ``SEGMENT_PARTS`` attempts (or ``SEGMENT_BYTES``),
+    so a crash loses at most that much finished work. Captures (and the resume check) are fetched ahead in a bounded window while
     attempts are processed in order. Runs in the group task's thread or in a worker process of
     the attempt pool.
     """
@@ -142,22 +143,24 @@ def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool)
     summary = GroupSummary()
     config = ctx.attempt_config
 
+    folder = segment_folder(ctx.run_dir, attempts[0].source)
+    existing = PartIndex(folder, range(attempts[0].line, attempts[-1].line + 1)) if check_existing else None
+
     def fetch(item: tuple[AttemptRef, bytes]) -> _Fetched:
         attempt, raw = item
-        location = part_location(ctx.run_dir, attempt.source, attempt.line)
-        if check_existing and current_part(location, attempt.fingerprint):
+        if existing is not None and existing.current(attempt) is not None:
             return _Fetched(attempt, raw, True, None)
         return _Fetched(attempt, raw, False, _capture_of(ctx, attempt))
 
     rows = _group_rows(ctx, attempts)
     with WriteBehind(window=CAPTURE_WINDOW, budget=CAPTURE_BUDGET_BYTES) as writes:
+        segments = SegmentWriter(lambda name, data: writes.submit(functools.partial(folder.child(name).write_bytes, data), len(data)))
         for fetched in ordered_prefetch(fetch, rows, window=CAPTURE_WINDOW, cost=_fetch_cost, budget=CAPTURE_BUDGET_BYTES):
             if fetched.skip:
                 summary.skipped += 1
                 continue
-            data = encode_part(process(config, fetched.attempt, fetched.raw, fetched.capture))
-            location = part_location(ctx.run_dir, fetched.attempt.source, fetched.attempt.line)
-            writes.submit(functools.partial(location.write_bytes, data), len(data))
+            segments.add(fetched.attempt, encode_part(process(config, fetched.attempt, fetched.raw, fetched.capture)))
             summary.processed += 1
+        segments.flush()
     summary.seconds = time.perf_counter() - started
     return summary

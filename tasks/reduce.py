@@ -40,7 +40,7 @@ from evidence import (
 from tasks.context import RunContext
 from tasks.discover import FAILURES, MAIN, AttemptRef
 from tasks.manifest import AttemptLog
-from tasks.parts import part_location, read_part
+from tasks.parts import PartIndex, segment_folder
 from tasks.prefetch import ordered_prefetch
 from tasks.retry import retry_on_transient
 from tasks.spill import SortedSpill, Spill, count_repeats
@@ -62,18 +62,16 @@ class ReduceSummary:
     fold_problems: list[str] = field(default_factory=list)  # values no fold could use, and missing digests
 
 
-def _parts(ctx: RunContext, attempts: Iterable[AttemptRef]) -> Iterator[tuple[AttemptRef, AttemptPart]]:
-    def load(attempt: AttemptRef) -> tuple[AttemptRef, AttemptPart]:
-        return attempt, read_part(part_location(ctx.run_dir, attempt.source, attempt.line))
-
-    return ordered_prefetch(load, attempts)
+def _parts(ctx: RunContext, attempts: Iterable[AttemptRef], source: str) -> Iterator[tuple[AttemptRef, AttemptPart]]:
+    """The current part of each attempt of ``source``, in input order (segments read ahead)."""
+    return PartIndex(segment_folder(ctx.run_dir, source)).read(attempts)
 
 
-def _write_rows(ctx: RunContext, attempts: Iterable[AttemptRef], name: str, log: AttemptLog) -> int:
+def _write_rows(ctx: RunContext, attempts: Iterable[AttemptRef], source: str, name: str, log: AttemptLog) -> int:
     """Concatenate the output lines of one source, in input order."""
     count = 0
     with atomic_writer(ctx.run_dir.child(name)) as out:
-        for attempt, part in _parts(ctx, attempts):
+        for attempt, part in _parts(ctx, attempts, source):
             out.write(part.outcome.line)
             out.write(b"\n")
             log.add(attempt, part)
@@ -142,7 +140,7 @@ def _fold_main(ctx: RunContext, attempts: Iterable[AttemptRef], fold: _MainFold,
     """One streaming pass over the main parts: rollouts.jsonl plus every fold's spill; the row count."""
     count = 0
     with atomic_writer(ctx.rollouts_out) as out:
-        for attempt, part in _parts(ctx, attempts):
+        for attempt, part in _parts(ctx, attempts, MAIN):
             out.write(part.outcome.line)
             out.write(b"\n")
             log.add(attempt, part)
@@ -225,7 +223,7 @@ def _reduce(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool, 
         fold = _MainFold.open(stack)
         result.rows[MAIN] = _fold_main(ctx, _of_source(attempts, MAIN), fold, result.log)
         if ctx.failures is not None:
-            result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), "rollouts_failures.jsonl", result.log)
+            result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), FAILURES, "rollouts_failures.jsonl", result.log)
         result.verdicts = _write_health(ctx, fold.health)
         result.fold_problems = [f"perf_summary: {problem}" for problem in _write_perf(ctx, fold.perf)]
         result.fold_problems += [f"{name}: {count} main rows without a digest" for name, count in sorted(fold.unavailable.items())]

@@ -18,7 +18,7 @@ from tests.reliability.support import job_args, run_cli, run_dir
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
 KILL_POINTS = {
-    "during fan-out": "after:*.part:5",
+    "during fan-out": "after:*.seg:5",
     "during reduce": "after:rollouts.jsonl:1",
     "right before _SUCCESS": "before:_SUCCESS:1",
     "between _SUCCESS and LATEST": "before:LATEST:1",
@@ -32,7 +32,7 @@ def uninterrupted(job: JobInfo, tmp_path_factory: pytest.TempPathFactory) -> dic
 
 
 def _part_inodes(run: Path) -> dict[Path, int]:
-    return {p: p.stat().st_ino for p in (run / "attempts").rglob("*.part") if not p.name.startswith(".tmp-")}
+    return {p: p.stat().st_ino for p in (run / "attempts").rglob("*.seg") if not p.name.startswith(".tmp-")}
 
 
 @pytest.mark.parametrize("point", list(KILL_POINTS))

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import os
 from pathlib import Path
 
 import orjson
 import pytest
 
-from evidence import decode_part, encode_part
+from tasks.parts import segment_parts
 
 from tests.flows.support import run_outputs, run_stage, tree_digest
 from tests.jobgen import JobInfo
@@ -24,8 +22,8 @@ def _fields(job: JobInfo, output: Path, **extra: object) -> dict[str, object]:
 
 
 def _parts(run: Path) -> dict[str, int]:
-    """Every per-attempt part by relative path -> inode (a rewrite makes a new inode)."""
-    return {str(p.relative_to(run)): p.stat().st_ino for p in sorted((run / "attempts").rglob("*.part"))}
+    """Every part segment by relative path -> inode (a rewrite makes a new inode)."""
+    return {str(p.relative_to(run)): p.stat().st_ino for p in sorted((run / "attempts").rglob("*.seg"))}
 
 
 def test_resume_of_complete_run_is_a_noop_that_says_so(job: JobInfo, tmp_path: Path, prefect_server: str) -> None:
@@ -66,30 +64,39 @@ def test_resume_of_unknown_run_is_an_error(job: JobInfo, tmp_path: Path) -> None
         run_stage(**_fields(job, tmp_path, resume="never-started"))
 
 
+def _stale_first_entry(segment: Path) -> None:
+    """Give the segment's first part another fingerprint, as if its input had changed."""
+    magic, index, body = segment.read_bytes().split(b"\n", 2)
+    entries = orjson.loads(index)
+    entries[0][1] = "0" * 64
+    segment.write_bytes(b"\n".join([magic, orjson.dumps(entries), body]))
+
+
 def test_resume_skips_matching_parts_and_redoes_the_rest(job: JobInfo, tmp_path: Path) -> None:
     reference = run_outputs(run_stage(**_fields(job, tmp_path / "ref", run_id="ref"))["run_dir"])
     run_stage(**_fields(job, tmp_path / "out", run_id="partial", attempts_per_task=3))
     run = run_dir(tmp_path / "out", "partial")
-    parts = sorted((run / "attempts").rglob("*.part"))
-    removed, stale, damaged = parts[1::4], parts[2], parts[3]
-    for part in removed:
-        part.unlink()
-    stale.write_bytes(encode_part(replace(decode_part(stale.read_bytes()), fingerprint="0" * 64)))
+    segments = sorted((run / "attempts").rglob("*.seg"))
+    attempts = sum(1 for segment in segments for _ in segment_parts(segment.read_bytes()))
+    removed, stale, damaged = segments[1::4], segments[2], segments[3]
+    for segment in removed:
+        segment.unlink()
+    _stale_first_entry(stale)
     damaged.write_bytes(damaged.read_bytes()[:-10])
     for name in ("_SUCCESS", "rollouts.jsonl", "perf_summary.json", "health/quality_summary.json"):
         (run / name).unlink()
-    redone = {str(stale.relative_to(run)), str(damaged.relative_to(run))}
+    redone = {str(damaged.relative_to(run))}
     kept = {k: v for k, v in _parts(run).items() if k not in redone}
     result = run_stage(**_fields(job, tmp_path / "out", resume="partial"))
     assert result["already_complete"] is False
     after = _parts(run)
-    assert {k: after[k] for k in kept} == kept, "matching parts must be skipped, not rewritten"
-    assert set(after) == {str(p.relative_to(run)) for p in parts}
+    assert {k: after[k] for k in kept} == kept, "segments of matching parts must be kept, not rewritten"
+    assert len(after) > len(kept), "the removed, stale and damaged parts are written again"
     assert (run / "_SUCCESS").exists()
     assert run_outputs(str(run)) == reference
     manifest = orjson.loads((run / "manifest.json").read_bytes())
     assert manifest["run"]["resumed"] is True
-    assert manifest["counts"]["attempts"] == len(parts)
+    assert manifest["counts"]["attempts"] == attempts
     assert (tmp_path / "out" / run.parts[-3] / "LATEST").read_text() == "partial\n"
 
 

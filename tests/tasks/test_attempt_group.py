@@ -7,15 +7,16 @@ from pathlib import Path
 import pytest
 
 import tasks.attempt
-from evidence import AttemptOutcome, decode_part
+from evidence import AttemptOutcome
 from tasks.attempt import run_group
 from tasks.context import RunContext
 from tasks.discover import discover
+from tasks.parts import segment_parts
 from tasks.storage import Location
 from tests.conftest import EXAMPLE_JOB
 
 
-def _parts_of_one_group(out: Path) -> tuple[int, dict[str, AttemptOutcome]]:
+def _parts_of_one_group(out: Path) -> tuple[int, dict[int, AttemptOutcome]]:
     main, capture_dir = Location(str(EXAMPLE_JOB / "rollouts.jsonl")), Location(str(EXAMPLE_JOB / "model-calls"))
     plan = discover(main, None, capture_dir)
     ctx = RunContext(
@@ -24,7 +25,7 @@ def _parts_of_one_group(out: Path) -> tuple[int, dict[str, AttemptOutcome]]:
     )
     with plan:
         summary = run_group(ctx, list(plan.attempts), check_existing=False)
-    parts = {p.name: decode_part(p.read_bytes()).outcome for p in sorted(out.rglob("*.part"))}  # not the timings
+    parts = {line: part.outcome for p in sorted(out.rglob("*.seg")) for line, part in segment_parts(p.read_bytes())}
     return summary.processed, parts
 
 

@@ -9,10 +9,11 @@ import orjson
 import pytest
 
 import tasks.attempt
-from evidence import Status, decode_part
+from evidence import Status
 from tasks.attempt import run_group
 from tasks.context import RunContext
 from tasks.discover import discover
+from tasks.parts import segment_parts
 from tasks.storage import Location
 from tests.conftest import EXAMPLE_JOB
 
@@ -32,8 +33,9 @@ def _first_attempt_outcome(tmp_path: Path, damage: str) -> tuple[str, dict]:
             session_id="s", agent_version="1.0.0", exporter_version="0", ignored_checks=(),
         )
         run_group(ctx, [attempt], check_existing=False)
-    part = next((tmp_path / "run").rglob("*.part"))
-    outcome = decode_part(part.read_bytes()).outcome
+    segment = next((tmp_path / "run").rglob("*.seg"))
+    ((_, part),) = segment_parts(segment.read_bytes())
+    outcome = part.outcome
     return outcome.status, {"reason": outcome.reason, "row": orjson.loads(outcome.line), "line": outcome.line}
 
 
