@@ -11,7 +11,7 @@ behind tests/reliability/faultproxy.py in its latency mode, which delays every r
 disk, then from and to the bucket; both are whole ``evidence-stage run`` wall times against
 one running Prefect server (``--api-url``, else one started here and not timed).
 
-Prints three JSON lines: ``{"side": "local", "wall_s"}``, ``{"side": "s3", "wall_s",
+Prints three JSON lines: ``{"side": "local", "wall_s", "timings"}``, ``{"side": "s3", "wall_s",
 "latency_ms", "requests": {kind: count}, "timings"}`` and ``{"local_s", "s3_s", "ratio",
 "rollouts", "attempts", "requests_per_attempt": {HEAD, GET, LIST, PUT, POST, DELETE, total}}``,
 where ratio = s3_s / local_s and the counts are every request of the S3 run (uploading the job
@@ -92,8 +92,9 @@ def main(argv: list[str] | None = None) -> int:
         ) as server:
             local = Path(scratch) / "out"
             local_s = round(timed(job_run_args(str(job / "rollouts.jsonl"), str(job / "model-calls"), str(local), RUN_ID), cli_env(server.api_url)), 2)
-            attempts = local_manifest(local, RUN_ID)["counts"]["attempts"]
-            emit({"side": "local", "wall_s": local_s})
+            manifest = local_manifest(local, RUN_ID)
+            attempts = manifest["counts"]["attempts"]
+            emit({"side": "local", "wall_s": local_s, "timings": manifest["timings"]})
             upload(job, endpoint)
             plan = FaultPlan(latency_s=args.latency_ms / 1000)
             with FaultProxy(endpoint, plan) as proxy:

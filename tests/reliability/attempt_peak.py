@@ -1,14 +1,16 @@
 """Process one attempt the way a worker does, in this process, and print its memory figures.
 
-Usage: python -m tests.reliability.attempt_peak ROLLOUTS CAPTURE_DIR LINE
-Prints {"line", "row_bytes", "capture_bytes", "baseline_mib", "peak_mib", "growth_mib",
-"bound_mib"}: RSS once everything is imported, this process's peak (``VmHWM``) after the
-attempt, and the engine's bound, 4 x (row + capture) + 150 MB (DESIGN.md invariant 6).
+Usage: python -m tests.reliability.attempt_peak ROLLOUTS CAPTURE_DIR LINE [REPEAT]
+Prints {"line", "repeat", "row_bytes", "capture_bytes", "baseline_mib", "peak_mib",
+"growth_mib", "bound_mib"}: RSS once everything is imported, this process's peak (``VmHWM``)
+after processing the attempt ``REPEAT`` times (default 1: a leak shows as a peak that grows
+with the repeats), and the engine's bound, 4 x (row + capture) + 150 MB (DESIGN.md invariant 6).
 """
 
 from __future__ import annotations
 
 import json
+import mmap
 import sys
 from pathlib import Path
 
@@ -21,14 +23,18 @@ BOUND_BASE_MIB = 150
 
 
 def _row(rollouts: Path, line: int) -> bytes:
-    with rollouts.open("rb") as file:
-        for number, raw in enumerate(file, start=1):
-            if number == line:
-                return raw.rstrip(b"\n")
-    raise SystemExit(f"no line {line} in {rollouts}")
+    """Line ``line`` alone, found through a memory map (the other lines never become objects)."""
+    with rollouts.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        start = 0
+        for _ in range(line - 1):
+            start = view.find(b"\n", start) + 1
+            if start == 0:
+                raise SystemExit(f"no line {line} in {rollouts}")
+        end = view.find(b"\n", start)
+        return view[start : end if end >= 0 else len(view)]
 
 
-def main(rollouts: str, capture_dir: str, line: str) -> int:
+def main(rollouts: str, capture_dir: str, line: str, repeat: str = "1") -> int:
     from evidence import AttemptConfig, AttemptPart, CaptureFiles, Exporter, capture_file_id, encode_part, process_attempt
 
     row = _row(Path(rollouts), int(line))
@@ -36,14 +42,14 @@ def main(rollouts: str, capture_dir: str, line: str) -> int:
     capture_path = Path(capture_dir) / f"{rollout_id}.capture.jsonl"
     config = AttemptConfig("bench", "1.0.0", Exporter(name="evidence-stage", version="0"), (), "rollouts.jsonl")
     baseline = psutil.Process().memory_info().rss / 2**20
-    capture = CaptureFiles(jsonl=capture_path.read_bytes(), incomplete=False) if capture_path.exists() else None
-    capture_bytes = len(capture.jsonl or b"") if capture else 0
-    part = encode_part(AttemptPart("f", 0.0, process_attempt(row, capture, config, main_line=1)))
-    del capture
-    Path(capture_dir).parent.joinpath(".attempt_peak.part").write_bytes(part)
+    capture_bytes = capture_path.stat().st_size if capture_path.exists() else 0
+    for _ in range(int(repeat)):
+        capture = CaptureFiles(jsonl=capture_path.read_bytes(), incomplete=False) if capture_path.exists() else None
+        part = encode_part(AttemptPart("f", 0.0, process_attempt(row, capture, config, main_line=1)))
+        del capture, part  # what a worker writes it drops
     peak = own_peak_rss_kib() / 2**10
     figures = {
-        "line": int(line), "row_bytes": len(row), "capture_bytes": capture_bytes,
+        "line": int(line), "repeat": int(repeat), "row_bytes": len(row), "capture_bytes": capture_bytes,
         "baseline_mib": round(baseline, 1), "peak_mib": round(peak, 1), "growth_mib": round(peak - baseline, 1),
         "bound_mib": round((4 * (len(row) + capture_bytes)) / 2**20 + BOUND_BASE_MIB, 1),
     }

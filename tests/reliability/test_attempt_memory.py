@@ -1,0 +1,40 @@
+"""One worker's memory for one long attempt stays within the engine's bound and does not leak.
+
+Each figure is a fresh process (tests/reliability/attempt_peak.py) processing a ~4.5 MB row with
+its ~3.5 MB capture: once, and six times in a row. The peak must stay within 4 x (row + capture)
++ 150 MB (DESIGN.md invariant 6), and repeating the attempt must not raise it by more than a
+fraction of one row: a per-attempt leak (a cache holding rows, a global list) would grow it by a
+row or more per repeat.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.jobgen import generate_job
+
+
+@pytest.fixture(scope="module")
+def long_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("long-job")
+    generate_job(root, rollouts=2, calls_per_rollout=20, history_bytes=12000, seed=4)
+    return root
+
+
+def _figures(job: Path, repeat: int) -> dict[str, float]:
+    command = [sys.executable, "-m", "tests.reliability.attempt_peak", str(job / "rollouts.jsonl"), str(job / "model-calls"), "1", str(repeat)]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True, timeout=300)
+    return json.loads(done.stdout)
+
+
+def test_a_long_attempt_stays_within_the_bound_and_does_not_leak(long_job: Path) -> None:
+    once, repeated = _figures(long_job, 1), _figures(long_job, 6)
+    assert once["row_bytes"] > 2**22, "the job must hold a long row"
+    assert once["peak_mib"] <= once["bound_mib"]
+    assert repeated["peak_mib"] - once["peak_mib"] < once["row_bytes"] / 2**20 / 2
