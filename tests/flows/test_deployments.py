@@ -207,8 +207,11 @@ def test_prefect_yaml_declares_the_served_deployments() -> None:
         assert [(t["name"], t["expect"], t["parameters"]) for t in entry.get("triggers", [])] == triggers
 
 
-def test_prefect_yaml_deploys_to_a_process_pool_whose_worker_runs_it(served: dict[str, Any]) -> None:
-    """The compose setup's commands (work pool, prefect deploy, process worker) on this host.
+def test_prefect_yaml_deploys_to_a_process_pool_whose_worker_runs_it(served: dict[str, Any], dask_cluster: str) -> None:
+    """The compose setup's commands (work pool, prefect deploy, process worker) on this host,
+    on a separate Dask cluster: the worker loads the file entrypoint ``flows/stage.py`` as a
+    module named ``stage``, and the Dask workers (another directory, their own ``sys.path``)
+    unpickle the flow with every task run.
 
     The deployments get a ``-pool`` suffix and disabled triggers so they do not compete with
     the served ones on the same server.
@@ -226,6 +229,7 @@ def test_prefect_yaml_deploys_to_a_process_pool_whose_worker_runs_it(served: dic
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     job = copy_job(served["root"] / "pool-job")
     params = {"rollouts": str(job / "rollouts.jsonl"), "capture_dir": str(job / "model-calls"), "output": str(served["output"]), "job_id": "pool-job"}
+    params.update(task_runner="dask", dask_address=dask_cluster)
     worker = start([str(BIN / "prefect"), "worker", "start", "--pool", "evidence-stage", "--type", "process"], env, served["root"] / "worker.log")
     try:
         result = subprocess.run(
