@@ -19,7 +19,7 @@ from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field
 
-from flows.params import StageParams, TaskRunnerKind, config_fingerprint
+from flows.params import StageParams, TaskRunnerKind, Url, config_fingerprint
 from flows.resolve import output_params
 from flows.stage import stage_flow
 from tasks.batch import publish_batch_artifacts, stage_job, summarise
@@ -39,8 +39,8 @@ class BatchParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    prefix: str = Field(title="Jobs prefix", description="URL under which job folders are found (s3://bucket/prefix, local path, memory://).")
-    output: str = Field(title="Output root", description="URL under which `<job-id>/runs/<run-id>/` and `batches/` are written.")
+    prefix: Url = Field(title="Jobs prefix", description="URL under which job folders are found (s3://bucket/prefix, local path, memory://).")
+    output: Url = Field(title="Output root", description="URL under which `<job-id>/runs/<run-id>/` and `batches/` are written.")
     force: bool = Field(default=False, title="Force", description="Process every job, even when its LATEST run has the same fingerprints.")
     max_concurrency: int = Field(default=2, ge=1, le=64, title="Concurrent jobs", description="Jobs processed at the same time.")
     rollouts_glob: str = Field(default=DEFAULT_ROLLOUTS_GLOB, title="Rollouts file glob", description="Which files in a job folder can be its rollouts file.")

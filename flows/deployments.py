@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from flows.batch import batch_flow
 from flows.compare import compare_flow
 from flows.export import export_mlflow_flow, export_otel_flow
+from flows.params import Url
 from flows.stage import stage_flow
 from tasks.naming import canonical_url, job_id_for
 
@@ -42,7 +43,7 @@ class SweepConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     cron: str = Field(description="Cron expression (UTC) of the sweep.")
-    prefix: str = Field(description="URL under which job folders are found.")
+    prefix: Url = Field(description="URL under which job folders are found.")
     max_concurrency: int = Field(default=2, ge=1, le=64, description="Jobs processed at the same time.")
     compare_previous: bool = Field(default=False, description="Compare each processed job with its previous complete run.")
 
@@ -79,7 +80,7 @@ class ServeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    output: str = Field(description="Output root of triggered and swept runs.")
+    output: Url = Field(description="Output root of triggered and swept runs.")
     storage_options: dict[str, Any] = Field(default_factory=dict, description="fsspec options, e.g. endpoint_url.")
     sweep: SweepConfig | None = None
     export: ExportConfig | None = None

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import hashlib
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+from tasks.naming import canonical_url
 
 # Parameters whose change changes outputs: they make the run's config fingerprint and must
 # match when a run is resumed.
 OUTPUT_PARAMETERS = ("session_id", "agent_version", "ignored_checks", "atif_all_or_nothing")
+
+# A URL parameter: a local path becomes an absolute ``file://`` URL where the parameters are
+# made (CLI, batch, serve, the flow-run process of a UI rerun). A relative path would name
+# another file for a Dask worker or a served process in another working directory, and a
+# stored parameter must mean the same file whoever reads it.
+Url = Annotated[str, AfterValidator(canonical_url)]
 
 
 class TaskRunnerKind(str, Enum):
@@ -27,10 +35,10 @@ class StageParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_enum_values=False)
 
-    rollouts: str = Field(title="Rollouts file", description="URL of the job's rollouts JSONL (local path, file://, s3://, memory://).")
-    capture_dir: str = Field(title="Capture directory", description="URL of the model-call capture directory (`model-calls/`).")
-    output: str = Field(title="Output root", description="URL under which `<job-id>/runs/<run-id>/` is written.")
-    failures: str | None = Field(
+    rollouts: Url = Field(title="Rollouts file", description="URL of the job's rollouts JSONL (local path, file://, s3://, memory://).")
+    capture_dir: Url = Field(title="Capture directory", description="URL of the model-call capture directory (`model-calls/`).")
+    output: Url = Field(title="Output root", description="URL under which `<job-id>/runs/<run-id>/` is written.")
+    failures: Url | None = Field(
         default=None,
         title="Failures sidecar",
         description="URL of the failed-attempts sidecar; default `<stem>_failures.jsonl` beside the rollouts file when it exists.",
