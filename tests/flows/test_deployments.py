@@ -27,6 +27,7 @@ from flows.deployments import build_deployments, load_config
 from evidence import capture_file_id
 from tasks.naming import canonical_url, job_id_for
 from tests.conftest import REPO, SAMPLES, free_port
+from tests.flows.test_working_directory import crowded_directory
 
 SAMPLE = SAMPLES / "realistic_job"
 BIN = Path(sys.executable).parent
@@ -73,7 +74,11 @@ def healthy(url: str) -> bool:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """A ``prefect server start`` process and an ``evidence-stage serve`` process using it."""
+    """A ``prefect server start`` process and an ``evidence-stage serve`` process using it.
+
+    ``serve`` starts in a directory holding folders named like the packages (``evidence/``,
+    ``tasks/``, ``flows/``), so every served flow run shows they do not hide them.
+    """
     root = tmp_path_factory.mktemp("deployments")
     url = f"http://127.0.0.1:{free_port()}/api"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
@@ -89,7 +94,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         config.write_text(
             yaml.safe_dump({"output": str(root / "out"), "sweep": {"cron": "0 0 1 1 *", "prefix": str(root / "sweep-jobs"), "max_concurrency": 1}})
         )
-        serve = start([str(BIN / "evidence-stage"), "serve", "--config", str(config)], env, root / "serve.log")
+        serve_cwd = crowded_directory(root / "serve-cwd")
+        serve = start([str(BIN / "evidence-stage"), "serve", "--config", str(config)], env, root / "serve.log", cwd=serve_cwd)
         with prefect_client(url) as client:
             for name in ("evidence-stage/on-eval-complete", "evidence-stage/manual", "evidence-stage/sweep"):
                 wait_for(lambda name=name: _deployment(client, name) or serve.poll() is not None, f"deployment {name}")
