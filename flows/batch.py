@@ -19,10 +19,11 @@ from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field
 
-from flows.params import StageParams, TaskRunnerKind, Url, config_fingerprint
+from flows.params import StageParams, StorageOptions, TaskRunnerKind, Url, config_fingerprint
 from flows.resolve import output_params
 from flows.stage import stage_flow
 from tasks.batch import publish_batch_artifacts, stage_job, summarise
+from tasks.credentials import storage_options_with
 from tasks.jobs import FoundJob, find_jobs
 from tasks.layout import DEFAULT_CAPTURE_DIR, DEFAULT_EXCLUDE_GLOBS, DEFAULT_ROLLOUTS_GLOB, JobLayout
 from tasks.naming import new_run_id
@@ -58,7 +59,8 @@ class BatchParams(BaseModel):
     max_workers: int = _as_in_stage("max_workers")
     dask_address: str | None = _as_in_stage("dask_address")
     dask_workers: int = _as_in_stage("dask_workers")
-    storage_options: dict[str, Any] = _as_in_stage("storage_options")
+    storage_options: StorageOptions = _as_in_stage("storage_options")
+    aws_credentials_block: str | None = _as_in_stage("aws_credentials_block")
 
     @property
     def layout(self) -> JobLayout:
@@ -76,12 +78,13 @@ def batch_flow(params: BatchParams) -> dict[str, Any]:
     logger = get_run_logger()
     started_at = datetime.now(timezone.utc).isoformat()
     batch_run_id = new_run_id()
-    search = find_jobs(Location(params.prefix, params.storage_options), params.layout)
+    options = storage_options_with(params.storage_options, params.aws_credentials_block)
+    search = find_jobs(Location(params.prefix, options), params.layout)
     skipped_folders = [{"folder": s.folder, "reason": s.reason, "candidates": list(s.candidates)} for s in search.skipped]
     for folder in skipped_folders:
         logger.warning("skipped folder %r: %s", folder["folder"], folder["reason"])
     logger.info("%d jobs under %s", len(search.jobs), params.prefix)
-    output = Location(params.output, params.storage_options)
+    output = Location(params.output, options)
     job_params = [params.job_params(job) for job in search.jobs]
     with ThreadPoolTaskRunner(max_workers=params.max_concurrency) as runner:
         futures = runner.map(

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from flows.batch import batch_flow
 from flows.compare import compare_flow
 from flows.export import export_mlflow_flow, export_otel_flow
-from flows.params import Url
+from flows.params import StorageOptions, Url
 from flows.stage import stage_flow
 from tasks.naming import canonical_url, job_id_for
 
@@ -96,7 +96,8 @@ class ServeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     output: Url = Field(description="Output root of triggered and swept runs.")
-    storage_options: dict[str, Any] = Field(default_factory=dict, description="fsspec options, e.g. endpoint_url.")
+    storage_options: StorageOptions = Field(default_factory=dict, description="fsspec options without credentials, e.g. endpoint_url.")
+    aws_credentials_block: str | None = Field(default=None, description="Name of a prefect-aws AwsCredentials block for S3; default: the environment.")
     sweep: SweepConfig | None = None
     export: ExportConfig | None = None
 
@@ -125,6 +126,7 @@ def trigger_parameters(config: ServeConfig) -> dict[str, Any]:
             "capture_dir": "{{ event.payload.capture_dir }}",
             "output": config.output,
             "storage_options": config.storage_options,
+            "aws_credentials_block": config.aws_credentials_block,
         }
     }
 
@@ -137,6 +139,7 @@ def sweep_parameters(config: ServeConfig, sweep: SweepConfig) -> dict[str, Any]:
             "max_concurrency": sweep.max_concurrency,
             "compare_previous": sweep.compare_previous,
             "storage_options": config.storage_options,
+            "aws_credentials_block": config.aws_credentials_block,
         }
     }
 

@@ -21,6 +21,31 @@ OUTPUT_PARAMETERS = ("session_id", "agent_version", "ignored_checks", "atif_all_
 # stored parameter must mean the same file whoever reads it.
 Url = Annotated[str, AfterValidator(canonical_url)]
 
+# fsspec option names that carry credentials (s3fs, gcsfs, adlfs, HTTP auth), at any depth.
+CREDENTIAL_KEYS = frozenset({
+    "key", "secret", "token", "password", "aws_access_key_id", "aws_secret_access_key", "aws_session_token",
+    "access_key", "secret_key", "session_token", "account_key", "sas_token", "client_secret", "credentials", "auth",
+})
+
+
+def _credential_keys(options: dict[str, Any]) -> set[str]:
+    found = {name for name in options if name.lower() in CREDENTIAL_KEYS}
+    return found.union(*(_credential_keys(value) for value in options.values() if isinstance(value, dict)))
+
+
+def refuse_credentials(options: dict[str, Any]) -> dict[str, Any]:
+    """Storage options without secrets: parameters are stored by the Prefect server and shown in its UI."""
+    found = _credential_keys(options)
+    if found:
+        raise ValueError(
+            f"credentials do not go in storage options ({', '.join(sorted(found))}): "
+            "use the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE) or a Prefect AwsCredentials block (--aws-credentials-block)"
+        )
+    return options
+
+
+StorageOptions = Annotated[dict[str, Any], AfterValidator(refuse_credentials)]
+
 
 class TaskRunnerKind(str, Enum):
     """Where attempt groups execute."""
@@ -65,7 +90,12 @@ class StageParams(BaseModel):
     max_workers: int = Field(default=2, ge=1, le=256, title="Workers", description="Parallel attempt groups: threads, attempt processes, or tasks in flight on an existing Dask cluster.")
     dask_address: str | None = Field(default=None, title="Dask scheduler", description="tcp://host:port of an existing Dask scheduler.")
     dask_workers: int = Field(default=2, ge=1, le=256, title="Local Dask workers", description="Worker processes of a local Dask cluster.")
-    storage_options: dict[str, Any] = Field(default_factory=dict, title="Storage options", description="fsspec options, e.g. endpoint_url.")
+    storage_options: StorageOptions = Field(
+        default_factory=dict, title="Storage options", description="fsspec options without credentials, e.g. endpoint_url."
+    )
+    aws_credentials_block: str | None = Field(
+        default=None, title="AWS credentials block", description="Name of a prefect-aws AwsCredentials block for S3; default: the environment."
+    )
 
     @field_validator("run_id", "resume", "job_id")
     @classmethod

@@ -15,6 +15,7 @@ from typing import Any
 
 from flows.params import StageParams
 from tasks.context import RunContext
+from tasks.credentials import storage_options_with
 from tasks.discover import AttemptRef, check_inputs
 from tasks.naming import default_failures_url, job_id_for, new_run_id
 from tasks.runs import (
@@ -75,7 +76,7 @@ def resolve_run(params: StageParams) -> tuple[RunContext, Location, dict[str, An
     temp files of the killed process are removed, and a complete full run gets the LATEST
     update it may have been killed before.
     """
-    options = params.storage_options
+    options = storage_options_with(params.storage_options, params.aws_credentials_block)
     main = Location(params.rollouts, options)
     failures_url = params.failures or default_failures_url(params.rollouts)
     failures = Location(failures_url, options)
@@ -121,7 +122,7 @@ def preflight(params: StageParams) -> None:
     The CLI calls this first so a typo or a taken run id costs one line, not a failed flow run;
     ``resolve_run`` repeats the checks inside the flow (deployments do not pass through here).
     """
-    options = params.storage_options
+    options = storage_options_with(params.storage_options, params.aws_credentials_block)
     check_inputs(Location(params.rollouts, options), Location(params.capture_dir, options))
     job_id = params.job_id or job_id_for(params.rollouts)
     run_id = params.resume or params.run_id

@@ -48,3 +48,4 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dask-address")
     parser.add_argument("--dask-workers", type=int)
     add_storage_options(parser)
+    parser.add_argument("--aws-credentials-block", metavar="NAME", help="prefect-aws AwsCredentials block for S3 (default: the environment)")
