@@ -11,11 +11,12 @@ from datetime import datetime, timezone
 from typing import Any
 
 from prefect import get_run_logger, task
-from prefect.artifacts import create_link_artifact, create_table_artifact
+from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from tasks.compare import compare_with_previous, previous_complete_run
 from tasks.jobs import FoundJob, input_fingerprint, latest_manifest
+from tasks.links import publish_link
 from tasks.storage import Location
 
 PROCESSED, SKIPPED, FAILED = "processed", "skipped", "failed"
@@ -80,4 +81,4 @@ def publish_batch_artifacts(summary: dict[str, Any], target: Location) -> None:
         table=[{k: e.get(k, "") for k in ("job_id", "status", "reason", "run_id")} for e in summary["jobs"]],
         description=f"Batch {summary['batch_run_id']}: {summary['counts']}",
     )
-    create_link_artifact(key="evidence-stage-batch-summary", link=target.url, link_text="batch summary")
+    publish_link("evidence-stage-batch-summary", target, "batch summary", f"The summary file of batch {summary['batch_run_id']}.")

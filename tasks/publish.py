@@ -10,10 +10,11 @@ from dataclasses import asdict
 from typing import Any
 
 from prefect import task
-from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from tasks.discover import JobPlan
+from tasks.links import publish_folder, publish_link
 from tasks.manifest import Streamed, manifest_chunks
 from tasks.reduce import ReduceSummary
 from tasks.runs import mark_complete, update_latest
@@ -76,15 +77,17 @@ def publish_run(run_dir: Location, job_dir: Location, manifest: dict[str, Any], 
 def publish_artifacts(manifest: dict[str, Any], run_dir: Location, tables: dict[str, Any]) -> None:
     """Prefect artifacts: verdict table, perf markdown, capability table, links to the outputs."""
     counts = manifest["counts"]
+    run = f"run {manifest['run']['run_id']} of job {manifest['run']['job_id']}"
     create_table_artifact(
         key="evidence-stage-verdicts",
         table=[{"verdict": k, "rollouts": v} for k, v in sorted(counts["verdicts"].items())],
-        description="Health verdict counts (main rollouts)",
+        description=f"Health verdict counts (main rollouts) of {run}.",
     )
-    for key, table in tables.items():
+    for key, (shows, table) in tables.items():
+        description = f"{shows} of {run}."
         if isinstance(table, str):
-            create_markdown_artifact(key=key, markdown=table)
+            create_markdown_artifact(key=key, markdown=table, description=description)
         else:
-            create_table_artifact(key=key, table=table)
-    create_link_artifact(key="evidence-stage-run-dir", link=run_dir.url, link_text="run directory")
-    create_link_artifact(key="evidence-stage-report", link=run_dir.child("report.html").url, link_text="report.html")
+            create_table_artifact(key=key, table=table, description=description)
+    publish_folder("evidence-stage-run-dir", run_dir, "run directory", f"Where the outputs of {run} are.")
+    publish_link("evidence-stage-report", run_dir.child("report.html"), "report.html", f"The report of {run}.")
