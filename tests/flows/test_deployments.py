@@ -194,7 +194,7 @@ def test_sweep_deployment_processes_the_configured_prefix(served: dict[str, Any]
     summaries = sorted((served["output"] / "batches").glob("*.json"))
     assert len(summaries) == 1
     summary = json.loads(summaries[0].read_text())
-    assert summary["prefix"] == str(served["root"] / "sweep-jobs")
+    assert summary["prefix"] == canonical_url(str(served["root"] / "sweep-jobs"))  # made absolute when serve read its config
     assert [(job["status"], job["reason"]) for job in summary["jobs"]] == [("processed", "no complete run")]
 
 
