@@ -19,7 +19,7 @@ from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field
 
-from flows.params import StageParams, StorageOptions, TaskRunnerKind, Url, config_fingerprint
+from flows.params import OptionalCount, OptionalText, StageParams, StorageOptions, TaskRunnerKind, Url, config_fingerprint
 from flows.resolve import output_params
 from flows.stage import stage_flow
 from tasks.batch import publish_batch_artifacts, stage_job, summarise
@@ -54,13 +54,14 @@ class BatchParams(BaseModel):
     )
     ignored_checks: list[str] = _as_in_stage("ignored_checks")
     atif_all_or_nothing: bool = _as_in_stage("atif_all_or_nothing")
-    attempts_per_task: int | None = _as_in_stage("attempts_per_task")
+    keep_parts: bool = _as_in_stage("keep_parts")
+    attempts_per_task: OptionalCount = _as_in_stage("attempts_per_task")
     task_runner: TaskRunnerKind = _as_in_stage("task_runner")
     max_workers: int = _as_in_stage("max_workers")
-    dask_address: str | None = _as_in_stage("dask_address")
+    dask_address: OptionalText = _as_in_stage("dask_address")
     dask_workers: int = _as_in_stage("dask_workers")
     storage_options: StorageOptions = _as_in_stage("storage_options")
-    aws_credentials_block: str | None = _as_in_stage("aws_credentials_block")
+    aws_credentials_block: OptionalText = _as_in_stage("aws_credentials_block")
 
     @property
     def layout(self) -> JobLayout:

@@ -101,6 +101,11 @@ class ServeConfig(BaseModel):
     sweep: SweepConfig | None = None
     export: ExportConfig | None = None
 
+    @property
+    def credentials_parameter(self) -> dict[str, str]:
+        """The block's name as a run parameter, absent when none is set: the server's schema check refuses a null."""
+        return {} if self.aws_credentials_block is None else {"aws_credentials_block": self.aws_credentials_block}
+
 
 def load_config(path: Path) -> ServeConfig:
     return ServeConfig.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
@@ -126,7 +131,7 @@ def trigger_parameters(config: ServeConfig) -> dict[str, Any]:
             "capture_dir": "{{ event.payload.capture_dir }}",
             "output": config.output,
             "storage_options": config.storage_options,
-            "aws_credentials_block": config.aws_credentials_block,
+            **config.credentials_parameter,
         }
     }
 
@@ -139,7 +144,7 @@ def sweep_parameters(config: ServeConfig, sweep: SweepConfig) -> dict[str, Any]:
             "max_concurrency": sweep.max_concurrency,
             "compare_previous": sweep.compare_previous,
             "storage_options": config.storage_options,
-            "aws_credentials_block": config.aws_credentials_block,
+            **config.credentials_parameter,
         }
     }
 

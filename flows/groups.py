@@ -9,20 +9,13 @@ from concurrent.futures import Executor
 
 from prefect.futures import PrefectFuture
 
-from flows.params import StageParams
+from flows.params import MAX_TASK_RUNS, MIN_GROUP, StageParams
 from flows.progress import Progress
 from flows.runners import build_runner, runner_slots, shared_api
 from tasks.attempt import GroupSummary
 from tasks.context import RunContext
 from tasks.discover import AttemptRef
 from tasks.fanout import process_group
-
-# A task run costs ~50 ms of CPU in the flow process and as much in the Prefect server (measured
-# with tests/bench on two cores), so the default keeps task runs few: at most MAX_TASK_RUNS, and
-# at least MIN_GROUP attempts (~0.7 s of work) each. Retries and resume stay per attempt.
-MAX_TASK_RUNS = 32
-MIN_GROUP = 100
-
 
 def group_size(total: int, requested: int | None) -> int:
     """Attempts per task: as asked, else MIN_GROUP, or more to keep a run at ≤ MAX_TASK_RUNS task runs."""

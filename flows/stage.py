@@ -66,7 +66,7 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
         clock = time.perf_counter()
         report_html, tables = render_run_report(ctx.run_dir, manifest, reduced.histograms)
         manifest["timings"]["report_s"] = round(time.perf_counter() - clock, 3)
-        publish_run(ctx.run_dir, job_dir, manifest, report_html, not subset)
+        publish_run(ctx.run_dir, job_dir, manifest, report_html, not subset, params.keep_parts)
     publish_artifacts(manifest, ctx.run_dir, tables)
     logger.info("run %s complete: %s", run_id, manifest["counts"])
     return {"run_id": run_id, "run_dir": ctx.run_dir.url, "counts": manifest["counts"], "already_complete": False}

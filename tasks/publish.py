@@ -16,6 +16,7 @@ from prefect.cache_policies import NO_CACHE
 from tasks.discover import JobPlan
 from tasks.links import publish_folder, publish_link
 from tasks.manifest import Streamed, manifest_chunks
+from tasks.parts import ATTEMPTS_FOLDER
 from tasks.reduce import ReduceSummary
 from tasks.runs import mark_complete, update_latest
 from tasks.storage import Location
@@ -65,13 +66,22 @@ def build_manifest(
 
 
 @task(name="publish-run", cache_policy=NO_CACHE, persist_result=False)
-def publish_run(run_dir: Location, job_dir: Location, manifest: dict[str, Any], report_html: str, full_scope: bool) -> None:
-    """manifest.json and report.html, then _SUCCESS, then LATEST (full runs only)."""
+def publish_run(
+    run_dir: Location, job_dir: Location, manifest: dict[str, Any], report_html: str, full_scope: bool, keep_parts: bool
+) -> None:
+    """manifest.json and report.html, then _SUCCESS, then LATEST (full runs only), then the parts go.
+
+    The per-attempt parts are what a resume of an unfinished run reuses; once ``_SUCCESS``
+    exists nothing reads them (the manifest and the outputs hold all they carried), and they
+    are the largest thing in a run and differ between identical runs (timings).
+    """
     run_dir.child("manifest.json").write_chunks(lambda: manifest_chunks(manifest))
     run_dir.child("report.html").write_bytes(report_html.encode())
     mark_complete(run_dir)
     if full_scope:
         update_latest(job_dir, manifest["run"]["run_id"])
+    if not keep_parts:
+        run_dir.child(ATTEMPTS_FOLDER).remove_tree()
 
 
 def publish_artifacts(manifest: dict[str, Any], run_dir: Location, tables: dict[str, Any]) -> None:

@@ -43,6 +43,7 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--attempts-per-task", type=int)
     parser.add_argument("--ignore-check", action="append", default=[], dest="ignored_checks", metavar="ID")
     parser.add_argument("--atif-all-or-nothing", action="store_true", default=None)
+    parser.add_argument("--keep-parts", action="store_true", default=None, help="keep attempts/ after a run is published")
     parser.add_argument("--task-runner", choices=[k.value for k in TaskRunnerKind])
     parser.add_argument("--max-workers", type=int)
     parser.add_argument("--dask-address")
