@@ -19,6 +19,8 @@ from flows.groups import fan_out, group_size, make_groups
 from flows.params import StageParams, config_fingerprint
 from flows.resolve import is_subset, resolve_run, run_record, subset_filter
 from flows.runners import attempt_pool
+from tasks.events import emit_run_completed, emit_run_failed
+from tasks.naming import job_id_for
 from tasks.plan import discover_job
 from tasks.publish import build_manifest, publish_artifacts, publish_run
 from tasks.reduce import reduce_run
@@ -28,45 +30,51 @@ from tasks.runs import is_complete
 
 @flow(name="evidence-stage", log_prints=False, persist_result=False)
 def stage_flow(params: StageParams) -> dict[str, Any]:
-    """Process one evaluation job into a new (or resumed) run directory."""
-    logger = get_run_logger()
-    started_at = datetime.now(timezone.utc)
-    timings: dict[str, float] = {}
-    clock = time.perf_counter()
-    ctx, job_dir, recorded, run_id = resolve_run(params)
-    if params.resume and is_complete(ctx.run_dir):
-        logger.info("run %s is already complete; nothing to do", run_id)
-        return {"run_id": run_id, "run_dir": ctx.run_dir.url, "already_complete": True}
-    subset = is_subset(recorded)  # from the run itself: a resumed subset run stays a subset
-    with ExitStack() as stack:
-        with attempt_pool(params) as pool:  # its workers start while discovery runs
-            plan = stack.enter_context(discover_job(ctx.main, ctx.failures, ctx.capture_dir))
-            timings["discover_s"] = time.perf_counter() - clock
-            timings["discover_task_s"] = plan.seconds
-            if subset:
-                plan.select(subset_filter(recorded["rollout_ids"], recorded["rollout_glob"]))
-            total = plan.attempts.count
-            size = group_size(total, params.attempts_per_task)
-            logger.info("%d attempts in groups of %d; %d orphan captures; %d skipped lines", total, size, len(plan.orphans), len(plan.skipped))
+    """Process one evaluation job into a new (or resumed) run directory; announce how it ended (tasks.events)."""
+    run_id = None  # until the run is claimed: a failure before names no run (another may own the id)
+    try:
+        logger = get_run_logger()
+        started_at = datetime.now(timezone.utc)
+        timings: dict[str, float] = {}
+        clock = time.perf_counter()
+        ctx, job_dir, recorded, run_id = resolve_run(params)
+        if params.resume and is_complete(ctx.run_dir):
+            logger.info("run %s is already complete; nothing to do", run_id)
+            return {"run_id": run_id, "run_dir": ctx.run_dir.url, "already_complete": True}
+        subset = is_subset(recorded)  # from the run itself: a resumed subset run stays a subset
+        with ExitStack() as stack:
+            with attempt_pool(params) as pool:  # its workers start while discovery runs
+                plan = stack.enter_context(discover_job(ctx.main, ctx.failures, ctx.capture_dir))
+                timings["discover_s"] = time.perf_counter() - clock
+                timings["discover_task_s"] = plan.seconds
+                if subset:
+                    plan.select(subset_filter(recorded["rollout_ids"], recorded["rollout_glob"]))
+                total = plan.attempts.count
+                size = group_size(total, params.attempts_per_task)
+                logger.info("%d attempts in groups of %d; %d orphan captures; %d skipped lines", total, size, len(plan.orphans), len(plan.skipped))
+                clock = time.perf_counter()
+                task_seconds, groups = fan_out(params, ctx, make_groups(plan.attempts, size), total, pool)
+            timings["fan_out_s"] = time.perf_counter() - clock
+            timings["in_task_s"] = task_seconds
+            timings["fan_out_parallelism"] = min(params.max_workers, groups)
             clock = time.perf_counter()
-            task_seconds, groups = fan_out(params, ctx, make_groups(plan.attempts, size), total, pool)
-        timings["fan_out_s"] = time.perf_counter() - clock
-        timings["in_task_s"] = task_seconds
-        timings["fan_out_parallelism"] = min(params.max_workers, groups)
-        clock = time.perf_counter()
-        reduced = reduce_run(ctx, plan.attempts, recorded["atif_all_or_nothing"])
-        stack.enter_context(reduced.log)
-        timings["reduce_s"] = time.perf_counter() - clock
-        timings["reduce_task_s"] = reduced.seconds
-        run = run_record(params, recorded, ctx, run_id, started_at, subset)
-        manifest = build_manifest(
-            run=run, params=recorded, config_fingerprint=config_fingerprint(recorded),
-            plan=plan, reduced=reduced, timings=timings,
-        )
-        clock = time.perf_counter()
-        report_html, tables = render_run_report(ctx.run_dir, manifest, reduced.histograms)
-        manifest["timings"]["report_s"] = round(time.perf_counter() - clock, 3)
-        publish_run(ctx.run_dir, job_dir, manifest, report_html, not subset, params.keep_parts)
-    publish_artifacts(manifest, ctx.run_dir, tables)
-    logger.info("run %s complete: %s", run_id, manifest["counts"])
-    return {"run_id": run_id, "run_dir": ctx.run_dir.url, "counts": manifest["counts"], "already_complete": False}
+            reduced = reduce_run(ctx, plan.attempts, recorded["atif_all_or_nothing"])
+            stack.enter_context(reduced.log)
+            timings["reduce_s"] = time.perf_counter() - clock
+            timings["reduce_task_s"] = reduced.seconds
+            run = run_record(params, recorded, ctx, run_id, started_at, subset)
+            manifest = build_manifest(
+                run=run, params=recorded, config_fingerprint=config_fingerprint(recorded),
+                plan=plan, reduced=reduced, timings=timings,
+            )
+            clock = time.perf_counter()
+            report_html, tables = render_run_report(ctx.run_dir, manifest, reduced.histograms)
+            manifest["timings"]["report_s"] = round(time.perf_counter() - clock, 3)
+            publish_run(ctx.run_dir, job_dir, manifest, report_html, not subset, params.keep_parts)
+        publish_artifacts(manifest, ctx.run_dir, tables)
+        emit_run_completed(manifest, ctx.run_dir)
+        logger.info("run %s complete: %s", run_id, manifest["counts"])
+        return {"run_id": run_id, "run_dir": ctx.run_dir.url, "counts": manifest["counts"], "already_complete": False}
+    except Exception as exc:
+        emit_run_failed(params.job_id or job_id_for(params.rollouts), run_id, exc)
+        raise
