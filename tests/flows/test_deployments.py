@@ -267,6 +267,8 @@ def test_infra_runs_the_pinned_prefect_and_the_declared_work_pool() -> None:
     assert declared["prefect-version"] == pinned
     assert services["prefect-server"]["image"].startswith(f"prefecthq/prefect:{pinned}-")
     assert worker_values["worker"]["image"]["prefectTag"].startswith(f"{pinned}-")
+    server_values = yaml.safe_load((REPO / "infra" / "helm" / "prefect-server.values.yaml").read_text())
+    assert server_values["global"]["prefect"]["image"]["prefectTag"].startswith(f"{pinned}-")  # where the chart reads the tag
     assert services["deploy"]["environment"]["EVIDENCE_STAGE_HOME"] == "/opt/evidence-stage"
     assert "WORKDIR /opt/evidence-stage" in (REPO / "infra" / "Dockerfile").read_text()
 
