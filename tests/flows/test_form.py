@@ -6,6 +6,7 @@ import pytest
 from prefect.utilities.callables import parameter_schema
 
 from flows.batch import batch_flow
+from flows.compare import compare_flow
 from flows.groups import group_size
 from flows.params import MAX_TASK_RUNS, StageParams
 from flows.stage import stage_flow
@@ -21,7 +22,7 @@ def test_the_job_form_reads_urls_then_subset_then_settings() -> None:
     assert StageParams.model_json_schema()["required"] == ["rollouts", "capture_dir", "output"]
 
 
-@pytest.mark.parametrize(("flow", "model"), [(stage_flow, "StageParams"), (batch_flow, "BatchParams")])
+@pytest.mark.parametrize(("flow", "model"), [(stage_flow, "StageParams"), (batch_flow, "BatchParams"), (compare_flow, "CompareParams")])
 def test_optional_fields_are_plain_fields_not_null_toggles(flow: object, model: str) -> None:
     toggles = [name for name, field in _properties(flow, model).items() if any(choice.get("type") == "null" for choice in field.get("anyOf", []))]
     assert toggles == []
