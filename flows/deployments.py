@@ -40,10 +40,10 @@ from flows.compare import compare_flow
 from flows.export import export_mlflow_flow, export_otel_flow
 from flows.params import StorageOptions, Url
 from flows.stage import stage_flow
+from tasks.events import RUN_COMPLETED
 from tasks.naming import canonical_url, job_id_for
 
 EVAL_COMPLETED = "gym.eval.completed"
-RUN_COMPLETED = "evidence-stage.run.completed"
 ON_RUN_COMPLETED = "on-run-completed"
 CRASH_AUTOMATION = "evidence-stage: crash flow runs without heartbeats"
 HEARTBEAT = "prefect.flow-run.heartbeat"
