@@ -20,7 +20,8 @@ def run_with_progress(params: StageParams) -> int:
 
         start_forkserver()  # boots while Prefect is imported below
     from flows.progress import add_listener, remove_listener
-    from flows.stage import preflight, stage_flow
+    from flows.resolve import preflight
+    from flows.stage import stage_flow
 
     preflight(params)
 

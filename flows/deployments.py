@@ -10,30 +10,46 @@
   (only with an ``export`` section): export each finished run when ``evidence-stage.run.completed``
   is emitted; the event payload's ``run_dir`` names the run.
 
+``serve`` also installs the automation that marks a flow run ``Crashed`` when its process stops
+sending heartbeats (``install_crash_automation``; the README gives it for ``prefect deploy``).
+
 ``configs/prefect.yaml`` declares the same three for ``prefect deploy`` with a work pool; a test
 keeps the two in agreement.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import yaml
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.objects import StateType
 from prefect.deployments.runner import RunnerDeployment
 from prefect.events import DeploymentEventTrigger
+from prefect.events.actions import ChangeFlowRunState
+from prefect.events.schemas.automations import AutomationCore, EventTrigger, Posture
+from prefect.events.schemas.events import ResourceSpecification
+from prefect.settings import get_current_settings
 from prefect.types.entrypoint import EntrypointType
 from pydantic import BaseModel, ConfigDict, Field
 
 from flows.batch import batch_flow
 from flows.compare import compare_flow
 from flows.export import export_mlflow_flow, export_otel_flow
+from flows.params import StorageOptions, Url
 from flows.stage import stage_flow
+from tasks.events import RUN_COMPLETED
 from tasks.naming import canonical_url, job_id_for
 
 EVAL_COMPLETED = "gym.eval.completed"
-RUN_COMPLETED = "evidence-stage.run.completed"
 ON_RUN_COMPLETED = "on-run-completed"
+CRASH_AUTOMATION = "evidence-stage: crash flow runs without heartbeats"
+HEARTBEAT = "prefect.flow-run.heartbeat"
+FINAL_EVENTS = {f"prefect.flow-run.{state}" for state in ("Completed", "Failed", "Cancelled", "Crashed")}
+# A run is dead after this many heartbeat periods without one: one late heartbeat is not a crash.
+MISSED_HEARTBEATS = 3
 
 
 class SweepConfig(BaseModel):
@@ -42,7 +58,7 @@ class SweepConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     cron: str = Field(description="Cron expression (UTC) of the sweep.")
-    prefix: str = Field(description="URL under which job folders are found.")
+    prefix: Url = Field(description="URL under which job folders are found.")
     max_concurrency: int = Field(default=2, ge=1, le=64, description="Jobs processed at the same time.")
     compare_previous: bool = Field(default=False, description="Compare each processed job with its previous complete run.")
 
@@ -79,10 +95,16 @@ class ServeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    output: str = Field(description="Output root of triggered and swept runs.")
-    storage_options: dict[str, Any] = Field(default_factory=dict, description="fsspec options, e.g. endpoint_url.")
+    output: Url = Field(description="Output root of triggered and swept runs.")
+    storage_options: StorageOptions = Field(default_factory=dict, description="fsspec options without credentials, e.g. endpoint_url.")
+    aws_credentials_block: str | None = Field(default=None, description="Name of a prefect-aws AwsCredentials block for S3; default: the environment.")
     sweep: SweepConfig | None = None
     export: ExportConfig | None = None
+
+    @property
+    def credentials_parameter(self) -> dict[str, str]:
+        """The block's name as a run parameter, absent when none is set: the server's schema check refuses a null."""
+        return {} if self.aws_credentials_block is None else {"aws_credentials_block": self.aws_credentials_block}
 
 
 def load_config(path: Path) -> ServeConfig:
@@ -109,6 +131,7 @@ def trigger_parameters(config: ServeConfig) -> dict[str, Any]:
             "capture_dir": "{{ event.payload.capture_dir }}",
             "output": config.output,
             "storage_options": config.storage_options,
+            **config.credentials_parameter,
         }
     }
 
@@ -121,6 +144,7 @@ def sweep_parameters(config: ServeConfig, sweep: SweepConfig) -> dict[str, Any]:
             "max_concurrency": sweep.max_concurrency,
             "compare_previous": sweep.compare_previous,
             "storage_options": config.storage_options,
+            **config.credentials_parameter,
         }
     }
 
@@ -177,3 +201,40 @@ def build_deployments(config: ServeConfig) -> list[RunnerDeployment]:
             )
         )
     return deployments
+
+
+def crash_automation(heartbeat_seconds: int) -> AutomationCore:
+    """Prefect's zombie-run automation: a flow run whose heartbeats stop before it ends is Crashed.
+
+    Every flow run sends ``prefect.flow-run.heartbeat`` every ``heartbeat_seconds``
+    (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY``, alias ``PREFECT_RUNNER_HEARTBEAT_FREQUENCY``) from its
+    own process; a process killed with ``-9`` can report nothing, so only the server can notice.
+    """
+    return AutomationCore(
+        name=CRASH_AUTOMATION,
+        description=f"Marks a flow run Crashed when {MISSED_HEARTBEATS} heartbeat periods pass without a heartbeat or a final state.",
+        trigger=EventTrigger(
+            after={HEARTBEAT},
+            expect={HEARTBEAT, *FINAL_EVENTS},
+            match=ResourceSpecification({"prefect.resource.id": ["prefect.flow-run.*"]}),
+            for_each={"prefect.resource.id"},
+            posture=Posture.Proactive,
+            threshold=1,
+            within=timedelta(seconds=MISSED_HEARTBEATS * heartbeat_seconds),
+        ),
+        actions=[ChangeFlowRunState(state=StateType.CRASHED, message="The flow run's process stopped sending heartbeats.")],
+    )
+
+
+def install_crash_automation() -> None:
+    """Create or update the crash automation for this process's heartbeat period (none if heartbeats are off)."""
+    seconds = get_current_settings().flows.heartbeat_frequency
+    if seconds is None:
+        return
+    automation = crash_automation(seconds)
+    with get_client(sync_client=True) as client:
+        existing = client.read_automations_by_name(CRASH_AUTOMATION)
+        if existing:
+            client.update_automation(existing[0].id, automation)
+        else:
+            client.create_automation(automation)

@@ -12,13 +12,14 @@ import multiprocessing
 import multiprocessing.forkserver
 from multiprocessing.context import BaseContext
 
-WORKER_MODULE = "tasks.attempt"
+# The worker code, and the watch that ends a worker with the pool's owner (tasks.lifeline).
+WORKER_MODULES = ["tasks.attempt", "tasks.lifeline"]
 
 
 def forkserver_context() -> BaseContext:
     """The multiprocessing context of the attempt pool, its forkserver preloading the worker module."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([WORKER_MODULE])
+    context.set_forkserver_preload(WORKER_MODULES)
     return context
 
 

@@ -4,14 +4,68 @@ from __future__ import annotations
 
 import hashlib
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator
+
+from tasks.naming import canonical_url
 
 # Parameters whose change changes outputs: they make the run's config fingerprint and must
 # match when a run is resumed.
 OUTPUT_PARAMETERS = ("session_id", "agent_version", "ignored_checks", "atif_all_or_nothing")
+
+# A URL parameter: a local path becomes an absolute ``file://`` URL where the parameters are
+# made (CLI, batch, serve, the flow-run process of a UI rerun). A relative path would name
+# another file for a Dask worker or a served process in another working directory, and a
+# stored parameter must mean the same file whoever reads it.
+Url = Annotated[str, AfterValidator(canonical_url)]
+
+# The fan-out's default group size (flows/groups.py): a task run costs ~50 ms of CPU in the flow
+# process and as much in the Prefect server (measured with tests/bench on two cores), so a run
+# has at most MAX_TASK_RUNS task runs, of at least MIN_GROUP attempts (~0.7 s of work) each.
+MAX_TASK_RUNS = 32
+MIN_GROUP = 100
+
+
+def _blank_is_none(value: Any) -> Any:
+    return None if value == "" else value
+
+
+def _absolute_or_none(value: str | None) -> str | None:
+    return None if value is None else canonical_url(value)
+
+
+# Optional values as the form shows them: one plain field (blank or absent: the default), not a
+# "string or null" choice; the schema names the one type, validation still accepts None.
+OptionalText = Annotated[str | None, BeforeValidator(_blank_is_none), WithJsonSchema({"type": "string"})]
+OptionalUrl = Annotated[str | None, BeforeValidator(_blank_is_none), AfterValidator(_absolute_or_none), WithJsonSchema({"type": "string"})]
+OptionalCount = Annotated[int | None, BeforeValidator(_blank_is_none), WithJsonSchema({"type": "integer", "minimum": 1})]
+
+# fsspec option names that carry credentials (s3fs, gcsfs, adlfs, HTTP auth), at any depth.
+CREDENTIAL_KEYS = frozenset({
+    "key", "secret", "token", "password", "aws_access_key_id", "aws_secret_access_key", "aws_session_token",
+    "access_key", "secret_key", "session_token", "account_key", "sas_token", "client_secret", "credentials", "auth",
+})
+
+
+def _credential_keys(options: dict[str, Any]) -> set[str]:
+    found = {name for name in options if name.lower() in CREDENTIAL_KEYS}
+    return found.union(*(_credential_keys(value) for value in options.values() if isinstance(value, dict)))
+
+
+def refuse_credentials(options: dict[str, Any]) -> dict[str, Any]:
+    """Storage options without secrets: parameters are stored by the Prefect server and shown in its UI."""
+    found = _credential_keys(options)
+    if found:
+        raise ValueError(
+            f"credentials do not go in storage options ({', '.join(sorted(found))}): "
+            "use the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE) or a Prefect AwsCredentials block (--aws-credentials-block)"
+        )
+    return options
+
+
+StorageOptions = Annotated[dict[str, Any], AfterValidator(refuse_credentials)]
 
 
 class TaskRunnerKind(str, Enum):
@@ -23,41 +77,57 @@ class TaskRunnerKind(str, Enum):
 
 
 class StageParams(BaseModel):
-    """Everything one run of the stage over one evaluation job needs."""
+    """Everything one run of the stage over one evaluation job needs.
+
+    Field order is the form's order: the three URLs every run needs, the subset of a rerun, then
+    settings with defaults. Optional values are plain fields in the form (blank: the default).
+    """
 
     model_config = ConfigDict(extra="forbid", use_enum_values=False)
 
-    rollouts: str = Field(title="Rollouts file", description="URL of the job's rollouts JSONL (local path, file://, s3://, memory://).")
-    capture_dir: str = Field(title="Capture directory", description="URL of the model-call capture directory (`model-calls/`).")
-    output: str = Field(title="Output root", description="URL under which `<job-id>/runs/<run-id>/` is written.")
-    failures: str | None = Field(
+    rollouts: Url = Field(title="Rollouts file", description="URL of the job's rollouts JSONL (local path, file://, s3://, memory://).")
+    capture_dir: Url = Field(title="Capture directory", description="URL of the model-call capture directory (`model-calls/`).")
+    output: Url = Field(title="Output root", description="URL under which `<job-id>/runs/<run-id>/` is written.")
+    rollout_ids: list[str] = Field(default_factory=list, title="Rollout ids", description="Subset rerun: only these rollout ids (new run, scope subset).")
+    rollout_glob: OptionalText = Field(default=None, title="Rollout id glob", description="Subset rerun: rollout ids matching this glob.")
+    failures: OptionalUrl = Field(
         default=None,
         title="Failures sidecar",
-        description="URL of the failed-attempts sidecar; default `<stem>_failures.jsonl` beside the rollouts file when it exists.",
+        description="URL of the failed-attempts sidecar; blank: `<stem>_failures.jsonl` beside the rollouts file when it exists.",
     )
-    job_id: str | None = Field(default=None, title="Job id", description="Default: rollouts folder name + hash of its URL.")
-    run_id: str | None = Field(default=None, title="Run id", description="Default: UTC timestamp + random suffix.")
-    resume: str | None = Field(default=None, title="Resume run id", description="Continue this interrupted run in place.")
-    attempts_per_task: int | None = Field(
-        default=None, ge=1, le=100_000, title="Attempts per task", description="Group size of the fan-out; default keeps a run at ≤ 100 task runs."
-    )
-    session_id: str | None = Field(default=None, title="ATIF session id", description="Default: the job id.")
-    agent_version: str | None = Field(default=None, title="ATIF agent version", description="Default: the evidence-stage version.")
+    job_id: OptionalText = Field(default=None, title="Job id", description="Blank: rollouts folder name + hash of its URL.")
+    run_id: OptionalText = Field(default=None, title="Run id", description="Blank: UTC timestamp + random suffix.")
+    resume: OptionalText = Field(default=None, title="Resume run id", description="Continue this interrupted run in place.")
+    session_id: OptionalText = Field(default=None, title="ATIF session id", description="Blank: the job id.")
+    agent_version: OptionalText = Field(default=None, title="ATIF agent version", description="Blank: the evidence-stage version.")
     ignored_checks: list[str] = Field(default_factory=list, title="Ignored health checks", description="Check ids (or aliases) to ignore.")
     atif_all_or_nothing: bool = Field(
         default=False, title="ATIF all-or-nothing", description="Publish no ATIF file when any main row is rejected (0.7.0 batch behaviour)."
     )
-    rollout_ids: list[str] = Field(default_factory=list, title="Rollout ids", description="Subset rerun: only these rollout ids (new run, scope subset).")
-    rollout_glob: str | None = Field(default=None, title="Rollout id glob", description="Subset rerun: rollout ids matching this glob.")
+    keep_parts: bool = Field(
+        default=False, title="Keep attempt parts", description="Keep `attempts/` after the run is published (resume needs it only until then)."
+    )
+    attempts_per_task: OptionalCount = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        title="Attempts per task",
+        description=f"Group size of the fan-out; blank: at least {MIN_GROUP}, and more to keep a run at ≤ {MAX_TASK_RUNS} task runs.",
+    )
     task_runner: TaskRunnerKind = Field(
         default=TaskRunnerKind.process,
         title="Task runner",
         description="process (default: Prefect task runs on threads, attempt work on --max-workers processes), thread, or dask.",
     )
     max_workers: int = Field(default=2, ge=1, le=256, title="Workers", description="Parallel attempt groups: threads, attempt processes, or tasks in flight on an existing Dask cluster.")
-    dask_address: str | None = Field(default=None, title="Dask scheduler", description="tcp://host:port of an existing Dask scheduler.")
+    dask_address: OptionalText = Field(default=None, title="Dask scheduler", description="tcp://host:port of an existing Dask scheduler; blank: a local cluster.")
     dask_workers: int = Field(default=2, ge=1, le=256, title="Local Dask workers", description="Worker processes of a local Dask cluster.")
-    storage_options: dict[str, Any] = Field(default_factory=dict, title="Storage options", description="fsspec options, e.g. endpoint_url.")
+    storage_options: StorageOptions = Field(
+        default_factory=dict, title="Storage options", description="fsspec options without credentials, e.g. endpoint_url."
+    )
+    aws_credentials_block: OptionalText = Field(
+        default=None, title="AWS credentials block", description="Name of a prefect-aws AwsCredentials block for S3; blank: the environment."
+    )
 
     @field_validator("run_id", "resume", "job_id")
     @classmethod
@@ -78,10 +148,10 @@ class MlflowExportParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    run_dir: str = Field(title="Run directory", description="URL of a finished run directory (`<output>/<job-id>/runs/<run-id>`).")
+    run_dir: Url = Field(title="Run directory", description="URL of a finished run directory (`<output>/<job-id>/runs/<run-id>`).")
     tracking_uri: str = Field(title="MLflow tracking URI", description="http(s) URL of the MLflow server (its /v1/traces receives the traces).")
     experiment: str = Field(default="evidence-stage", min_length=1, title="Experiment", description="MLflow experiment name (created when absent).")
-    storage_options: dict[str, Any] = Field(default_factory=dict, title="Storage options", description="fsspec options, e.g. endpoint_url.")
+    storage_options: StorageOptions = Field(default_factory=dict, title="Storage options", description="fsspec options without credentials, e.g. endpoint_url.")
 
 
 class OtelExportParams(BaseModel):
@@ -89,7 +159,7 @@ class OtelExportParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    run_dir: str = Field(title="Run directory", description="URL of a finished run directory (`<output>/<job-id>/runs/<run-id>`).")
+    run_dir: Url = Field(title="Run directory", description="URL of a finished run directory (`<output>/<job-id>/runs/<run-id>`).")
     endpoint: str = Field(title="OTLP endpoint", description="OTLP/HTTP URL; `/v1/traces` is appended unless the URL ends with it.")
     headers: dict[str, str] = Field(default_factory=dict, title="Headers", description="HTTP headers sent with every export request.")
-    storage_options: dict[str, Any] = Field(default_factory=dict, title="Storage options", description="fsspec options, e.g. endpoint_url.")
+    storage_options: StorageOptions = Field(default_factory=dict, title="Storage options", description="fsspec options without credentials, e.g. endpoint_url.")

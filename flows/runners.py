@@ -7,7 +7,7 @@
   task run and ~2 s per worker start-up on Prefect imports, measured on two cores), and each
   hands its group to an attempt pool of ``max_workers`` processes. The pool forks from a forkserver that imported
   ``tasks.attempt`` (no Prefect) once, so workers start in milliseconds and no worker ever
-  talks to the Prefect API.
+  talks to the Prefect API; each worker exits when the flow process does (``tasks.lifeline``).
 - ``dask``: task runs execute in Dask workers, which talk to the Prefect API themselves.
 """
 
@@ -23,7 +23,7 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from flows.forkserver import forkserver_context
 from flows.params import StageParams, TaskRunnerKind
-from tasks.attempt import adopt_environment
+from tasks.lifeline import start_worker
 
 # Group tasks in flight per pool worker: one computing, one queued behind it while its
 # task thread does Prefect's bookkeeping, so no worker waits for orchestration.
@@ -61,7 +61,7 @@ def attempt_pool(params: StageParams) -> Iterator[Executor | None]:
         yield None
         return
     with ProcessPoolExecutor(
-        max_workers=params.max_workers, mp_context=forkserver_context(), initializer=adopt_environment, initargs=(dict(os.environ),)
+        max_workers=params.max_workers, mp_context=forkserver_context(), initializer=start_worker, initargs=(dict(os.environ), os.getpid())
     ) as pool:
         for _ in range(params.max_workers):
             pool.submit(int)  # start every worker now, in the background, not at the first group

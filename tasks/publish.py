@@ -10,11 +10,13 @@ from dataclasses import asdict
 from typing import Any
 
 from prefect import task
-from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from tasks.discover import JobPlan
+from tasks.links import publish_folder, publish_link
 from tasks.manifest import Streamed, manifest_chunks
+from tasks.parts import ATTEMPTS_FOLDER
 from tasks.reduce import ReduceSummary
 from tasks.runs import mark_complete, update_latest
 from tasks.storage import Location
@@ -64,27 +66,38 @@ def build_manifest(
 
 
 @task(name="publish-run", cache_policy=NO_CACHE, persist_result=False)
-def publish_run(run_dir: Location, job_dir: Location, manifest: dict[str, Any], report_html: str, full_scope: bool) -> None:
-    """manifest.json and report.html, then _SUCCESS, then LATEST (full runs only)."""
+def publish_run(
+    run_dir: Location, job_dir: Location, manifest: dict[str, Any], report_html: str, full_scope: bool, keep_parts: bool
+) -> None:
+    """manifest.json and report.html, then _SUCCESS, then LATEST (full runs only), then the parts go.
+
+    The per-attempt parts are what a resume of an unfinished run reuses; once ``_SUCCESS``
+    exists nothing reads them (the manifest and the outputs hold all they carried), and they
+    are the largest thing in a run and differ between identical runs (timings).
+    """
     run_dir.child("manifest.json").write_chunks(lambda: manifest_chunks(manifest))
     run_dir.child("report.html").write_bytes(report_html.encode())
     mark_complete(run_dir)
     if full_scope:
         update_latest(job_dir, manifest["run"]["run_id"])
+    if not keep_parts:
+        run_dir.child(ATTEMPTS_FOLDER).remove_tree()
 
 
 def publish_artifacts(manifest: dict[str, Any], run_dir: Location, tables: dict[str, Any]) -> None:
     """Prefect artifacts: verdict table, perf markdown, capability table, links to the outputs."""
     counts = manifest["counts"]
+    run = f"run {manifest['run']['run_id']} of job {manifest['run']['job_id']}"
     create_table_artifact(
         key="evidence-stage-verdicts",
         table=[{"verdict": k, "rollouts": v} for k, v in sorted(counts["verdicts"].items())],
-        description="Health verdict counts (main rollouts)",
+        description=f"Health verdict counts (main rollouts) of {run}.",
     )
-    for key, table in tables.items():
+    for key, (shows, table) in tables.items():
+        description = f"{shows} of {run}."
         if isinstance(table, str):
-            create_markdown_artifact(key=key, markdown=table)
+            create_markdown_artifact(key=key, markdown=table, description=description)
         else:
-            create_table_artifact(key=key, table=table)
-    create_link_artifact(key="evidence-stage-run-dir", link=run_dir.url, link_text="run directory")
-    create_link_artifact(key="evidence-stage-report", link=run_dir.child("report.html").url, link_text="report.html")
+            create_table_artifact(key=key, table=table, description=description)
+    publish_folder("evidence-stage-run-dir", run_dir, "run directory", f"Where the outputs of {run} are.")
+    publish_link("evidence-stage-report", run_dir.child("report.html"), "report.html", f"The report of {run}.")

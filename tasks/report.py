@@ -63,12 +63,12 @@ def report_context(run_dir: Location, manifest: dict[str, Any], histograms: dict
 
 
 def artifact_tables(context: ReportContext) -> dict[str, Any]:
-    """Prefect artifacts (key -> markdown text or table rows) mirroring the report's tables."""
+    """Prefect artifacts (key -> (what it shows, markdown text or table rows)) mirroring the report's tables."""
     return {
-        "evidence-stage-health": health_markdown(context.quality_summary),
-        "evidence-stage-perf-summary": perf_markdown(context.perf_summary),
-        "evidence-stage-capabilities": capability_table_rows(context.capabilities),
-        "evidence-stage-capabilities-md": capabilities_markdown(context.capabilities),
+        "evidence-stage-health": ("Health check summary (0.7.0's quality summary)", health_markdown(context.quality_summary)),
+        "evidence-stage-perf-summary": ("Latency and token figures per group (perf_summary.json)", perf_markdown(context.perf_summary)),
+        "evidence-stage-capabilities": ("Capability matrix, one row per capability", capability_table_rows(context.capabilities)),
+        "evidence-stage-capabilities-md": ("Capability matrix as text", capabilities_markdown(context.capabilities)),
     }
 
 

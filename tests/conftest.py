@@ -91,3 +91,37 @@ def compared_runs(tmp_path_factory: pytest.TempPathFactory, prefect_server: str)
     from tests.compared_runs import make_compared_runs
 
     return make_compared_runs(tmp_path_factory.mktemp("compared"))
+
+
+@pytest.fixture(scope="session")
+def dask_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A ``dask scheduler`` and one ``dask worker`` process, started in a directory of their own.
+
+    Unlike a LocalCluster, these workers inherit neither the test's working directory nor its
+    ``sys.path``: what they import or open is what a remote cluster would.
+    """
+    import subprocess
+    import sys
+    import time
+
+    from distributed import Client
+
+    cwd = tmp_path_factory.mktemp("dask-cwd")
+    address = f"tcp://127.0.0.1:{free_port()}"
+    dask = str(Path(sys.executable).parent / "dask")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    started = [
+        subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1], "--no-dashboard"], cwd=cwd, env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True),
+    ]
+    try:
+        time.sleep(1)
+        started.append(subprocess.Popen([dask, "worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard"], cwd=cwd, env=env,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(1, timeout=120)
+        yield address
+    finally:
+        for process in reversed(started):
+            process.terminate()
+            process.wait(timeout=30)

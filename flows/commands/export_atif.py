@@ -80,7 +80,7 @@ def handle(args: argparse.Namespace) -> int:
         rollouts_not_found_message,
         success_lines,
     )
-    from flows.stage import package_version
+    from flows.resolve import package_version
     from tasks.context import EXPORTER_NAME
     from tasks.storage import Location
 

@@ -19,7 +19,8 @@ def register(subcommands: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     from prefect import serve
 
-    from flows.deployments import build_deployments, load_config
+    from flows.deployments import build_deployments, install_crash_automation, load_config
 
+    install_crash_automation()
     serve(*build_deployments(load_config(args.config)), limit=args.limit)
     return 0

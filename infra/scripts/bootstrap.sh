@@ -8,9 +8,13 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 stamp=.venv/.evidence-stage-installed
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+want=$(cat pyproject.toml "$0" | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+  # compat mode puts the repository on sys.path (a .pth line) instead of an import hook that
+  # runs after sys.path: a folder named evidence/, tasks/ or flows/ in a process's working
+  # directory (which `python -m` and `-c` put first) is then a namespace portion that loses to
+  # the real package, in every process (CLI, attempt workers, served flow runs, Dask workers).
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]' --config-settings editable_mode=compat
   echo "$want" > "$stamp"
 fi

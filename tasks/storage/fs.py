@@ -233,6 +233,11 @@ class Location:
     def remove(self) -> None:
         retry.call_with_retries(self.url, lambda: self.fs.rm_file(self.path))
 
+    def remove_tree(self) -> None:
+        """Remove this folder and everything below it (nothing to do when it does not exist)."""
+        if self.exists():
+            retry.call_with_retries(self.url, lambda: self.fs.rm(self.path, recursive=True))
+
 
 def _create_local(path: str, data: bytes) -> bool:
     """O_EXCL create; the bytes go through a temp file so a crash never leaves a half file."""

@@ -46,11 +46,32 @@ def test_job_run_has_verdict_table_perf_markdown_links_and_finished_progress(tmp
     assert {row["verdict"]: row["rollouts"] for row in table} == result["counts"]["verdicts"]
     perf = artifacts["evidence-stage-perf-summary"]
     assert perf.type == "markdown" and perf.data.strip()
-    links = {key: artifacts[key] for key in ("evidence-stage-run-dir", "evidence-stage-report")}  # Prefect stores links as markdown
-    assert result["run_dir"] in links["evidence-stage-run-dir"].data
-    assert f"{result['run_dir']}/report.html" in links["evidence-stage-report"].data
+    assert result["run_dir"] in artifacts["evidence-stage-run-dir"].data
+    assert f"(file://{tmp_path}/" in artifacts["evidence-stage-report"].data  # Prefect stores links as markdown
+    assert "Local file" in artifacts["evidence-stage-report"].description
+    assert all(a.description for key, a in artifacts.items() if not key.startswith("progress:")), sorted(artifacts)
     progress = [a for key, a in artifacts.items() if key.startswith("progress:")]
     assert [a.data for a in progress] == [100.0]
+
+
+def test_s3_outputs_link_to_presigned_urls_a_browser_opens(s3: str, tmp_path: Path) -> None:
+    import re
+
+    import httpx
+    import s3fs
+
+    s3fs.S3FileSystem().mkdir("results")
+    params = StageParams(
+        rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output="s3://results/out", attempts_per_task=6
+    )
+    state = stage_flow(params, return_state=True)
+    artifacts = artifacts_of(state.state_details.flow_run_id)
+    report = artifacts["evidence-stage-report"]
+    url = re.search(r"\((http[^)]+)\)", report.data).group(1)
+    assert "Signature=" in url and "valid until" in report.description
+    page = httpx.get(url, timeout=30)
+    assert page.status_code == 200 and b"<html" in page.content.lower()
+    assert "s3://results/out/" in artifacts["evidence-stage-run-dir"].data
 
 
 def test_batch_run_has_a_job_table_and_a_summary_link(tmp_path: Path) -> None:
@@ -62,4 +83,5 @@ def test_batch_run_has_a_job_table_and_a_summary_link(tmp_path: Path) -> None:
     jobs = artifacts["evidence-stage-batch"]
     table = json.loads(jobs.data) if isinstance(jobs.data, str) else jobs.data
     assert [(row["job_id"], row["status"]) for row in table] == [(summary["jobs"][0]["job_id"], "processed")]
-    assert summary["summary_url"] in artifacts["evidence-stage-batch-summary"].data
+    assert f"(file://{tmp_path}/out/batches/" in artifacts["evidence-stage-batch-summary"].data
+    assert all(a.description for a in artifacts.values())

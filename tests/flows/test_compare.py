@@ -240,7 +240,7 @@ def test_the_compare_flow_writes_the_default_folder_and_attaches_the_comparison(
     state = compare_flow(CompareParams(run_a=str(compared_runs.first), run_b=str(compared_runs.changed)), return_state=True)
     result = state.result()
     folder = compared_runs.changed.parent.parent / "compare" / f"{compared_runs.first.name}--{compared_runs.changed.name}"
-    assert result == {"status": "changed", "trusted": False, "changed": json.loads((folder / "compare.json").read_text())["changed"], "output": str(folder)}
+    assert result == {"status": "changed", "trusted": False, "changed": json.loads((folder / "compare.json").read_text())["changed"], "output": f"file://{folder}"}  # run directories are file:// URLs
     assert sorted(p.name for p in folder.iterdir()) == ["compare.html", "compare.json", "compare.md"]
     artifacts = artifacts_of(state.state_details.flow_run_id)
     assert artifacts["evidence-stage-compare"].data == (folder / "compare.md").read_text(encoding="utf-8")
@@ -268,7 +268,7 @@ def test_the_sweep_compares_a_reprocessed_job_with_its_previous_complete_run(tmp
 
     assert entry["status"] == "processed"
     folder = tmp_path / "out" / entry["job_id"] / "compare" / f"{first['jobs'][0]['run_id']}--{entry['run_id']}"
-    assert entry["compare"] == {"status": "changed", "trusted": True, "changed": ["rewards"], "output": str(folder)}
+    assert entry["compare"] == {"status": "changed", "trusted": True, "changed": ["rewards"], "output": f"file://{folder}"}
     document = json.loads((folder / "compare.json").read_text(encoding="utf-8"))
     assert document["run"]["rewards_changed"] == 1
     artifacts = artifacts_of(state.state_details.flow_run_id)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
+from tasks.naming import job_id_for
 from tests.conftest import EXAMPLE_JOB
 from tests.flows.support import local_path, run_outputs, run_stage
 
@@ -39,3 +42,20 @@ def test_local_dask_cluster_from_dask_workers_gives_the_same_outputs(tmp_path: P
     threaded = run_stage(**job, output=str(tmp_path / "thread"))
     on_dask = run_stage(**job, output=str(tmp_path / "dask"), task_runner="dask", dask_workers=2)
     assert run_outputs(on_dask["run_dir"]) == run_outputs(threaded["run_dir"])
+
+
+def test_relative_paths_reach_workers_in_another_directory_as_absolute_urls(
+    dask_cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Paths relative to the caller name the same files for ``dask worker`` processes started elsewhere."""
+    shutil.copytree(EXAMPLE_JOB, tmp_path / "jobs" / "example")
+    monkeypatch.chdir(tmp_path)
+    result = run_stage(
+        rollouts="jobs/example/rollouts.jsonl", capture_dir="jobs/example/model-calls", output="out",
+        task_runner="dask", dask_address=dask_cluster, attempts_per_task=8,
+    )
+    run_dir = tmp_path / "out" / job_id_for(str(tmp_path / "jobs" / "example" / "rollouts.jsonl")) / "runs" / result["run_id"]
+    assert result["run_dir"] == f"file://{run_dir}"
+    assert (run_dir / "_SUCCESS").exists()
+    recorded = json.loads((run_dir / "params.json").read_text())
+    assert (recorded["rollouts"], recorded["capture_dir"]) == (f"file://{tmp_path}/jobs/example/rollouts.jsonl", f"file://{tmp_path}/jobs/example/model-calls")

@@ -6,6 +6,7 @@ start). Waits are bounded: a test fails with what it was waiting for, never hang
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -20,17 +21,21 @@ from typing import Any
 
 import httpx
 import orjson
+import psutil
 import pytest
 import yaml
 
-from flows.deployments import build_deployments, load_config
 from evidence import capture_file_id
+from flows.deployments import CRASH_AUTOMATION, build_deployments, load_config
 from tasks.naming import canonical_url, job_id_for
 from tests.conftest import REPO, SAMPLES, free_port
+from tests.jobgen import generate_job
+from tests.flows.test_working_directory import crowded_directory
 
 SAMPLE = SAMPLES / "realistic_job"
 BIN = Path(sys.executable).parent
 WAIT_S = 240
+HEARTBEAT_S = 30  # Prefect's shortest heartbeat period
 
 
 def wait_for(check: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
@@ -73,11 +78,15 @@ def healthy(url: str) -> bool:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """A ``prefect server start`` process and an ``evidence-stage serve`` process using it."""
+    """A ``prefect server start`` process and an ``evidence-stage serve`` process using it.
+
+    ``serve`` starts in a directory holding folders named like the packages (``evidence/``,
+    ``tasks/``, ``flows/``), so every served flow run shows they do not hide them.
+    """
     root = tmp_path_factory.mktemp("deployments")
     url = f"http://127.0.0.1:{free_port()}/api"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    env.update(PREFECT_HOME=str(root / "home"), PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_API_URL=url)
+    env.update(PREFECT_HOME=str(root / "home"), PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_API_URL=url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY=str(HEARTBEAT_S))
     server_env = {**env, "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{root / 'prefect.db'}", "PREFECT_UI_ENABLED": "false"}
     port = url.rsplit(":", 1)[1].split("/")[0]
     server = start([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", port], server_env, root / "server.log")
@@ -89,12 +98,14 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         config.write_text(
             yaml.safe_dump({"output": str(root / "out"), "sweep": {"cron": "0 0 1 1 *", "prefix": str(root / "sweep-jobs"), "max_concurrency": 1}})
         )
-        serve = start([str(BIN / "evidence-stage"), "serve", "--config", str(config)], env, root / "serve.log")
+        serve_cwd = crowded_directory(root / "serve-cwd")
+        serve = start([str(BIN / "evidence-stage"), "serve", "--config", str(config)], env, root / "serve.log", cwd=serve_cwd)
         with prefect_client(url) as client:
             for name in ("evidence-stage/on-eval-complete", "evidence-stage/manual", "evidence-stage/sweep"):
                 wait_for(lambda name=name: _deployment(client, name) or serve.poll() is not None, f"deployment {name}")
                 assert serve.poll() is None, (root / "serve.log").read_text(errors="replace")[-3000:]
-            wait_for(lambda: client.read_automations_by_name("evidence-stage on gym.eval.completed"), "the trigger's automation")
+            for automation in ("evidence-stage on gym.eval.completed", CRASH_AUTOMATION):
+                wait_for(lambda automation=automation: client.read_automations_by_name(automation), f"the automation {automation!r}")
         yield {"url": url, "env": env, "root": root, "output": root / "out"}
     finally:
         for process in (serve, server):
@@ -183,7 +194,7 @@ def test_sweep_deployment_processes_the_configured_prefix(served: dict[str, Any]
     summaries = sorted((served["output"] / "batches").glob("*.json"))
     assert len(summaries) == 1
     summary = json.loads(summaries[0].read_text())
-    assert summary["prefix"] == str(served["root"] / "sweep-jobs")
+    assert summary["prefix"] == canonical_url(str(served["root"] / "sweep-jobs"))  # made absolute when serve read its config
     assert [(job["status"], job["reason"]) for job in summary["jobs"]] == [("processed", "no complete run")]
 
 
@@ -207,8 +218,11 @@ def test_prefect_yaml_declares_the_served_deployments() -> None:
         assert [(t["name"], t["expect"], t["parameters"]) for t in entry.get("triggers", [])] == triggers
 
 
-def test_prefect_yaml_deploys_to_a_process_pool_whose_worker_runs_it(served: dict[str, Any]) -> None:
-    """The compose setup's commands (work pool, prefect deploy, process worker) on this host.
+def test_prefect_yaml_deploys_to_a_process_pool_whose_worker_runs_it(served: dict[str, Any], dask_cluster: str) -> None:
+    """The compose setup's commands (work pool, prefect deploy, process worker) on this host,
+    on a separate Dask cluster: the worker loads the file entrypoint ``flows/stage.py`` as a
+    module named ``stage``, and the Dask workers (another directory, their own ``sys.path``)
+    unpickle the flow with every task run.
 
     The deployments get a ``-pool`` suffix and disabled triggers so they do not compete with
     the served ones on the same server.
@@ -226,6 +240,7 @@ def test_prefect_yaml_deploys_to_a_process_pool_whose_worker_runs_it(served: dic
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     job = copy_job(served["root"] / "pool-job")
     params = {"rollouts": str(job / "rollouts.jsonl"), "capture_dir": str(job / "model-calls"), "output": str(served["output"]), "job_id": "pool-job"}
+    params.update(task_runner="dask", dask_address=dask_cluster)
     worker = start([str(BIN / "prefect"), "worker", "start", "--pool", "evidence-stage", "--type", "process"], env, served["root"] / "worker.log")
     try:
         result = subprocess.run(
@@ -252,5 +267,50 @@ def test_infra_runs_the_pinned_prefect_and_the_declared_work_pool() -> None:
     assert declared["prefect-version"] == pinned
     assert services["prefect-server"]["image"].startswith(f"prefecthq/prefect:{pinned}-")
     assert worker_values["worker"]["image"]["prefectTag"].startswith(f"{pinned}-")
+    server_values = yaml.safe_load((REPO / "infra" / "helm" / "prefect-server.values.yaml").read_text())
+    assert server_values["global"]["prefect"]["image"]["prefectTag"].startswith(f"{pinned}-")  # where the chart reads the tag
     assert services["deploy"]["environment"]["EVIDENCE_STAGE_HOME"] == "/opt/evidence-stage"
     assert "WORKDIR /opt/evidence-stage" in (REPO / "infra" / "Dockerfile").read_text()
+
+
+def _flow_run_of_job(url: str, job_id: str) -> Any:
+    with prefect_client(url) as client:
+        runs = client.read_flow_runs()
+    return next((run for run in runs if run.parameters.get("params", {}).get("job_id") == job_id), None)
+
+
+def _still_running(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE  # orphans are reaped by whatever init there is
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_kill_9_of_the_cli_stops_its_workers_and_its_flow_run_ends_crashed(served: dict[str, Any]) -> None:
+    """The attempt workers exit with the CLI; served's automation marks the silent run Crashed."""
+    job = served["root"] / "killed-job"
+    generate_job(job, rollouts=400, calls_per_rollout=2, history_bytes=200)
+    run_dir = served["output"] / "killed" / "runs" / "r1"
+    cli = start(
+        [str(BIN / "evidence-stage"), "run", "--rollouts", str(job / "rollouts.jsonl"), "--capture-dir", str(job / "model-calls"),
+         "--output", str(served["output"]), "--job-id", "killed", "--run-id", "r1", "--attempts-per-task", "1", "--max-workers", "2"],
+        served["env"], served["root"] / "killed.log",
+    )
+    try:
+        wait_for(lambda: any(run_dir.glob("attempts/**/*.part*")) or cli.poll() is not None, "the first parts")
+        assert cli.poll() is None, (served["root"] / "killed.log").read_text(errors="replace")[-3000:]
+        descendants = psutil.Process(cli.pid).children(recursive=True)
+        assert len(descendants) >= 3  # forkserver, resource tracker, workers
+        os.kill(cli.pid, signal.SIGKILL)
+        cli.wait(timeout=30)
+        wait_for(lambda: not any(_still_running(p) for p in descendants), "the CLI's workers to exit", timeout=30)
+        assert not (run_dir / "_SUCCESS").exists()
+        run = wait_for(lambda: _flow_run_of_job(served["url"], "killed"), "the killed run's flow run")
+        crashed = wait_for(
+            lambda: (current := _flow_run_of_job(served["url"], "killed")).state.is_final() and current, "the flow run's final state",
+            timeout=HEARTBEAT_S * 6 + WAIT_S,
+        )
+        assert crashed.state.type.value == "CRASHED", (run.id, crashed.state)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(cli.pid, signal.SIGKILL)

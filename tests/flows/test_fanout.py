@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-import flows.stage
+import flows.groups
 from flows.params import StageParams
 from flows.runners import runner_slots
-from flows.stage import fan_out, make_groups
+from flows.groups import fan_out, make_groups
 from tasks.attempt import GroupSummary
 from tasks.discover import FAILURES, MAIN, AttemptRef
 
@@ -63,8 +63,8 @@ def test_groups_are_contiguous_per_source_and_bounded() -> None:
 @pytest.mark.parametrize("workers", [1, 3])
 def test_fan_out_keeps_one_group_beyond_the_runner_slots_in_flight(monkeypatch: pytest.MonkeyPatch, workers: int) -> None:
     runner = _Runner()
-    monkeypatch.setattr(flows.stage, "build_runner", lambda params: runner)
-    monkeypatch.setattr(flows.stage, "Progress", _Progress)
+    monkeypatch.setattr(flows.groups, "build_runner", lambda params: runner)
+    monkeypatch.setattr(flows.groups, "Progress", _Progress)
     params = StageParams(rollouts="r", capture_dir="c", output="o", task_runner="thread", max_workers=workers)
     pulled = 0
 

@@ -74,6 +74,16 @@ def test_example_job_is_reproducible_and_grouping_independent(tmp_path: Path) ->
     assert manifest["run"]["scope"] == "full"
 
 
+def test_parts_are_removed_once_the_run_is_published_unless_kept(tmp_path: Path) -> None:
+    common = dict(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), attempts_per_task=4)
+    removed = local_path(run_stage(**common, output=str(tmp_path / "default"))["run_dir"])
+    kept = local_path(run_stage(**common, output=str(tmp_path / "kept"), keep_parts=True)["run_dir"])
+    assert (removed / "_SUCCESS").exists() and not (removed / "attempts").exists()
+    manifest = orjson.loads((kept / "manifest.json").read_bytes())
+    assert len(list((kept / "attempts").rglob("*.part"))) == manifest["counts"]["attempts"]
+    assert run_outputs(str(removed)) == run_outputs(str(kept))
+
+
 def test_s3_run_equals_local_run(s3: str, tmp_path: Path) -> None:
     import s3fs
 

@@ -53,7 +53,7 @@ def test_killed_run_resumes_to_the_uninterrupted_outputs(
     written = _part_inodes(run)
     assert written, "the kill points all come after some parts were written"
 
-    resumed = run_cli(prefect_server, [*args, "--resume", "crashed"])
+    resumed = run_cli(prefect_server, [*args, "--resume", "crashed", "--keep-parts"])  # kept, to see which were reused
 
     assert resumed.returncode == 0, resumed.stderr
     assert run_outputs(str(run)) == uninterrupted

@@ -74,7 +74,7 @@ def _stale_first_entry(segment: Path) -> None:
 
 def test_resume_skips_matching_parts_and_redoes_the_rest(job: JobInfo, tmp_path: Path) -> None:
     reference = run_outputs(run_stage(**_fields(job, tmp_path / "ref", run_id="ref"))["run_dir"])
-    run_stage(**_fields(job, tmp_path / "out", run_id="partial", attempts_per_task=3))
+    run_stage(**_fields(job, tmp_path / "out", run_id="partial", attempts_per_task=3, keep_parts=True))
     run = run_dir(tmp_path / "out", "partial")
     segments = sorted((run / "attempts").rglob("*.seg"))
     attempts = sum(1 for segment in segments for _ in segment_parts(segment.read_bytes()))
@@ -87,7 +87,7 @@ def test_resume_skips_matching_parts_and_redoes_the_rest(job: JobInfo, tmp_path:
         (run / name).unlink()
     redone = {str(damaged.relative_to(run))}
     kept = {k: v for k, v in _parts(run).items() if k not in redone}
-    result = run_stage(**_fields(job, tmp_path / "out", resume="partial"))
+    result = run_stage(**_fields(job, tmp_path / "out", resume="partial", keep_parts=True))
     assert result["already_complete"] is False
     after = _parts(run)
     assert {k: after[k] for k in kept} == kept, "segments of matching parts must be kept, not rewritten"
@@ -101,7 +101,7 @@ def test_resume_skips_matching_parts_and_redoes_the_rest(job: JobInfo, tmp_path:
 
 
 def test_resume_discards_temp_files_of_the_killed_process(job: JobInfo, tmp_path: Path) -> None:
-    run_stage(**_fields(job, tmp_path, run_id="tmpfiles"))
+    run_stage(**_fields(job, tmp_path, run_id="tmpfiles", keep_parts=True))  # stands for a run killed before publishing
     run = run_dir(tmp_path, "tmpfiles")
     reference = run_outputs(str(run))
     (run / "_SUCCESS").unlink()

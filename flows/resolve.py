@@ -1,0 +1,151 @@
+"""A run before it starts: its locations, id and recorded parameters; the CLI's preflight.
+
+Kept out of ``flows/stage.py`` so that file holds the flow alone: ``prefect deploy`` loads it
+as a top-level module (``stage``), and anything defined there pickles by that name, which no
+Dask worker can import.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable
+from datetime import datetime, timezone
+from importlib.metadata import version
+from typing import Any
+
+from flows.params import StageParams
+from tasks.context import RunContext
+from tasks.credentials import storage_options_with
+from tasks.discover import AttemptRef, check_inputs
+from tasks.naming import default_failures_url, job_id_for, new_run_id
+from tasks.runs import (
+    PARAMS_FILE,
+    RunConflict,
+    check_resume,
+    claim,
+    discard_temporaries,
+    is_complete,
+    recorded_params,
+    run_dir_of,
+    update_latest,
+)
+from tasks.storage import Location
+
+
+def package_version() -> str:
+    return version("evidence-stage")
+
+
+def subset_filter(rollout_ids: list[str], rollout_glob: str | None) -> Callable[[AttemptRef], bool]:
+    """Whether an attempt is chosen by rollout id or glob for a subset rerun."""
+    wanted = set(rollout_ids)
+
+    def chosen(attempt: AttemptRef) -> bool:
+        rollout_id = attempt.rollout_id
+        if rollout_id is None:
+            return False
+        return rollout_id in wanted or (rollout_glob is not None and fnmatch.fnmatchcase(rollout_id, rollout_glob))
+
+    return chosen
+
+
+def is_subset(recorded: dict[str, Any]) -> bool:
+    """Whether a run's recorded parameters select a subset of the job's attempts."""
+    return bool(recorded["rollout_ids"]) or recorded["rollout_glob"] is not None
+
+
+def output_params(params: StageParams, job_id: str) -> dict[str, Any]:
+    return {
+        "rollouts": params.rollouts,
+        "capture_dir": params.capture_dir,
+        "failures": params.failures,
+        "job_id": job_id,
+        "session_id": params.session_id or job_id,
+        "agent_version": params.agent_version or package_version(),
+        "ignored_checks": list(params.ignored_checks),
+        "atif_all_or_nothing": params.atif_all_or_nothing,
+        "rollout_ids": list(params.rollout_ids),
+        "rollout_glob": params.rollout_glob,
+    }
+
+
+def resolve_run(params: StageParams) -> tuple[RunContext, Location, dict[str, Any], str]:
+    """Locations, the run id, and the recorded parameters; claims the run directory.
+
+    On ``resume`` the recorded parameters win (explicit conflicting ones are an error), stale
+    temp files of the killed process are removed, and a complete full run gets the LATEST
+    update it may have been killed before.
+    """
+    options = storage_options_with(params.storage_options, params.aws_credentials_block)
+    main = Location(params.rollouts, options)
+    failures_url = params.failures or default_failures_url(params.rollouts)
+    failures = Location(failures_url, options)
+    if params.failures is None and not failures.exists():
+        failures = None
+    job_id = params.job_id or job_id_for(params.rollouts)
+    output = Location(params.output, options)
+    run_id = params.resume or params.run_id or new_run_id()
+    run_dir = run_dir_of(output, job_id, run_id)
+    requested = output_params(params, job_id)
+    check_inputs(main, Location(params.capture_dir, options))
+    if params.resume:
+        recorded = recorded_params(run_dir)
+        check_resume(recorded, _explicit(params, requested))
+        requested = recorded
+        discard_temporaries(run_dir)
+        if is_complete(run_dir) and not is_subset(recorded):
+            update_latest(output.child(job_id), run_id)  # a kill between _SUCCESS and LATEST
+    else:
+        claim(run_dir, requested)
+    ctx = RunContext(
+        run_dir=run_dir,
+        main=main,
+        failures=failures,
+        capture_dir=Location(params.capture_dir, options),
+        session_id=requested["session_id"],
+        agent_version=requested["agent_version"],
+        exporter_version=package_version(),
+        ignored_checks=tuple(requested["ignored_checks"]),
+        resume=bool(params.resume),
+    )
+    return ctx, output.child(job_id), requested, run_id
+
+
+def _explicit(params: StageParams, requested: dict[str, Any]) -> dict[str, Any]:
+    """The output parameters the caller set explicitly (a resume must agree with them)."""
+    return {k: requested[k] for k in requested if k in params.model_fields_set or k == "job_id"}
+
+
+def preflight(params: StageParams) -> None:
+    """The checks that stop a run before it starts, made without starting a flow run.
+
+    The CLI calls this first so a typo or a taken run id costs one line, not a failed flow run;
+    ``resolve_run`` repeats the checks inside the flow (deployments do not pass through here).
+    """
+    options = storage_options_with(params.storage_options, params.aws_credentials_block)
+    check_inputs(Location(params.rollouts, options), Location(params.capture_dir, options))
+    job_id = params.job_id or job_id_for(params.rollouts)
+    run_id = params.resume or params.run_id
+    if run_id is None:
+        return
+    run_dir = run_dir_of(Location(params.output, options), job_id, run_id)
+    if params.resume:
+        check_resume(recorded_params(run_dir), _explicit(params, output_params(params, job_id)))
+    elif run_dir.child(PARAMS_FILE).exists():
+        raise RunConflict(f"run id already exists: {run_dir.url} (use --resume to continue it)")
+
+
+def run_record(
+    params: StageParams, recorded: dict[str, Any], ctx: RunContext, run_id: str, started_at: datetime, subset: bool
+) -> dict[str, Any]:
+    """The manifest's ``run`` section: identity, scope and times of this run."""
+    return {
+        "run_id": run_id,
+        "job_id": recorded["job_id"],
+        "run_dir": ctx.run_dir.url,
+        "scope": "subset" if subset else "full",
+        "package_version": package_version(),
+        "started_at": started_at.isoformat(),
+        "finished_at": datetime.now(timezone.utc).isoformat(),
+        "resumed": bool(params.resume),
+    }

@@ -1,0 +1,44 @@
+"""The event every finished run emits, so automations and downstream deployments can follow it.
+
+``evidence-stage.run.completed`` carries the run's counts and output URLs, and
+``evidence-stage.run.failed`` the error; both name the run as their resource,
+``evidence-stage.run.<job-id>.<run-id>``, with the job and run ids as labels to match on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect.events import emit_event
+
+from tasks.report import LINKS
+from tasks.storage import Location
+
+RUN_COMPLETED = "evidence-stage.run.completed"
+RUN_FAILED = "evidence-stage.run.failed"
+ERROR_CHARS = 2_000
+UNCLAIMED = "unclaimed"  # a run that failed before it had a run id
+
+
+def run_resource(job_id: str, run_id: str | None) -> dict[str, str]:
+    run_id = run_id or UNCLAIMED
+    return {
+        "prefect.resource.id": f"evidence-stage.run.{job_id}.{run_id}",
+        "prefect.resource.name": f"{job_id}/{run_id}",
+        "evidence-stage.job-id": job_id,
+        "evidence-stage.run-id": run_id,
+    }
+
+
+def emit_run_completed(manifest: dict[str, Any], run_dir: Location) -> None:
+    """``evidence-stage.run.completed``: scope, counts, and the URL of every output the run wrote."""
+    run = manifest["run"]
+    outputs = {name: run_dir.child(name).url for _, name in LINKS if run_dir.child(name).exists()}
+    payload = {"scope": run["scope"], "run_dir": run_dir.url, "report": run_dir.child("report.html").url, "outputs": outputs, "counts": manifest["counts"]}
+    emit_event(RUN_COMPLETED, resource=run_resource(run["job_id"], run["run_id"]), payload=payload)
+
+
+def emit_run_failed(job_id: str, run_id: str | None, error: BaseException) -> None:
+    """``evidence-stage.run.failed``: what stopped the run (bounded), so a follower can report it."""
+    message = f"{type(error).__name__}: {error}"[:ERROR_CHARS]
+    emit_event(RUN_FAILED, resource=run_resource(job_id, run_id), payload={"error": message})

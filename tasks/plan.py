@@ -1,0 +1,19 @@
+"""The discovery task: a job's plan (attempts, inputs, orphans), retried on transient storage errors.
+
+Its own module, not ``tasks/discover.py``: that one is imported by the attempt workers, which
+never import Prefect.
+"""
+
+from __future__ import annotations
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from tasks.discover import JobPlan, discover
+from tasks.retry import retry_on_transient
+from tasks.storage import Location
+
+
+@task(name="discover-job", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_condition_fn=retry_on_transient)
+def discover_job(main: Location, failures: Location | None, capture_dir: Location) -> JobPlan:
+    return discover(main, failures, capture_dir)
