@@ -297,7 +297,7 @@ def test_kill_9_of_the_cli_stops_its_workers_and_its_flow_run_ends_crashed(serve
         served["env"], served["root"] / "killed.log",
     )
     try:
-        wait_for(lambda: any(run_dir.glob("attempts/**/*.part*")) or cli.poll() is not None, "the first parts")
+        wait_for(lambda: any(run_dir.glob("attempts/**/*.seg*")) or cli.poll() is not None, "the first parts")
         assert cli.poll() is None, (served["root"] / "killed.log").read_text(errors="replace")[-3000:]
         descendants = psutil.Process(cli.pid).children(recursive=True)
         assert len(descendants) >= 3  # forkserver, resource tracker, workers

@@ -9,6 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tasks.parts import segment_parts
 from tests.conformance.conftest import strict_diff
 from tests.conftest import EXAMPLE_JOB, SAMPLES
 from tests.flows.support import local_path, run_outputs, run_stage, tree_digest
@@ -80,7 +81,8 @@ def test_parts_are_removed_once_the_run_is_published_unless_kept(tmp_path: Path)
     kept = local_path(run_stage(**common, output=str(tmp_path / "kept"), keep_parts=True)["run_dir"])
     assert (removed / "_SUCCESS").exists() and not (removed / "attempts").exists()
     manifest = orjson.loads((kept / "manifest.json").read_bytes())
-    assert len(list((kept / "attempts").rglob("*.part"))) == manifest["counts"]["attempts"]
+    parts = [part for segment in (kept / "attempts").rglob("*.seg") for part in segment_parts(segment.read_bytes())]
+    assert len(parts) == manifest["counts"]["attempts"]
     assert run_outputs(str(removed)) == run_outputs(str(kept))
 
 
