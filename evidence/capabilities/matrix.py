@@ -7,6 +7,7 @@ and :func:`histogram_values` fold those digests in the reduce.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -123,8 +124,13 @@ def _latency_ms(perf: Mapping[str, Any]) -> float | None:
 
 
 def _tokens_per_turn(perf: Mapping[str, Any]) -> float | None:
-    """perf_summary's tokens per turn (completion tokens / turns), for one rollout."""
+    """perf_summary's tokens per turn (completion tokens / turns), for one rollout.
+
+    None when the ratio overflows: JSON has no infinity, so the digest could not travel in a
+    part as itself, and a histogram cannot place it.
+    """
     completion, turns = perf.get("completion_tokens"), perf.get("num_turns")
     if is_number(completion) and is_number(turns) and turns > 0:
-        return completion / turns
+        ratio = completion / turns
+        return ratio if math.isfinite(ratio) else None
     return None

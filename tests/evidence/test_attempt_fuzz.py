@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import random
 
+import orjson
 import pytest
 
-from tests.mutation import check_batch, examples, load_seeds
+from tests.mutation import Example, check_batch, examples, load_seeds
 
 EXAMPLES_PER_SEED = 750
 BATCH = 20
@@ -33,3 +34,21 @@ def seeds() -> list:
 def test_mutated_attempts_keep_the_contract(seeds: list, seed: int) -> None:
     for batch in examples(random.Random(seed), seeds, EXAMPLES_PER_SEED, BATCH):
         check_batch(batch)
+
+
+def _planted(perf: dict) -> Example:
+    """A main row without evidence (no trajectory, no capture), so its ``ng_perf`` is kept as given."""
+    row = {"_ng_task_index": 0, "_ng_rollout_index": 0, "agent_ref": {"name": "agent"}, "reward": 0.0, "ng_perf": perf}
+    return Example(orjson.dumps(row), None, 1)
+
+
+# Shapes the fuzz campaign found, one per fix: each broke the contract on the old code.
+FOUND = {
+    # The capability digest's tokens per turn overflowed to inf, which a part writes as null.
+    "tokens_per_turn_overflow": [_planted({"completion_tokens": 1e308, "num_turns": 0.5})],
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOUND))
+def test_shapes_the_campaign_found_keep_the_contract(name: str) -> None:
+    check_batch(FOUND[name])

@@ -134,6 +134,12 @@ def test_full_row_is_complete_in_every_dimension() -> None:
     assert digest["latency_ms"] == 2500.0 and digest["tokens_per_turn"] == 20.0
 
 
+def test_tokens_per_turn_that_overflows_is_not_measured() -> None:
+    row = full_row()
+    row["ng_perf"] |= {"completion_tokens": 1e308, "num_turns": 0.5}
+    assert capability_digest(row)["tokens_per_turn"] is None
+
+
 def test_digest_does_not_mutate_the_row_and_is_json() -> None:
     row = full_row()
     before = copy.deepcopy(row)
