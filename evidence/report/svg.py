@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from html import escape
 
@@ -30,14 +31,14 @@ def histogram_svg(values: Sequence[float], *, title: str, unit: str) -> str:
     if not values:
         return head + f'<text x="{_LEFT}" y="{_TOP + _PLOT_H // 2}">no data</text></svg>'
     low, high = min(values), max(values)
-    counts, width = _bin(values, low, high)
+    counts, width, scale = _bin(values, low, high)
     tallest = max(counts)
     bar_w = _PLOT_W / len(counts)
     parts = [head]
     for index, count in enumerate(counts):
         height = _PLOT_H * count / tallest
-        start = low + index * width
-        tip = escape(f"{format_value(start)}\u2013{format_value(start + width)} {unit}: {count}")
+        start = low * scale + index * width
+        tip = escape(f"{format_value(start / scale)}\u2013{format_value((start + width) / scale)} {unit}: {count}")
         parts.append(
             f'<rect class="bar" data-count="{count}" x="{_LEFT + index * bar_w:.1f}" '
             f'y="{_TOP + _PLOT_H - height:.1f}" width="{bar_w - 2:.1f}" height="{height:.1f}">'
@@ -55,12 +56,17 @@ def histogram_svg(values: Sequence[float], *, title: str, unit: str) -> str:
     return "".join(parts)
 
 
-def _bin(values: Sequence[float], low: float, high: float) -> tuple[list[int], float]:
-    """Counts per bin and the bin width; identical values share one bin."""
+def _bin(values: Sequence[float], low: float, high: float) -> tuple[list[int], float, float]:
+    """Counts per bin, the bin width and the scale it is measured at; identical values share one bin.
+
+    The values are finite, but their range may not be (-1e308 to 1e308 is wider than the
+    largest float): such a range is binned at half scale, where it and its bin edges fit.
+    """
     if high == low:
-        return [len(values)], 0.0
-    width = (high - low) / BINS
+        return [len(values)], 0.0, 1.0
+    scale = 1.0 if math.isfinite(high - low) else 0.5
+    width = (high * scale - low * scale) / BINS
     counts = [0] * BINS
     for value in values:
-        counts[min(int((value - low) / width), BINS - 1)] += 1
-    return counts, width
+        counts[min(int((value * scale - low * scale) / width), BINS - 1)] += 1
+    return counts, width, scale

@@ -186,6 +186,13 @@ def test_histogram_bins_cover_every_value() -> None:
     assert svg == histogram_svg(values, title="Latency", unit="ms")
 
 
+def test_histogram_of_a_range_wider_than_the_largest_float() -> None:
+    svg = histogram_svg([-1e308, 0.0, 1e308], title="Latency", unit="ms")
+    counts = [int(n) for n in re.findall(r'data-count="(\d+)"', svg)]
+    assert counts == [1, 0, 0, 0, 0, 1, 0, 0, 0, 1]
+    assert "inf" not in svg and "nan" not in svg
+
+
 def test_histogram_of_equal_values_is_one_bar() -> None:
     svg = histogram_svg([5.0, 5.0, 5.0], title="T", unit="ms")
     assert re.findall(r'data-count="(\d+)"', svg) == ["3"]
