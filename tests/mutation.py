@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,7 @@ from evidence import (
 )
 from evidence.health.reduce import identity_sizes
 from evidence.perf_summary import InMemorySort
+from evidence.report import ReportContext, render_report, report_markdown
 from tests.conftest import EXAMPLE_JOB, SAMPLES
 
 SEED_JOBS = (EXAMPLE_JOB, SAMPLES / "hostile_job", SAMPLES / "realistic_job")
@@ -75,6 +77,7 @@ ROW_KEYS = (
 )
 CAPTURE_KEYS = ("usage", "status_code", "latency_ms", "model_call_id", "started_at", "completed_at", "response", "error_category")
 LONE_SURROGATE = "\ud800"
+PARSE_DEPTH = 4000
 MAX_DEPTH = 600
 
 Path_ = tuple[Any, ...]
@@ -326,8 +329,8 @@ class Example:
 def examples(rng: random.Random, seeds: list[Seed], count: int, batch: int) -> Iterator[list[Example]]:
     """``count`` mutated attempts in batches of ``batch`` (some rows left intact, as in a real job).
 
-    A batch sometimes repeats one mutation on several rows, so run-level folds meet the same
-    odd value twice (two ``1e308`` turn counts, two 2^64-1 token counts).
+    A batch sometimes sets one field on several rows to odd values, so run-level folds meet them
+    together (two ``1e308`` turn counts, 2^64-1 token counts, latencies of 1e308 and -1e308).
     """
     mutator = Mutator(rng)
     made = 0
@@ -349,7 +352,7 @@ def examples(rng: random.Random, seeds: list[Seed], count: int, batch: int) -> I
 
 
 def _shared_mutation(rng: random.Random) -> Callable[[bytes], bytes]:
-    """One (key path, value) set on every row of a batch that has the path's parent."""
+    """A key path set on every row of a batch that has the path's parent, to one of two values."""
     path = rng.choice(
         [
             ("ng_perf", "num_turns"),
@@ -363,7 +366,7 @@ def _shared_mutation(rng: random.Random) -> Callable[[bytes], bytes]:
             ("_ng_environment_server",),
         ]
     )
-    value = rng.choice([*HUGE_NUMBERS, True, "x", None, [1], {"a": 1}])
+    values = rng.sample([*HUGE_NUMBERS, True, "x", None, [1], {"a": 1}], 2)
 
     def apply(line: bytes) -> bytes:
         row = orjson.loads(line)
@@ -372,10 +375,21 @@ def _shared_mutation(rng: random.Random) -> Callable[[bytes], bytes]:
             parent = parent.get(key) if isinstance(parent, dict) else None
         if not isinstance(parent, dict):
             return line
-        parent[path[-1]] = value
+        parent[path[-1]] = rng.choice(values)
         return dumps(row)
 
     return apply
+
+
+def parse(text: bytes | str) -> Any:
+    """``json.loads`` with room for the deepest value orjson reads (1,024 levels) plus what
+    collection wraps around it: the default recursion limit stops the stdlib parser near 1,000."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(PARSE_DEPTH)
+    try:
+        return json.loads(text)
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def check_batch(batch: list[Example], config: AttemptConfig = CONFIG) -> list[AttemptOutcome]:
@@ -396,38 +410,51 @@ def check_attempt(example: Example, config: AttemptConfig = CONFIG) -> AttemptOu
     assert (outcome.main is None) == (example.main_line is None), "main digests: present exactly for a main row"
     if outcome.status is Status.REJECTED:
         assert outcome.line == example.row, "line: a rejected row is written unchanged"
-    assert isinstance(json.loads(outcome.line), dict), "line: not a JSON object"
+    assert isinstance(parse(outcome.line), dict), "line: not a JSON object"
     part = AttemptPart("fingerprint", 0.25, outcome)
     back = decode_part(encode_part(part))
     assert back == part, "roundtrip: the decoded part differs"
     if outcome.main is not None and isinstance(outcome.main.atif, AtifFile):
-        json.loads(outcome.main.atif.content)
-        json.loads(outcome.main.atif.manifest_line)
+        parse(outcome.main.atif.content)
+        parse(outcome.main.atif.manifest_line)
     return back.outcome
 
 
 def check_folds(outcomes: list[AttemptOutcome], config: AttemptConfig = CONFIG) -> None:
-    """The run's folds over main outcomes in input order, as the reduce runs them."""
+    """The run's folds over main outcomes in input order, as the reduce runs them, and the report
+    rendered from their files as the run's end reads them back."""
     mains = [outcome.main for outcome in outcomes if outcome.main is not None]
     healths = [main.health for main in mains if main.health is not None]
     fold = HealthFold(config.ignored_checks, identity_sizes(healths))
     reported = [fold.add(digest) for digest in healths]
-    json.loads(fold.summary_text())
+    summary = fold.summary_text().encode()
     for digest in sorted(reported, key=verdict_order):
-        json.loads(verdict_line(digest))
+        parse(verdict_line(digest))
 
     perf = PerfSummaryFold(InMemorySort())
     for main in mains:
         if main.perf is not None:
             perf.add(main.perf.group, main.perf.record)
-    json.loads(dumps(perf.document(), indent=True))
+    perf_text = dumps(perf.document(), indent=True)
     assert all(isinstance(problem, str) for problem in perf.problems), "perf problems: not text"
 
-    capabilities = [main.capability for main in mains if main.capability is not None]
-    json.loads(dumps(build_capabilities(capabilities), indent=True))
-    json.loads(dumps(histogram_values(capabilities)))
+    digests = [main.capability for main in mains if main.capability is not None]
+    capabilities = dumps(build_capabilities(digests), indent=True)
+    histograms = histogram_values(digests)
+    parse(dumps(histograms))
 
     keys = FirstKeyWins()
     for main in mains:
         if isinstance(main.atif, AtifFile):
             keys.refusal(main.atif.key)
+
+    documents = [_reread(text) for text in (summary, perf_text, capabilities)]
+    context = ReportContext("job", "run", "start", "end", {}, {}, *documents, histograms["latency_ms"], histograms["tokens_per_turn"], [])
+    render_report(context)
+    report_markdown(context)
+
+
+def _reread(text: bytes) -> Any:
+    """A written document as the run's end reads it back (orjson), once checked to be JSON."""
+    parse(text)
+    return orjson.loads(text)

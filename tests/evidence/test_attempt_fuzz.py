@@ -46,6 +46,8 @@ def _planted(perf: dict) -> Example:
 FOUND = {
     # The capability digest's tokens per turn overflowed to inf, which a part writes as null.
     "tokens_per_turn_overflow": [_planted({"completion_tokens": 1e308, "num_turns": 0.5})],
+    # The report's latency histogram divided by a bin width that overflowed to inf.
+    "latency_span_overflow": [_planted({"total_latency_ms": 1e308}), _planted({"total_latency_ms": -1e308})],
 }
 
 
