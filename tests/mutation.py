@@ -15,6 +15,7 @@ gives the same examples.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import sys
@@ -47,11 +48,18 @@ from evidence import (
     verdict_order,
 )
 from evidence.health.reduce import identity_sizes
+from evidence.health.registry import CHECK_IDS
 from evidence.perf_summary import InMemorySort
 from evidence.report import ReportContext, render_report, report_markdown
 from tests.conftest import EXAMPLE_JOB, SAMPLES
 
-SEED_JOBS = (EXAMPLE_JOB, SAMPLES / "hostile_job", SAMPLES / "realistic_job")
+# (folder of the rows, job whose model-calls/ they name): the input jobs, and the sample jobs'
+# expected outputs fed back as input (enriched rows with every ng_* field already present).
+SEED_FILES = (
+    (EXAMPLE_JOB, EXAMPLE_JOB),
+    *((SAMPLES / job, SAMPLES / job) for job in ("hostile_job", "realistic_job")),
+    *((SAMPLES / f"{job}.expected", SAMPLES / job) for job in ("hostile_job", "realistic_job")),
+)
 CONFIG = AttemptConfig(
     session_id="fuzz",
     agent_version="1.0.0",
@@ -92,12 +100,12 @@ class Seed:
 
 
 def load_seeds() -> list[Seed]:
-    """Every JSON-object row of the seed jobs' main and failures files, with its capture files."""
+    """Every JSON-object row of the seed files' main and failures files, with its capture files."""
     seeds = []
-    for job in SEED_JOBS:
+    for rows, job in SEED_FILES:
         captures = job / "model-calls"
         for name in ("rollouts.jsonl", "rollouts_failures.jsonl"):
-            source = job / name
+            source = rows / name
             if not source.exists():
                 continue
             for line in source.read_bytes().splitlines():
@@ -326,7 +334,15 @@ class Example:
     main_line: int | None
 
 
-def examples(rng: random.Random, seeds: list[Seed], count: int, batch: int) -> Iterator[list[Example]]:
+@dataclass(frozen=True)
+class Batch:
+    """Attempts of one run, in input order, and the run's parameters."""
+
+    config: AttemptConfig
+    examples: list[Example]
+
+
+def examples(rng: random.Random, seeds: list[Seed], count: int, batch: int) -> Iterator[Batch]:
     """``count`` mutated attempts in batches of ``batch`` (some rows left intact, as in a real job).
 
     A batch sometimes sets one field on several rows to odd values, so run-level folds meet them
@@ -348,7 +364,13 @@ def examples(rng: random.Random, seeds: list[Seed], count: int, batch: int) -> I
             main_line = position if rng.random() < 0.8 else None
             out.append(Example(row, capture, main_line))
         made += size
-        yield out
+        yield Batch(_config(rng), out)
+
+
+def _config(rng: random.Random) -> AttemptConfig:
+    """The fuzz run's parameters, with a few health checks ignored in one batch of four."""
+    ignored = tuple(rng.sample(CHECK_IDS, rng.randint(1, 3))) if rng.random() < 0.25 else ()
+    return dataclasses.replace(CONFIG, ignored_checks=ignored)
 
 
 def _shared_mutation(rng: random.Random) -> Callable[[bytes], bytes]:
@@ -392,13 +414,13 @@ def parse(text: bytes | str) -> Any:
         sys.setrecursionlimit(limit)
 
 
-def check_batch(batch: list[Example], config: AttemptConfig = CONFIG) -> list[AttemptOutcome]:
+def check_batch(batch: Batch) -> list[AttemptOutcome]:
     """Every attempt of ``batch`` and every fold over them; raises when the contract is broken.
 
     Returns the decoded outcomes (what the reduce reads).
     """
-    decoded = [check_attempt(example, config) for example in batch]
-    check_folds([outcome for outcome in decoded if outcome.main is not None], config)
+    decoded = [check_attempt(example, batch.config) for example in batch.examples]
+    check_folds([outcome for outcome in decoded if outcome.main is not None], batch.config)
     return decoded
 
 

@@ -58,7 +58,7 @@ def main() -> None:
     started = time.perf_counter()
     for batch in examples(rng, load_seeds(), args.examples, args.batch):
         batches += 1
-        run += len(batch)
+        run += len(batch.examples)
         try:
             outcomes = check_batch(batch)
         except Exception as exc:  # noqa: BLE001 - every contract violation is counted, the campaign goes on

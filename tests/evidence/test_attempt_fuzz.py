@@ -19,7 +19,7 @@ import random
 import orjson
 import pytest
 
-from tests.mutation import Example, check_batch, examples, load_seeds
+from tests.mutation import CONFIG, Batch, Example, check_batch, examples, load_seeds
 
 EXAMPLES_PER_SEED = 750
 BATCH = 20
@@ -53,4 +53,4 @@ FOUND = {
 
 @pytest.mark.parametrize("name", sorted(FOUND))
 def test_shapes_the_campaign_found_keep_the_contract(name: str) -> None:
-    check_batch(FOUND[name])
+    check_batch(Batch(CONFIG, FOUND[name]))
