@@ -13,6 +13,7 @@ __all__ = ["histogram_svg"]
 BINS = 10
 _WIDTH, _HEIGHT = 480, 200
 _LEFT, _TOP, _PLOT_W, _PLOT_H = 48, 24, 416, 140
+_TINY_SCALE = 2.0**64
 
 
 def histogram_svg(values: Sequence[float], *, title: str, unit: str) -> str:
@@ -60,11 +61,14 @@ def _bin(values: Sequence[float], low: float, high: float) -> tuple[list[int], f
     """Counts per bin, the bin width and the scale it is measured at; identical values share one bin.
 
     The values are finite, but their range may not be (-1e308 to 1e308 is wider than the
-    largest float): such a range is binned at half scale, where it and its bin edges fit.
+    largest float): such a range is binned at half scale, where it and its bin edges fit. A
+    range narrower than ten of the smallest floats (0 to 5e-324) would give bins of width zero;
+    it is binned at a scale of 2^64 (exact: all its values are that small).
     """
     if high == low:
         return [len(values)], 0.0, 1.0
-    scale = 1.0 if math.isfinite(high - low) else 0.5
+    span = high - low
+    scale = 0.5 if math.isinf(span) else _TINY_SCALE if span / BINS == 0 else 1.0
     width = (high * scale - low * scale) / BINS
     counts = [0] * BINS
     for value in values:

@@ -48,6 +48,8 @@ FOUND = {
     "tokens_per_turn_overflow": [_planted({"completion_tokens": 1e308, "num_turns": 0.5})],
     # The report's latency histogram divided by a bin width that overflowed to inf.
     "latency_span_overflow": [_planted({"total_latency_ms": 1e308}), _planted({"total_latency_ms": -1e308})],
+    # ... and by a bin width that underflowed to zero.
+    "latency_span_underflow": [_planted({"total_latency_ms": 0.0}), _planted({"total_latency_ms": 5e-324})],
 }
 
 

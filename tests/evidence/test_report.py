@@ -193,6 +193,11 @@ def test_histogram_of_a_range_wider_than_the_largest_float() -> None:
     assert "inf" not in svg and "nan" not in svg
 
 
+def test_histogram_of_a_range_narrower_than_ten_smallest_floats() -> None:
+    svg = histogram_svg([0.0, 5e-324], title="Latency", unit="ms")
+    assert [int(n) for n in re.findall(r'data-count="(\d+)"', svg)] == [1, 0, 0, 0, 0, 0, 0, 0, 0, 1]
+
+
 def test_histogram_of_equal_values_is_one_bar() -> None:
     svg = histogram_svg([5.0, 5.0, 5.0], title="T", unit="ms")
     assert re.findall(r'data-count="(\d+)"', svg) == ["3"]
