@@ -83,12 +83,24 @@ ROW_KEYS = (
     "response",
     "reward",
 )
-CAPTURE_KEYS = ("usage", "status_code", "latency_ms", "model_call_id", "started_at", "completed_at", "response", "error_category")
+CAPTURE_KEYS = (
+    *("response", "request") * 2,
+    "model_call_id",
+    "dialect",
+    "model_ref",
+    "status_code",
+    "error_category",
+    "latency_ms",
+    "started_at",
+    "completed_at",
+)
+GARBAGE_LINES = (b"", b"  ", b"[]", b"3", b'"x"', b"null", b"\xff\xfe", b'{"a":NaN}', b"1e400", b"\xef\xbb\xbf{}")
 LONE_SURROGATE = "\ud800"
 PARSE_DEPTH = 4000
 MAX_DEPTH = 600
 
-Path_ = tuple[Any, ...]
+NodePath = tuple[Any, ...]
+"""Keys and indexes from a value's root to one of its nodes."""
 
 
 @dataclass(frozen=True)
@@ -141,16 +153,17 @@ class Mutator:
     # -- values -------------------------------------------------------------------------------
 
     def value(self, root: Any, focus: tuple[str, ...], *, surrogates: bool) -> Any:
-        """``root`` with 1-4 mutations at random positions, biased to ``focus`` keys (changed in place).
+        """``root`` with 1-4 mutations (5-15 in one value of five) at random positions, biased to
+        ``focus`` keys; changed in place.
 
         Nothing is deep-copied (a copy of a deeply nested value would overflow the stack); a
         subtree may be shared by two positions, which a JSON writer does not mind.
         """
-        for _ in range(self.rng.randint(1, 4)):
+        for _ in range(self.rng.randint(1, 4) if self.rng.random() < 0.8 else self.rng.randint(5, 15)):
             root = self._mutate_at(root, self._path(root, focus), surrogates=surrogates)
         return root
 
-    def _path(self, root: Any, focus: tuple[str, ...]) -> Path_:
+    def _path(self, root: Any, focus: tuple[str, ...]) -> NodePath:
         """A random node: the root's focus keys first, then a random descent."""
         path: list[Any] = []
         node = root
@@ -160,13 +173,13 @@ class Mutator:
                 key = self.rng.choice(present)
                 path.append(key)
                 node = node[key]
-        while isinstance(node, (dict, list)) and node and self.rng.random() < 0.75:
+        while isinstance(node, (dict, list)) and node and self.rng.random() < 0.85:
             key = self.rng.choice(list(node)) if isinstance(node, dict) else self.rng.randrange(len(node))
             path.append(key)
             node = node[key]
         return tuple(path)
 
-    def _mutate_at(self, root: Any, path: Path_, *, surrogates: bool) -> Any:
+    def _mutate_at(self, root: Any, path: NodePath, *, surrogates: bool) -> Any:
         if not path:
             return self._mutate_node(root, surrogates=surrogates, at_root=True)
         parent = root
@@ -218,14 +231,14 @@ class Mutator:
     def _edit_list(self, node: list[Any]) -> list[Any]:
         rng = self.rng
         node = list(node)
-        action = rng.randrange(4)
+        action = rng.randrange(5)
         if action == 0 and node:
             node.insert(rng.randrange(len(node) + 1), rng.choice(node))
         elif action == 1 and node:
             del node[rng.randrange(len(node))]
         elif action == 2:
             node.append(self.other_type(None))
-        elif action == 3 and node:
+        elif action == 3:
             rng.shuffle(node)
         else:
             node = node + node
@@ -263,8 +276,7 @@ class Mutator:
             text = dumps(mutated)
             if self.rng.random() < 0.1:
                 text = self._duplicate_key(text, mutated)
-            parsed = _object(text)
-            if parsed is not None:
+            if _object(text) is not None:
                 return text
         return line
 
@@ -308,7 +320,7 @@ class Mutator:
         if action == 2:
             return []
         if action == 3:
-            return [rng.choice([b"", b"  ", b"[]", b"3", b'"x"', b"null", b"\xff\xfe", b"{\"a\":NaN}", b"1e400", b"\xef\xbb\xbf{}"])]
+            return [rng.choice(GARBAGE_LINES)]
         if action == 4:
             return [self._surrogate_escape(line)]
         record = _object(line)
@@ -471,7 +483,8 @@ def check_folds(outcomes: list[AttemptOutcome], config: AttemptConfig = CONFIG) 
             keys.refusal(main.atif.key)
 
     documents = [_reread(text) for text in (summary, perf_text, capabilities)]
-    context = ReportContext("job", "run", "start", "end", {}, {}, *documents, histograms["latency_ms"], histograms["tokens_per_turn"], [])
+    latency, tokens_per_turn = histograms["latency_ms"], histograms["tokens_per_turn"]
+    context = ReportContext("job", "run", "start", "end", {}, {}, *documents, latency, tokens_per_turn, [])
     render_report(context)
     report_markdown(context)
 

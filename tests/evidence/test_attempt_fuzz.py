@@ -1,39 +1,45 @@
 """Fuzz: structurally mutated real rows and capture files never break an attempt or a fold.
 
 The mutator (``tests/mutation.py``) starts from every row and capture file of the example job
-and the two sample jobs and swaps value types, deletes and adds keys, plants huge numbers
-(2^64, -2^63-1, 1e308, 5e-324), 200-600 levels of nesting, lone surrogates (in capture lines),
-empty strings, duplicated items and keys, truncated and garbage capture lines. Each attempt
-is processed as a main row (80%) or a sidecar row, encoded and decoded, its lines parsed; each
-batch of 20 goes through the health, perf_summary, capabilities and ATIF folds.
+and the two sample jobs (and the samples' expected rows fed back as input), and swaps value
+types, deletes, renames and adds keys, plants huge numbers (2^64, 2^64-1, -2^63-1, 1e308,
+-1e308, 5e-324), 200-600 levels of nesting, lone surrogates (in capture lines), odd and empty
+strings, duplicated items and keys, truncated and garbage capture lines. Each attempt is
+processed as a main row (80%) or a sidecar row, encoded and decoded, its lines parsed; each
+batch of 20 goes through the health, perf_summary, capabilities and ATIF folds and the report.
 
-CI runs 3,000 examples in 150 batches (four fixed seeds of 750): 33 s measured on the 2
-shared cores of the development machine at load average 10 (9 s of CPU). The campaign ``tests/bench/fuzz_campaign.py`` runs the same
-examples by the ten thousand.
+CI runs 3,000 mutated examples in 150 batches (four fixed seeds of 750): 30 s measured on the
+2 shared cores of the development machine at load average 5 (10 s of CPU). The campaign
+``tests/bench/fuzz_campaign.py`` runs the same examples by the ten thousand. The shapes it
+found are kept below as regression cases.
 """
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 import orjson
 import pytest
 
-from tests.mutation import CONFIG, Batch, Example, check_batch, examples, load_seeds
+from evidence import Status
+from tests.mutation import CONFIG, Batch, Example, Seed, check_batch, examples, load_seeds
 
 EXAMPLES_PER_SEED = 750
 BATCH = 20
 
 
 @pytest.fixture(scope="module")
-def seeds() -> list:
+def seeds() -> list[Seed]:
     return load_seeds()
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
-def test_mutated_attempts_keep_the_contract(seeds: list, seed: int) -> None:
+def test_mutated_attempts_keep_the_contract(seeds: list[Seed], seed: int) -> None:
+    statuses: Counter[Status] = Counter()
     for batch in examples(random.Random(seed), seeds, EXAMPLES_PER_SEED, BATCH):
-        check_batch(batch)
+        statuses.update(outcome.status for outcome in check_batch(batch))
+    assert statuses[Status.OK] and statuses[Status.REJECTED], "the mutations reach both collection and 0.7.0's refusals"
 
 
 def _planted(perf: dict) -> Example:
