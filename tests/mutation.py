@@ -248,7 +248,7 @@ class Mutator:
         """A value of another JSON type than ``node``, sometimes built from it."""
         rng = self.rng
         makers: list[Callable[[], Any]] = [
-            lambda: rng.choice(["", "x", str(node)[:40]]),
+            lambda: rng.choice(["", "x", dumps(node)[:40].decode("utf-8", "replace")]),  # no repr: node may be deep
             lambda: rng.choice([0, 1, -1, 7]),
             lambda: rng.choice([[], [node], [node, node]]),
             lambda: rng.choice([{}, {"k": node}, {"type": node}]),
