@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import secrets
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +57,8 @@ def _publish(output: Location, files: list[tuple[str, bytes]]) -> bool:
         return True
     target = Path(output.path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    staging = target.parent / f".{target.name}.{secrets.token_hex(8)}"
+    staging.mkdir()  # mode 0777 less the umask, as the published folder's (mkdtemp would make it 0700)
     try:
         for name, data in files:
             (staging / name).write_bytes(data)

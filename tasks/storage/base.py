@@ -12,33 +12,35 @@ Content problems (bad JSON, invalid ids) are never storage errors: they are evid
 
 from __future__ import annotations
 
-_TRANSIENT_MARKERS = (
-    "slowdown",
-    "slow down",
-    "internalerror",
-    "internal error",
-    "service unavailable",
-    "serviceunavailable",
-    "503",
-    "500",
-    "502",
-    "504",
-    "connection reset",
-    "connection aborted",
-    "connection refused",
-    "timed out",
-    "timeout",
-    "temporarily",
-    "throttl",
-    "requesttimeout",
-    "server disconnected",
-    "serverdisconnected",
-    "could not connect",
-    "connection closed",
-    "connectionclosed",
-    "incompleteread",
-    "payloaderror",
-    "responsestreamingerror",
+import errno
+import sys
+
+# S3 error codes worth retrying (the rest of 4xx is the request's own fault); any 5xx also is.
+_TRANSIENT_CODES = frozenset(
+    {"SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "Throttling", "ThrottlingException", "RequestLimitExceeded"}
+)
+_NOT_FOUND_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "NoSuchUpload", "NoSuchVersion", "404"})
+_TOO_MANY_REQUESTS = 429
+# A connection that failed, reset or timed out, or a reply cut short, as the S3 stack raises them.
+_TRANSPORT_ERRORS = (
+    ("botocore.exceptions", "HTTPClientError"),
+    ("botocore.exceptions", "ConnectionError"),
+    ("botocore.exceptions", "IncompleteReadError"),
+    ("botocore.parsers", "ResponseParserError"),
+    ("aiohttp", "ClientConnectionError"),
+    ("aiohttp", "ClientPayloadError"),
+    ("urllib3.exceptions", "ProtocolError"),
+    ("http.client", "IncompleteRead"),
+)
+# errno values of failures that pass: interrupted or busy calls, I/O and network trouble (s3fs
+# maps SlowDown and 503 to EBUSY, 500 to EREMOTEIO, an error it cannot name to EIO).
+_TRANSIENT_ERRNOS = frozenset(
+    getattr(errno, name)
+    for name in (
+        "EAGAIN", "EBUSY", "EINTR", "EIO", "EREMOTEIO", "ETIMEDOUT", "ECONNRESET", "ECONNABORTED", "ECONNREFUSED",
+        "EPIPE", "ENETDOWN", "ENETUNREACH", "ENETRESET", "EHOSTDOWN", "EHOSTUNREACH",
+    )
+    if hasattr(errno, name)
 )
 
 
@@ -67,27 +69,65 @@ class InputNotFound(PermanentStorageError):
 
 
 def classify(url: str, exc: BaseException) -> StorageError:
-    """Map a raw exception from fsspec/s3fs/botocore onto our tree.
+    """Map a raw exception from fsspec/s3fs/botocore/aiohttp onto our tree, by type and status.
 
-    Missing files and permission problems are permanent; network-shaped failures and throttling
-    are transient, also when the SDK wrapped them (botocore's ``EndpointConnectionError`` keeps
-    the reset it wraps as its cause). An unrecognised ``OSError`` counts as transient: the retry
-    budget is small, so a truly permanent one still surfaces quickly.
+    A storage reply anywhere in the chain (``__cause__``/``__context__``) decides first: its S3
+    error code and HTTP status (botocore's ``ClientError``, which s3fs keeps as the cause of the
+    ``OSError`` it raises) or aiohttp's status. Otherwise the outermost exception that says
+    anything decides: SDK and aiohttp connection, timeout and cut-short-reply errors, then the
+    ``OSError`` type and ``errno``. Message text is never read (``KeyError('s3://b/job-500/x')``
+    is no server error), and what nothing recognises is permanent: retrying it would only delay
+    a failure that is not storage weather.
     """
     if isinstance(exc, StorageError):
         return exc
+    chain = _chain(exc)
+    kind = next((k for k in map(_kind_of_reply, chain) if k is not None), None) or next(
+        (k for k in map(_kind_of_error, chain) if k is not None), PermanentStorageError
+    )
+    return kind(url, "not found" if kind is InputNotFound else f"{type(exc).__name__}: {exc}")
+
+
+def _kind_of_reply(exc: BaseException) -> type[StorageError] | None:
+    """What a storage reply says (None when ``exc`` is not one): S3 error code, HTTP status."""
+    code, status = _reply_of(exc)
+    if code is None and status is None:
+        return None
+    if code in _TRANSIENT_CODES or (status is not None and (status >= 500 or status == _TOO_MANY_REQUESTS)):
+        return TransientStorageError
+    return InputNotFound if code in _NOT_FOUND_CODES or status == 404 else PermanentStorageError
+
+
+def _reply_of(exc: BaseException) -> tuple[str | None, int | None]:
+    """(error code, HTTP status) of botocore's ``ClientError`` or aiohttp's ``ClientResponseError``."""
+    if isinstance(exc, _loaded(("botocore.exceptions", "ClientError"))):
+        response = getattr(exc, "response", None) or {}
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        return response.get("Error", {}).get("Code"), int(status) if status is not None else None
+    if isinstance(exc, _loaded(("aiohttp", "ClientResponseError"))):
+        return None, exc.status
+    return None, None
+
+
+def _kind_of_error(exc: BaseException) -> type[StorageError] | None:
+    """What a raised error says by its type and errno (None: nothing; look at its cause)."""
+    if isinstance(exc, _loaded(*_TRANSPORT_ERRORS)):
+        return TransientStorageError
     if isinstance(exc, FileNotFoundError):
-        return InputNotFound(url, "not found")
-    if isinstance(exc, (PermissionError, IsADirectoryError, NotADirectoryError, ValueError)):
-        return PermanentStorageError(url, f"{type(exc).__name__}: {exc}")
-    if any(isinstance(cause, (TimeoutError, ConnectionError)) for cause in _chain(exc)):
-        return TransientStorageError(url, f"{type(exc).__name__}: {exc}")
-    text = f"{type(exc).__name__} {exc}".lower()
-    if any(marker in text for marker in _TRANSIENT_MARKERS):
-        return TransientStorageError(url, f"{type(exc).__name__}: {exc}")
-    if isinstance(exc, OSError):
-        return TransientStorageError(url, f"{type(exc).__name__}: {exc}")
-    return PermanentStorageError(url, f"{type(exc).__name__}: {exc}")
+        return InputNotFound
+    if isinstance(exc, (PermissionError, FileExistsError, IsADirectoryError, NotADirectoryError)):
+        return PermanentStorageError
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return TransientStorageError
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return TransientStorageError if exc.errno in _TRANSIENT_ERRNOS else PermanentStorageError
+    return None
+
+
+def _loaded(*names: tuple[str, str]) -> tuple[type[BaseException], ...]:
+    """The named exception types of the modules already imported: one of a library never loaded
+    cannot have been raised, so classifying never imports the S3 stack."""
+    return tuple(getattr(module, name) for module_name, name in names if (module := sys.modules.get(module_name)) is not None)
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import tempfile
+import posixpath
+import secrets
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
@@ -116,6 +117,22 @@ class Location:
     def parent(self) -> Location:
         """The folder holding this location."""
         return Location(self.url.rstrip("/").rsplit("/", 1)[0], self.options)
+
+    def within(self, folder: Location) -> bool:
+        """Whether this location is ``folder`` or below it, on the same filesystem.
+
+        Both are compared normalised (``.`` and ``..``, repeated and trailing slashes; symlinks
+        resolved locally), so no spelling of an output hides that it lands among the inputs.
+        """
+        (mine, path), (theirs, root) = self._normalised(), folder._normalised()
+        return mine == theirs and (path == root or path.startswith(root.rstrip("/") + "/"))
+
+    def _normalised(self) -> tuple[str, str]:
+        fs, path = self._resolved()
+        if isinstance(fs, LocalFileSystem):
+            return "file", os.path.realpath(path)
+        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+        return protocol, posixpath.normpath("/" + path.lstrip("/"))
 
     def exists(self) -> bool:
         return retry.call_with_retries(self.url, lambda: self.fs.exists(self.path))
@@ -239,10 +256,24 @@ class Location:
             retry.call_with_retries(self.url, lambda: self.fs.rm(self.path, recursive=True))
 
 
+def _temp_file(folder: str) -> tuple[int, str]:
+    """A new temp file in ``folder`` (created if missing): its descriptor and path.
+
+    Created with mode 0666 so the umask gives it, and the output renamed from it, the usual
+    permissions (``tempfile.mkstemp`` makes files 0600: outputs only their owner could read).
+    """
+    os.makedirs(folder, exist_ok=True)
+    while True:
+        tmp = os.path.join(folder, f"{TEMP_PREFIX}{secrets.token_hex(8)}.part")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue
+
+
 def _create_local(path: str, data: bytes) -> bool:
     """O_EXCL create; the bytes go through a temp file so a crash never leaves a half file."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=TEMP_PREFIX, suffix=".part")
+    fd, tmp = _temp_file(os.path.dirname(path))
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -297,9 +328,7 @@ def atomic_writer(location: Location) -> Iterator[Writer]:
     """
     fs, path = location.fs, location.path
     if isinstance(fs, LocalFileSystem):
-        folder = os.path.dirname(path)
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=TEMP_PREFIX, suffix=".part")
+        fd, tmp = _temp_file(os.path.dirname(path))
         try:
             with os.fdopen(fd, "wb") as f:
                 yield f

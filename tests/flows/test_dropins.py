@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +74,20 @@ def test_export_atif_dropin_matches_golden(name: str, case: dict[str, Any], tmp_
         assert not out.exists() or setup.get("output_dir_exists")
     if setup.get("output_dir_exists"):
         assert [p.name for p in out.iterdir()] == ["sentinel"]
+
+
+def test_dropin_outputs_get_the_umask_permissions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Folders 0777 and files 0666 less the umask, as any program's (temp files and mkdtemp are owner-only)."""
+    name, case = next((n, c) for n, c in ATIF if "setup" not in c and expected_outcome(c)[0] == 0)
+    rollouts = tmp_path / "rollouts.jsonl"
+    rollouts.write_text(case["rollouts_jsonl"], encoding="utf-8")
+    previous = os.umask(0o027)
+    try:
+        assert main(_atif_args(case, rollouts, tmp_path / "atif")) == 0
+        assert main(["health", str(rollouts), str(tmp_path / "reports")]) == 0
+    finally:
+        os.umask(previous)
+    capsys.readouterr()
+    assert stat.S_IMODE((tmp_path / "atif").stat().st_mode) == 0o750, name
+    for path in [*(tmp_path / "atif").iterdir(), *(tmp_path / "reports").iterdir()]:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o640, path.name

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from types import SimpleNamespace
 from typing import Any
 
@@ -35,7 +36,7 @@ def no_sleep(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 
 def test_transient_errors_are_retried_until_success(no_sleep: list[float]) -> None:
-    flaky = Flaky(ConnectionResetError("reset"), OSError("503 SlowDown"))
+    flaky = Flaky(ConnectionResetError("reset"), OSError(errno.EBUSY, "SlowDown"))  # s3fs's SlowDown
     before = retry.RETRY_COUNTER.count
     assert call_with_retries("s3://b/k", flaky) == "ok"
     assert flaky.calls == 3 and len(no_sleep) == 2

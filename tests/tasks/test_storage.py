@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -68,6 +72,34 @@ def test_write_new_claims_once(root: Location) -> None:
     assert target.read_bytes() == b"first"
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_local_outputs_get_the_umask_permissions(tmp_path: Path, umask: int) -> None:
+    """Written and created-if-absent files are 0666 less the umask, as any program's (not mkstemp's 0600)."""
+    previous = os.umask(umask)
+    try:
+        written, claimed = Location(str(tmp_path / "out" / "file.json")), Location(str(tmp_path / "runs" / "params.json"))
+        written.write_bytes(b"{}")
+        assert claimed.write_new(b"{}")
+    finally:
+        os.umask(previous)
+    for path in (written.path, claimed.path):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o666 & ~umask, path
+
+
+def test_within_compares_normalised_locations(tmp_path: Path) -> None:
+    inputs = tmp_path / "job"
+    (inputs / "model-calls").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(inputs)
+    folder = Location(str(inputs))
+    for inside in [str(inputs), f"{inputs}/", f"{inputs}/out", f"{inputs}//out/", f"{tmp_path}/x/../job/out", f"file://{inputs}/out", f"{tmp_path}/link/out"]:
+        assert Location(inside).within(folder), inside
+    for outside in [str(tmp_path), f"{inputs}-out", f"{tmp_path}/jobs/out", f"memory://{inputs}/out"]:
+        assert not Location(outside).within(folder), outside
+    bucket = Location("s3://bucket/evals/job")
+    assert Location("s3://bucket/evals/job/out").within(bucket) and Location("s3://bucket//evals/job/").within(bucket)
+    assert not Location("s3://bucket/evals/job-2/out").within(bucket) and not Location("s3://other/evals/job").within(bucket)
+
+
 def test_missing_file_is_input_not_found(root: Location) -> None:
     with pytest.raises(InputNotFound):
         root.child("nope.jsonl").read_bytes()
@@ -103,15 +135,94 @@ def test_streamed_s3_listing_spans_pages(s3: str) -> None:
     assert len(listed) == 1005 and listed == _fsspec_listing(folder)
 
 
+def _client_error(code: str, status: int) -> BaseException:
+    from botocore.exceptions import ClientError
+
+    return ClientError({"Error": {"Code": code, "Message": "m"}, "ResponseMetadata": {"HTTPStatusCode": status}}, "GetObject")
+
+
+def _translated(code: str, status: int) -> BaseException:
+    """What s3fs raises for an S3 error reply: an OSError of its own, the ClientError as cause."""
+    from s3fs.errors import translate_boto_error
+
+    return translate_boto_error(_client_error(code, status))
+
+
+def _raised_from(exc: BaseException, cause: BaseException) -> BaseException:
+    exc.__cause__ = cause
+    return exc
+
+
+def _aiohttp_status(status: int) -> BaseException:
+    from aiohttp import ClientResponseError, RequestInfo
+    from multidict import CIMultiDict, CIMultiDictProxy
+    from yarl import URL
+
+    info = RequestInfo(URL("http://s3/b/k"), "GET", CIMultiDictProxy(CIMultiDict()), URL("http://s3/b/k"))
+    return ClientResponseError(info, (), status=status)
+
+
+def _sdk(name: str, **kwargs: str) -> BaseException:
+    import botocore.exceptions
+
+    return getattr(botocore.exceptions, name)(**kwargs)
+
+
+def _aiohttp(name: str) -> BaseException:
+    import aiohttp
+
+    return getattr(aiohttp, name)()
+
+
 @pytest.mark.parametrize(
-    ("exc", "kind"),
+    ("make", "kind"),
     [
-        (FileNotFoundError("x"), InputNotFound),
-        (PermissionError("x"), PermanentStorageError),
-        (ConnectionResetError("reset"), TransientStorageError),
-        (OSError("503 SlowDown"), TransientStorageError),
-        (TimeoutError(), TransientStorageError),
+        (lambda: FileNotFoundError("x"), InputNotFound),
+        (lambda: PermissionError("x"), PermanentStorageError),
+        (lambda: ConnectionResetError("reset"), TransientStorageError),
+        (lambda: TimeoutError(), TransientStorageError),
+        # the message is never read: a 500 in a key is no server error, an error's words are not its kind
+        (lambda: KeyError("s3://b/job-500/x"), PermanentStorageError),
+        (lambda: OSError("503 SlowDown"), PermanentStorageError),
+        (lambda: ValueError("connection reset by timeout"), PermanentStorageError),
+        (lambda: RuntimeError("SlowDown"), PermanentStorageError),
+        # errno
+        (lambda: OSError(errno.EBUSY, "x"), TransientStorageError),
+        (lambda: OSError(errno.ECONNRESET, "x"), TransientStorageError),
+        (lambda: OSError(errno.ENOSPC, "No space left on device"), PermanentStorageError),
+        (lambda: OSError(errno.ENAMETOOLONG, "503"), PermanentStorageError),
+        (lambda: OSError(errno.ENOENT, "x"), InputNotFound),
+        # botocore replies: error code and HTTP status
+        (lambda: _client_error("SlowDown", 503), TransientStorageError),
+        (lambda: _client_error("InternalError", 500), TransientStorageError),
+        (lambda: _client_error("SomethingNew", 502), TransientStorageError),
+        (lambda: _client_error("TooManyRequests", 429), TransientStorageError),
+        (lambda: _client_error("RequestTimeout", 400), TransientStorageError),
+        (lambda: _client_error("NoSuchKey", 404), InputNotFound),
+        (lambda: _client_error("AccessDenied", 403), PermanentStorageError),
+        (lambda: _client_error("InvalidArgument 500", 400), PermanentStorageError),
+        # s3fs's translations keep the reply as cause: the reply decides, also over s3fs's EIO for codes it does not know
+        (lambda: _translated("SlowDown", 503), TransientStorageError),
+        (lambda: _translated("InternalError", 500), TransientStorageError),
+        (lambda: _translated("SomethingNew", 503), TransientStorageError),
+        (lambda: _translated("SomethingNew", 400), PermanentStorageError),
+        (lambda: _translated("NoSuchKey", 404), InputNotFound),
+        (lambda: _translated("AccessDenied", 403), PermanentStorageError),
+        (lambda: _raised_from(OSError(), _client_error("SlowDown", 503)), TransientStorageError),
+        # SDK and aiohttp transport errors, bare or as the cause
+        (lambda: _sdk("EndpointConnectionError", endpoint_url="http://s3"), TransientStorageError),
+        (lambda: _sdk("ConnectionClosedError", endpoint_url="http://s3"), TransientStorageError),
+        (lambda: _sdk("ReadTimeoutError", endpoint_url="http://s3"), TransientStorageError),
+        (lambda: _sdk("ResponseStreamingError", error="reset"), TransientStorageError),
+        (lambda: _sdk("IncompleteReadError", actual_bytes=1, expected_bytes=2), TransientStorageError),
+        (lambda: _sdk("NoCredentialsError"), PermanentStorageError),
+        (lambda: _aiohttp("ServerDisconnectedError"), TransientStorageError),
+        (lambda: _aiohttp("ClientPayloadError"), TransientStorageError),
+        (lambda: _aiohttp_status(503), TransientStorageError),
+        (lambda: _aiohttp_status(404), InputNotFound),
+        (lambda: _aiohttp_status(403), PermanentStorageError),
+        (lambda: _raised_from(RuntimeError("wrapped"), _aiohttp("ServerDisconnectedError")), TransientStorageError),
     ],
 )
-def test_classify(exc: BaseException, kind: type) -> None:
-    assert isinstance(classify("u", exc), kind)
+def test_classify_by_type_and_status(make: Callable[[], BaseException], kind: type) -> None:
+    assert type(classify("s3://b/k", make())) is kind
