@@ -72,6 +72,8 @@ from evidence.health import (
     evaluate_row,
     health_check_bytes,
     normalize_ignored_checks,
+    parse_ignored_checks,
+    split_check_ids,
     verdict_line,
     verdict_order,
 )
@@ -151,6 +153,8 @@ __all__ = [
     "histogram_values",
     "main_identities",
     "normalize_ignored_checks",
+    "parse_ignored_checks",
+    "split_check_ids",
     "orjson_line",
     "output_created_message",
     "output_exists_message",

@@ -19,7 +19,7 @@ from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field
 
-from flows.params import OptionalCount, OptionalText, StageParams, StorageOptions, TaskRunnerKind, Url, config_fingerprint
+from flows.params import IgnoredChecks, OptionalCount, OptionalText, StageParams, StorageOptions, TaskRunnerKind, Url, config_fingerprint
 from flows.resolve import output_params
 from flows.stage import stage_flow
 from tasks.batch import publish_batch_artifacts, stage_job, summarise
@@ -52,7 +52,7 @@ class BatchParams(BaseModel):
     compare_previous: bool = Field(
         default=False, title="Compare with the previous run", description="Compare each processed job with its previous complete run (artifact + compare files)."
     )
-    ignored_checks: list[str] = _as_in_stage("ignored_checks")
+    ignored_checks: IgnoredChecks = _as_in_stage("ignored_checks")
     atif_all_or_nothing: bool = _as_in_stage("atif_all_or_nothing")
     keep_parts: bool = _as_in_stage("keep_parts")
     attempts_per_task: OptionalCount = _as_in_stage("attempts_per_task")

@@ -1,7 +1,8 @@
 """The ``evidence-stage`` command line: argument parsing -> a flow call or a drop-in command.
 
 Errors that stop a run before it starts (missing inputs, a taken run id, bad arguments,
-unreachable storage) print one line ``evidence-stage: error: <reason>`` and exit 2.
+unreachable storage) print one line ``evidence-stage: error: <reason>`` and exit 2; usage
+errors too (argparse would print the usage first).
 """
 
 from __future__ import annotations
@@ -9,16 +10,33 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
 from flows.commands import COMMANDS
 
 EXIT_USAGE = 2
+ERROR_PREFIX = "evidence-stage: error: "
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, like every other refusal (subparsers inherit it).
+
+    A drop-in's parser (``add_parser(..., dropin=True)``) keeps 0.7.0's ``<command>: error:`` prefix,
+    which its golden cases pin; every other refusal reads ``evidence-stage: error:``.
+    """
+
+    def __init__(self, *args: Any, dropin: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._error_prefix = f"{self.prog}: error: " if dropin else ERROR_PREFIX
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self._error_prefix}{message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="evidence-stage", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="evidence-stage", description=__doc__.splitlines()[0])
     subcommands = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS:
         module.register(subcommands)
@@ -33,7 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        return _fail(f"invalid parameter {where}: {first['msg']}")
+        reason = str(first["ctx"]["error"]) if first["type"] == "value_error" else first["msg"]  # without "Value error, "
+        return _fail(f"invalid parameter {where}: {reason}" if where else reason)
     except Exception as exc:  # noqa: BLE001 - the CLI turns any stop into one readable line
         return _fail(_reason(exc))
 
@@ -44,7 +63,7 @@ def _reason(exc: BaseException) -> str:
 
 
 def _fail(reason: str) -> int:
-    print(f"evidence-stage: error: {reason}", file=sys.stderr)
+    print(f"{ERROR_PREFIX}{reason}", file=sys.stderr)
     return EXIT_USAGE
 
 

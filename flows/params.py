@@ -7,9 +7,9 @@ from enum import Enum
 from typing import Annotated, Any
 
 import orjson
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
-from tasks.naming import canonical_url
+from tasks.naming import canonical_url, check_id
 
 # Parameters whose change changes outputs: they make the run's config fingerprint and must
 # match when a run is resumed.
@@ -68,6 +68,17 @@ def refuse_credentials(options: dict[str, Any]) -> dict[str, Any]:
 StorageOptions = Annotated[dict[str, Any], AfterValidator(refuse_credentials)]
 
 
+def _ignored_checks(values: list[str]) -> list[str]:
+    """The ``health`` drop-in's rule, so ``run``, ``batch``, deployments and the form agree."""
+    from evidence.health.ignored import parse_ignored_checks  # the library loads when a run starts, not with the CLI
+
+    return list(parse_ignored_checks(values))
+
+
+IgnoredChecks = Annotated[list[str], AfterValidator(_ignored_checks)]
+"""Health check ids, each entry one id or ids separated by commas; normalised, unknown ids refused."""
+
+
 class TaskRunnerKind(str, Enum):
     """Where attempt groups execute."""
 
@@ -100,7 +111,14 @@ class StageParams(BaseModel):
     resume: OptionalText = Field(default=None, title="Resume run id", description="Continue this interrupted run in place.")
     session_id: OptionalText = Field(default=None, title="ATIF session id", description="Blank: the job id.")
     agent_version: OptionalText = Field(default=None, title="ATIF agent version", description="Blank: the evidence-stage version.")
-    ignored_checks: list[str] = Field(default_factory=list, title="Ignored health checks", description="Check ids (or aliases) to ignore.")
+    ignored_checks: IgnoredChecks = Field(
+        default_factory=list,
+        title="Ignored health checks",
+        description=(
+            "Health check ids to ignore (e.g. model_call_failed), as `gym eval health-check --ignore-check` takes them:"
+            " each entry one id or several separated by commas. An unknown id or an empty entry stops the run before it starts."
+        ),
+    )
     atif_all_or_nothing: bool = Field(
         default=False, title="ATIF all-or-nothing", description="Publish no ATIF file when any main row is rejected (0.7.0 batch behaviour)."
     )
@@ -132,9 +150,14 @@ class StageParams(BaseModel):
     @field_validator("run_id", "resume", "job_id")
     @classmethod
     def _safe_name(cls, value: str | None) -> str | None:
-        if value is not None and (not value or not all(c.isalnum() or c in "._-" for c in value) or value[0] in ".-"):
-            raise ValueError(f"must be letters, digits, '.', '_' or '-' and not start with '.' or '-': {value!r}")
-        return value
+        return None if value is None else check_id(value)
+
+    @model_validator(mode="after")
+    def _new_or_resumed(self) -> StageParams:
+        """A run is new (``run_id``) or resumed (``resume``): two different ids name two runs."""
+        if self.run_id is not None and self.resume is not None and self.run_id != self.resume:
+            raise ValueError(f"run_id {self.run_id!r} contradicts resume {self.resume!r}: give run_id for a new run or resume to continue one")
+        return self
 
 
 def config_fingerprint(recorded: dict[str, Any]) -> str:

@@ -9,6 +9,19 @@ import secrets
 from datetime import datetime, timezone
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_SAFE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+
+
+def check_id(value: str) -> str:
+    """Return ``value`` if it can name a job or run folder; raise ValueError otherwise.
+
+    Ids become path segments and S3 keys, so they are kept to ASCII ``[A-Za-z0-9._-]`` (written
+    out: ``str.isalnum`` and ``\\w`` accept any Unicode letter or digit, such as ``r²``) and must
+    not start with '.' or '-' (hidden files, options).
+    """
+    if not _SAFE_ID.fullmatch(value):
+        raise ValueError(f"must be ASCII letters, digits, '.', '_' or '-' and not start with '.' or '-': {value!r}")
+    return value
 
 
 def canonical_url(url: str) -> str:

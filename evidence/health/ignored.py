@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from evidence.errors import EvidenceError
 from evidence.health.registry import CHECKS
 
+EMPTY_ENTRY = "check IDs must be a comma-separated list without empty entries"
+
 
 class UnknownHealthCheck(EvidenceError, ValueError):
     """An ignore list names a check id that is not registered; ``unknown`` is sorted."""
@@ -35,3 +37,26 @@ def normalize_ignored_checks(ids: str | Iterable[str] | None) -> tuple[str, ...]
     if unknown:
         raise UnknownHealthCheck(tuple(unknown))
     return normalized
+
+
+def split_check_ids(value: str) -> list[str]:
+    """One ``--ignore-check`` value as 0.7.0's parser reads it: one id, or ids separated by commas.
+
+    Raises:
+        ValueError: an entry is empty or blank (``"a,,b"``, ``"a,"``), with 0.7.0's message.
+    """
+    parts = value.split(",")
+    if any(not part.strip() for part in parts):
+        raise ValueError(EMPTY_ENTRY)
+    return parts
+
+
+def parse_ignored_checks(values: Iterable[str]) -> tuple[str, ...]:
+    """The ignore list from repeated option values or list entries, each split like one
+    ``--ignore-check`` value, then normalised: the one rule of the drop-in, ``run``, ``batch``,
+    the deployments and the UI form.
+
+    Raises:
+        ValueError: an empty entry; ``UnknownHealthCheck`` (a ValueError) for an unknown id.
+    """
+    return normalize_ignored_checks([part for value in values for part in split_check_ids(value)])

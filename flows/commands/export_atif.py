@@ -25,7 +25,7 @@ EXIT_REFUSED = 1
 
 
 def register(subcommands: Any) -> None:
-    parser = subcommands.add_parser("export-atif", help="export an enriched rollouts file to ATIF v1.7 (gym eval export --format atif)")
+    parser = subcommands.add_parser("export-atif", dropin=True, help="export an enriched rollouts file to ATIF v1.7 (gym eval export --format atif)")
     parser.add_argument("--rollouts", required=True, metavar="URL")
     parser.add_argument("--output-dir", required=True, metavar="URL")
     parser.add_argument("--session-id", required=True)

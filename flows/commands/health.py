@@ -14,14 +14,18 @@ from flows.commands.options import add_storage_options, storage_options_of
 
 
 def check_ids(text: str) -> str:
-    """One ``--ignore-check`` value: an id or a comma-separated list without empty entries."""
-    if any(not part.strip() for part in text.split(",")):
-        raise argparse.ArgumentTypeError("check IDs must be a comma-separated list without empty entries")
+    """One ``--ignore-check`` value, refused while parsing (as 0.7.0's parser does) when an entry is empty."""
+    from evidence import split_check_ids
+
+    try:
+        split_check_ids(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
     return text
 
 
 def register(subcommands: Any) -> None:
-    parser = subcommands.add_parser("health", help="health-check an existing rollouts file (gym eval health-check)")
+    parser = subcommands.add_parser("health", dropin=True, help="health-check an existing rollouts file (gym eval health-check)")
     parser.add_argument("rollouts", metavar="ROLLOUTS_URL")
     parser.add_argument("output", metavar="OUT_URL", help="folder for quality_summary.json and rollout_verdicts.jsonl")
     parser.add_argument("--ignore-check", "--ignore-checks", "--ignore", action="append", default=[], type=check_ids, dest="ignored", metavar="ID")
@@ -30,13 +34,13 @@ def register(subcommands: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from evidence import SUMMARY_NAME, VERDICTS_NAME, UnknownHealthCheck, health_check_bytes, normalize_ignored_checks
+    from evidence import SUMMARY_NAME, VERDICTS_NAME, UnknownHealthCheck, health_check_bytes, parse_ignored_checks
     from tasks.storage import InputNotFound, Location
 
     options = storage_options_of(args)
     source, out = Location(args.rollouts, options), Location(args.output, options)
     try:  # 0.7.0 normalises the ignore list before it looks at any path
-        ignored = normalize_ignored_checks([part for value in args.ignored for part in value.split(",")])
+        ignored = parse_ignored_checks(args.ignored)
     except UnknownHealthCheck as exc:
         args.parser.error(str(exc))
     try:

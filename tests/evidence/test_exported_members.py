@@ -17,7 +17,7 @@ EXPECTED = {
     "capability_digest", "capability_table_rows", "capture_rollout_id", "check_capture_file_id",
     "collect_row", "compute_perf_summary", "config_error_message", "convert_orjson_row", "convert_rollout", "dump_row",
     "duplicate_key_message", "evaluate_row", "export_rollouts", "health_check_bytes", "health_markdown",
-    "histogram_values", "normalize_ignored_checks", "orjson_line", "output_created_message", "output_exists_message",
+    "histogram_values", "normalize_ignored_checks", "orjson_line", "parse_ignored_checks", "split_check_ids", "output_created_message", "output_exists_message",
     "perf_markdown", "read_capture", "rejected_rows_message", "render_report",
     "rollouts_not_found_message", "success_lines", "summary_input", "trajectory_identity",
     "verdict_line", "verdict_order",
