@@ -21,10 +21,11 @@ from tasks.naming import default_failures_url, job_id_for, new_run_id
 from tasks.runs import (
     PARAMS_FILE,
     RunConflict,
+    check_apart,
     check_resume,
     claim,
     discard_temporaries,
-    is_complete,
+    finished_at,
     recorded_params,
     run_dir_of,
     update_latest,
@@ -69,6 +70,25 @@ def output_params(params: StageParams, job_id: str) -> dict[str, Any]:
     }
 
 
+def job_locations(params: StageParams) -> tuple[Location, Location | None, Location, Location, str]:
+    """The run's inputs (rollouts, failures sidecar or None, capture dir), the output root and the job id.
+
+    Checks what can be checked before anything is written: every input exists (a failures
+    sidecar given explicitly too), and the job directory is apart from the inputs.
+    """
+    options = storage_options_with(params.storage_options, params.aws_credentials_block)
+    main, capture_dir = Location(params.rollouts, options), Location(params.capture_dir, options)
+    failures = Location(params.failures or default_failures_url(params.rollouts), options)
+    if params.failures is None and not failures.exists():
+        failures = None
+    check_inputs(main, failures if params.failures else None, capture_dir)  # a default sidecar was just seen
+    job_id = params.job_id or job_id_for(params.rollouts)
+    output = Location(params.output, options)
+    files = [main] + ([failures] if failures is not None else [])
+    check_apart(output.child(job_id), [capture_dir] + [f.parent() for f in files])  # parameter URLs are absolute
+    return main, failures, capture_dir, output, job_id
+
+
 def resolve_run(params: StageParams) -> tuple[RunContext, Location, dict[str, Any], str]:
     """Locations, the run id, and the recorded parameters; claims the run directory.
 
@@ -76,32 +96,24 @@ def resolve_run(params: StageParams) -> tuple[RunContext, Location, dict[str, An
     temp files of the killed process are removed, and a complete full run gets the LATEST
     update it may have been killed before.
     """
-    options = storage_options_with(params.storage_options, params.aws_credentials_block)
-    main = Location(params.rollouts, options)
-    failures_url = params.failures or default_failures_url(params.rollouts)
-    failures = Location(failures_url, options)
-    if params.failures is None and not failures.exists():
-        failures = None
-    job_id = params.job_id or job_id_for(params.rollouts)
-    output = Location(params.output, options)
+    main, failures, capture_dir, output, job_id = job_locations(params)
     run_id = params.resume or params.run_id or new_run_id()
     run_dir = run_dir_of(output, job_id, run_id)
     requested = output_params(params, job_id)
-    check_inputs(main, Location(params.capture_dir, options))
     if params.resume:
         recorded = recorded_params(run_dir)
         check_resume(recorded, _explicit(params, requested))
         requested = recorded
         discard_temporaries(run_dir)
-        if is_complete(run_dir) and not is_subset(recorded):
-            update_latest(output.child(job_id), run_id)  # a kill between _SUCCESS and LATEST
+        if not is_subset(recorded) and (finished := finished_at(run_dir)) is not None:
+            update_latest(output.child(job_id), run_id, finished)  # a kill between _SUCCESS and LATEST
     else:
         claim(run_dir, requested)
     ctx = RunContext(
         run_dir=run_dir,
         main=main,
         failures=failures,
-        capture_dir=Location(params.capture_dir, options),
+        capture_dir=capture_dir,
         session_id=requested["session_id"],
         agent_version=requested["agent_version"],
         exporter_version=package_version(),
@@ -122,13 +134,11 @@ def preflight(params: StageParams) -> None:
     The CLI calls this first so a typo or a taken run id costs one line, not a failed flow run;
     ``resolve_run`` repeats the checks inside the flow (deployments do not pass through here).
     """
-    options = storage_options_with(params.storage_options, params.aws_credentials_block)
-    check_inputs(Location(params.rollouts, options), Location(params.capture_dir, options))
-    job_id = params.job_id or job_id_for(params.rollouts)
+    *_, output, job_id = job_locations(params)
     run_id = params.resume or params.run_id
     if run_id is None:
         return
-    run_dir = run_dir_of(Location(params.output, options), job_id, run_id)
+    run_dir = run_dir_of(output, job_id, run_id)
     if params.resume:
         check_resume(recorded_params(run_dir), _explicit(params, output_params(params, job_id)))
     elif run_dir.child(PARAMS_FILE).exists():

@@ -12,7 +12,7 @@ import hashlib
 import heapq
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import orjson
 
@@ -59,7 +59,7 @@ class JobPlan(TemporaryStore):
 
     def __init__(self) -> None:
         self.attempts: Spill[AttemptRef] = Spill()  # input order: main, then failures
-        self.inputs: Spill[tuple[str, FileEntry]] = Spill()  # (relative name, entry), sorted by name
+        self.inputs: Spill[tuple[str, FileEntry]] = Spill()  # (relative name, entry) by name, names as shown
         self.skipped: list[SkippedLine] = []
         self.orphans: list[str] = []
         self.fingerprint = ""
@@ -85,13 +85,16 @@ def _attempt_fingerprint(line: bytes, capture: FileEntry | None, incomplete: boo
     return digest.hexdigest()
 
 
-def check_inputs(main: Location, capture_dir: Location) -> None:
-    """Raise ``InputNotFound`` for a missing rollouts file or capture directory.
+def check_inputs(main: Location, failures: Location | None, capture_dir: Location) -> None:
+    """Raise ``InputNotFound`` for a missing rollouts file, failures sidecar or capture directory.
 
-    A run over a typo would otherwise report every attempt as ``no_records``.
+    A run over a typo would otherwise report every attempt as ``no_records`` (or fail in
+    discovery, after its run directory was claimed).
     """
     if not main.exists():
         raise InputNotFound(main.url, "rollouts file not found")
+    if failures is not None and not failures.exists():
+        raise InputNotFound(failures.url, "failures sidecar not found")
     if not capture_dir.is_dir():
         raise InputNotFound(capture_dir.url, "capture directory not found")
 
@@ -116,7 +119,7 @@ def _relative_name(item: tuple[str, FileEntry]) -> str:
 
 def list_inputs(main: Location, failures: Location | None, capture_dir: Location) -> JobInputs:
     """Every input file, from one HEAD per rollouts file and one LIST of the capture directory."""
-    check_inputs(main, capture_dir)
+    check_inputs(main, None, capture_dir)  # a missing sidecar is reported by its entry() just below
     files = {main.name: main.entry()}
     if failures is not None:
         files[failures.name] = failures.entry()
@@ -127,8 +130,18 @@ def fingerprint_inputs(inputs: JobInputs) -> str:
     """The job fingerprint: sha256 over the sorted (relative path, size, version) of every input."""
     digest = hashlib.sha256()
     for rel, entry in inputs.items():
-        digest.update(f"{rel}\0{entry.size}\0{entry.version}\n".encode())
+        digest.update(name_bytes(rel) + f"\0{entry.size}\0{entry.version}\n".encode())
     return digest.hexdigest()
+
+
+def name_bytes(name: str) -> bytes:
+    """A file name's bytes: a local name that is not UTF-8 arrives with its bytes escaped as surrogates."""
+    return name.encode("utf-8", "surrogateescape")
+
+
+def shown_name(name: str) -> str:
+    """A file name as the manifest shows it: bytes that are not UTF-8 as ``\\xNN`` (JSON cannot hold them)."""
+    return name_bytes(name).decode("utf-8", "backslashreplace")
 
 
 def discover(main: Location, failures: Location | None, capture_dir: Location) -> JobPlan:
@@ -139,8 +152,8 @@ def discover(main: Location, failures: Location | None, capture_dir: Location) -
     try:
         _scan(plan, [(MAIN, main)] + ([(FAILURES, failures)] if failures is not None else []), inputs.captures)
         plan.fingerprint = fingerprint_inputs(inputs)
-        for item in inputs.items():
-            plan.inputs.add(item)
+        for rel, entry in inputs.items():
+            plan.inputs.add((shown_name(rel), replace(entry, name=shown_name(entry.name))))
     except BaseException:
         plan.close()
         raise
@@ -186,7 +199,7 @@ def _scan(plan: JobPlan, sources: list[tuple[str, Location]], captures: list[Fil
                 )
             )
     plan.orphans = sorted(
-        name for name in listing if _capture_id_of_file(name) is not None and _capture_id_of_file(name) not in claimed
+        shown_name(name) for name in listing if _capture_id_of_file(name) is not None and _capture_id_of_file(name) not in claimed
     )
 
 

@@ -17,7 +17,7 @@ import orjson
 from tasks.discover import fingerprint_inputs, list_inputs
 from tasks.layout import JobLayout
 from tasks.naming import default_failures_url, job_id_for
-from tasks.runs import LATEST_FILE, is_complete, run_dir_of
+from tasks.runs import LATEST_FILE, MANIFEST_FILE, is_complete, run_dir_of
 from tasks.storage import Location
 
 
@@ -89,7 +89,7 @@ def latest_manifest(output: Location, job_id: str) -> dict[str, Any] | None:
     if not latest.exists():
         return None
     run_dir = run_dir_of(output, job_id, latest.read_bytes().decode().strip())
-    manifest = run_dir.child("manifest.json")
+    manifest = run_dir.child(MANIFEST_FILE)
     if not is_complete(run_dir) or not manifest.exists():
         return None
     return orjson.loads(manifest.read_bytes())

@@ -7,6 +7,7 @@ so every other output stays byte-identical across reruns of the same inputs and 
 from __future__ import annotations
 
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any
 
 from prefect import task
@@ -18,7 +19,7 @@ from tasks.links import publish_folder, publish_link
 from tasks.manifest import Streamed, manifest_chunks
 from tasks.parts import ATTEMPTS_FOLDER
 from tasks.reduce import ReduceSummary
-from tasks.runs import mark_complete, update_latest
+from tasks.runs import MANIFEST_FILE, mark_complete, update_latest
 from tasks.storage import Location
 
 
@@ -75,11 +76,11 @@ def publish_run(
     exists nothing reads them (the manifest and the outputs hold all they carried), and they
     are the largest thing in a run and differ between identical runs (timings).
     """
-    run_dir.child("manifest.json").write_chunks(lambda: manifest_chunks(manifest))
+    run_dir.child(MANIFEST_FILE).write_chunks(lambda: manifest_chunks(manifest))
     run_dir.child("report.html").write_bytes(report_html.encode())
     mark_complete(run_dir)
     if full_scope:
-        update_latest(job_dir, manifest["run"]["run_id"])
+        update_latest(job_dir, manifest["run"]["run_id"], datetime.fromisoformat(manifest["run"]["finished_at"]))
     if not keep_parts:
         run_dir.child(ATTEMPTS_FOLDER).remove_tree()
 

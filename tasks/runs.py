@@ -7,6 +7,8 @@ output-changing parameters; a resume must agree with them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -15,16 +17,28 @@ from tasks.storage import Location
 from tasks.storage.fs import TEMP_PREFIX
 
 PARAMS_FILE = "params.json"
+MANIFEST_FILE = "manifest.json"
+RUNS_FOLDER = "runs"
 SUCCESS_FILE = "_SUCCESS"
 LATEST_FILE = "LATEST"
 
 
 class RunConflict(Exception):
-    """The run cannot start: the run id is taken, or a resume disagrees with the run."""
+    """The run cannot start: the run id is taken, a resume disagrees with the run, or the
+    outputs would land among the inputs."""
 
 
 def run_dir_of(output: Location, job_id: str, run_id: str) -> Location:
-    return output.child(job_id, "runs", run_id)
+    return output.child(job_id, RUNS_FOLDER, run_id)
+
+
+def check_apart(job_dir: Location, inputs: Iterable[Location]) -> None:
+    """Refuse a job directory that is inside an input location or holds one (DESIGN.md invariant 1)."""
+    for folder in inputs:
+        if job_dir.within(folder) or folder.within(job_dir):
+            raise RunConflict(
+                f"output {job_dir.display} and input location {folder.display} overlap (inputs are read-only): choose an output outside the job's inputs"
+            )
 
 
 def claim(run_dir: Location, recorded: dict[str, Any]) -> None:
@@ -71,11 +85,28 @@ def mark_complete(run_dir: Location) -> None:
     run_dir.child(SUCCESS_FILE).write_bytes(b"")
 
 
-def update_latest(job_dir: Location, run_id: str) -> None:
-    """Point LATEST at ``run_id`` unless it already names a newer complete run (ids sort by time)."""
+def finished_at(run_dir: Location) -> datetime | None:
+    """When a complete run finished (its manifest's ``run.finished_at``); None without a readable manifest."""
+    manifest = run_dir.child(MANIFEST_FILE)
+    if not is_complete(run_dir) or not manifest.exists():
+        return None
+    try:
+        return datetime.fromisoformat(orjson.loads(manifest.read_bytes())["run"]["finished_at"])
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+
+
+def update_latest(job_dir: Location, run_id: str, finished: datetime) -> None:
+    """Point LATEST at ``run_id`` (finished at ``finished``) unless it names a run that finished later.
+
+    Run ids are free text (``--run-id``), so their order says nothing about age: the newest run
+    is the one that finished last, ties going to the greater run id so that every order of
+    publishing gives the same LATEST. A LATEST naming a run without a manifest is replaced.
+    """
     latest = job_dir.child(LATEST_FILE)
     if latest.exists():
         current = latest.read_bytes().decode().strip()
-        if current > run_id:
+        current_finished = finished_at(job_dir.child(RUNS_FOLDER, current))
+        if current != run_id and current_finished is not None and (current_finished, current) > (finished, run_id):
             return
     latest.write_bytes(f"{run_id}\n".encode())

@@ -41,7 +41,10 @@ def storage_options_of(args: argparse.Namespace) -> dict[str, Any]:
 def add_job_options(parser: argparse.ArgumentParser) -> None:
     """Options that shape how a job is processed, shared by ``run`` and ``batch``."""
     parser.add_argument("--attempts-per-task", type=int)
-    parser.add_argument("--ignore-check", action="append", default=[], dest="ignored_checks", metavar="ID")
+    parser.add_argument(
+        "--ignore-check", action="append", default=[], dest="ignored_checks", metavar="ID",
+        help="health check id to ignore, or ids separated by commas (repeatable); an unknown id is refused",
+    )
     parser.add_argument("--atif-all-or-nothing", action="store_true", default=None)
     parser.add_argument("--keep-parts", action="store_true", default=None, help="keep attempts/ after a run is published")
     parser.add_argument("--task-runner", choices=[k.value for k in TaskRunnerKind])

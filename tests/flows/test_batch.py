@@ -75,10 +75,10 @@ def test_batch_reprocesses_changed_inputs_and_config_and_everything_when_forced(
     assert (again[job_id_for(urls["job-a"])]["status"], again[job_id_for(urls["job-a"])]["reason"]) == ("processed", "inputs changed")
     assert again[job_id_for(urls["job-b"])]["status"] == "skipped"
 
-    reconfigured = batch_flow(params.model_copy(update={"ignored_checks": ["capture_gaps"]}))
+    reconfigured = batch_flow(params.model_copy(update={"ignored_checks": ["model_call_failed"]}))
     assert {(e["status"], e["reason"]) for e in reconfigured["jobs"]} == {("processed", "config changed")}
 
-    forced = batch_flow(params.model_copy(update={"force": True, "ignored_checks": ["capture_gaps"]}))
+    forced = batch_flow(params.model_copy(update={"force": True, "ignored_checks": ["model_call_failed"]}))
     assert {(e["status"], e["reason"]) for e in forced["jobs"]} == {("processed", "forced")}
 
 

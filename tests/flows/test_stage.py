@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -172,3 +173,24 @@ def test_verdicts_of_an_unreadable_record_do_not_depend_on_the_run(tmp_path: Pat
     locators = [finding["locator"] for finding in findings if finding["check"] == "record_unreadable"]
     assert locators == [{"source_file": "rollouts.jsonl", "line": 25}]
     assert verdicts[0].read_bytes() == verdicts[1].read_bytes()
+
+
+def test_latest_follows_finish_time_not_run_id_order(tmp_path: Path) -> None:
+    """Custom run ids: ``dask2`` sorts before ``default1``, and a timestamped id before ``r4``."""
+    common = dict(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output=str(tmp_path), job_id="example")
+    latest = tmp_path / "example" / "LATEST"
+    for run_id in ("default1", "dask2", "r4", "20261201T000000Z-0a1b2c"):
+        run_stage(**common, run_id=run_id)
+        assert latest.read_text() == run_id + "\n"
+    run_stage(**common, run_id="subset", rollout_ids=["0-0"])
+    assert latest.read_text() == "20261201T000000Z-0a1b2c\n", "a subset run never becomes LATEST"
+
+
+def test_a_capture_dir_file_name_that_is_not_utf8_is_reported_as_an_orphan(tmp_path: Path) -> None:
+    job = Path(shutil.copytree(EXAMPLE_JOB, tmp_path / "job"))
+    (Path(os.fsdecode(os.path.join(os.fsencode(job / "model-calls"), b"\xff\xfe.capture.jsonl")))).write_bytes(b"{}\n")
+    result = run_stage(rollouts=str(job / "rollouts.jsonl"), capture_dir=str(job / "model-calls"), output=str(tmp_path / "out"))
+    manifest = orjson.loads((local_path(result["run_dir"]) / "manifest.json").read_bytes())
+    assert "\\xff\\xfe.capture.jsonl" in manifest["orphans"]
+    assert "model-calls/\\xff\\xfe.capture.jsonl" in manifest["inputs"]["files"]
+    assert (local_path(result["run_dir"]) / "_SUCCESS").exists()

@@ -1,6 +1,10 @@
-"""Discovery on memory://: one attempt per object row, capture claims, orphans, fingerprints."""
+"""Discovery on memory:// (and local disk for file names): one attempt per object row, capture claims, orphans, fingerprints."""
 
 from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from pathlib import Path
 
 import orjson
 import pytest
@@ -65,3 +69,25 @@ def test_missing_inputs_are_errors_not_empty_runs() -> None:
         discover(main, None, Location("memory://job/typo"))
     with pytest.raises(InputNotFound, match="rollouts file"):
         discover(Location("memory://job/none.jsonl"), None, captures)
+
+
+def test_a_capture_file_name_that_is_not_utf8_is_an_orphan(tmp_path: Path) -> None:
+    """The name's bytes are fingerprinted; the manifest shows it escaped (JSON holds no such name)."""
+    calls = tmp_path / "model-calls"
+    calls.mkdir()
+    (tmp_path / "rollouts.jsonl").write_bytes(orjson.dumps(ROWS[0]) + b"\n")
+    (calls / "0-0.capture.jsonl").write_bytes(b"{}\n")
+    os.close(os.open(os.path.join(os.fsencode(calls), b"\xff\xfe.capture.jsonl"), os.O_CREAT | os.O_WRONLY))
+    os.close(os.open(os.path.join(os.fsencode(calls), b"notes-\xe9.txt"), os.O_CREAT | os.O_WRONLY))
+    main, captures = Location(str(tmp_path / "rollouts.jsonl")), Location(str(calls))
+    with discover(main, None, captures) as plan:
+        files = dict(plan.inputs)
+        assert [a.capture is not None for a in plan.attempts] == [True]
+        assert plan.orphans == ["\\xff\\xfe.capture.jsonl"]
+        assert sorted(files) == ["model-calls/0-0.capture.jsonl", "model-calls/\\xff\\xfe.capture.jsonl", "model-calls/notes-\\xe9.txt", "rollouts.jsonl"]
+        assert files["model-calls/notes-\\xe9.txt"].name == "notes-\\xe9.txt"
+        orjson.dumps({"files": {k: asdict(v) for k, v in files.items()}, "orphans": plan.orphans})  # the manifest can hold them
+        assert plan.fingerprint == fingerprint_inputs(list_inputs(main, None, captures))
+    os.rename(os.path.join(os.fsencode(calls), b"\xff\xfe.capture.jsonl"), os.path.join(os.fsencode(calls), b"\xfe\xff.capture.jsonl"))
+    with discover(main, None, captures) as renamed:
+        assert renamed.fingerprint != plan.fingerprint, "names are fingerprinted by their bytes"
