@@ -159,21 +159,21 @@ def test_notify_triggers_the_job_flow_and_its_outputs_appear(served: dict[str, A
     assert (run_dir / "rollouts.jsonl").read_bytes().count(b"\n") == SAMPLE.joinpath("rollouts.jsonl").read_bytes().count(b"\n")
 
 
+def run_manual(served: dict[str, Any], job: Path, **params: Any) -> subprocess.CompletedProcess[str]:
+    """``prefect deployment run evidence-stage/manual`` over ``job`` with these parameters, watched to the end."""
+    params = {"rollouts": str(job / "rollouts.jsonl"), "capture_dir": str(job / "model-calls"), "output": str(served["output"]), **params}
+    return subprocess.run(
+        [str(BIN / "prefect"), "deployment", "run", "evidence-stage/manual", "--params", json.dumps({"params": params}), "--watch", "--watch-timeout", str(WAIT_S)],
+        env=served["env"], capture_output=True, text=True, timeout=WAIT_S + 60,
+    )
+
+
 def test_manual_deployment_run_uses_the_given_parameters(served: dict[str, Any]) -> None:
     job = copy_job(served["root"] / "manual-job")
     first_id = capture_file_id(orjson.loads((job / "rollouts.jsonl").read_bytes().splitlines()[0]))
-    params = {
-        "rollouts": str(job / "rollouts.jsonl"),
-        "capture_dir": str(job / "model-calls"),
-        "output": str(served["output"]),
-        "job_id": "chosen-job",
-        "run_id": "chosen-run",
-        "rollout_ids": [first_id],
-        "attempts_per_task": 1,
-    }
-    result = subprocess.run(
-        [str(BIN / "prefect"), "deployment", "run", "evidence-stage/manual", "--params", json.dumps({"params": params}), "--watch", "--watch-timeout", str(WAIT_S)],
-        env=served["env"], capture_output=True, text=True, timeout=WAIT_S + 60,
+    result = run_manual(
+        served, job, job_id="chosen-job", run_id="chosen-run", rollout_ids=[first_id], attempts_per_task=1,
+        ignored_checks=["model_call_failed,record_unreadable"],  # the form's entries follow the health drop-in's rule
     )
     assert result.returncode == 0, result.stdout[-3000:] + logs_of(served)
     run_dir = served["output"] / "chosen-job" / "runs" / "chosen-run"
@@ -181,7 +181,16 @@ def test_manual_deployment_run_uses_the_given_parameters(served: dict[str, Any])
     assert manifest["run"]["scope"] == "subset"
     assert manifest["counts"]["attempts"] == 1
     assert manifest["parameters"]["rollout_ids"] == [first_id]
+    assert manifest["parameters"]["ignored_checks"] == ["model_call_failed", "record_unreadable"]
     assert not (served["output"] / "chosen-job" / "LATEST").exists()
+
+
+def test_manual_deployment_run_with_an_unknown_check_fails_before_claiming(served: dict[str, Any]) -> None:
+    job = copy_job(served["root"] / "unknown-check-job")
+    result = run_manual(served, job, job_id="unknown-check", run_id="r1", ignored_checks=["model_call_failed", "bogus_check"])
+    assert result.returncode != 0, result.stdout[-3000:]
+    assert "Unknown rollout health check(s): bogus_check" in logs_of(served)
+    assert not (served["output"] / "unknown-check").exists()
 
 
 def test_sweep_deployment_processes_the_configured_prefix(served: dict[str, Any]) -> None:
