@@ -31,7 +31,7 @@ EVERYWHERE = {"read": 0.12, "list": 0.12, "write": 0.12}
 SCENARIOS: dict[str, Callable[[JobInfo], FaultPlan]] = {
     # A run makes only a handful of LISTs: its first one always fails, so lists are covered every time.
     "5xx on reads, lists and writes": lambda job: FaultPlan(fractions=EVERYWHERE, fail_first_of_kind={"list": 1}, seed=1),
-    "5xx and connection resets": lambda job: FaultPlan(fractions=EVERYWHERE, resets=True, seed=2),
+    "5xx and connection resets": lambda job: FaultPlan(fractions=EVERYWHERE, resets=True, fail_first_of_kind={"list": 1}, seed=2),
     "one capture fails past the retry budget": lambda job: FaultPlan(fail_first={_first_capture(job): ATTEMPTS + 2}),
 }
 NO_SDK_RETRIES = {"config_kwargs": {"retries": {"total_max_attempts": 1}}}
