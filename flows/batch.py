@@ -25,7 +25,7 @@ from flows.stage import stage_flow
 from tasks.batch import publish_batch_artifacts, stage_job, summarise
 from tasks.credentials import storage_options_with
 from tasks.jobs import FoundJob, find_jobs
-from tasks.layout import DEFAULT_CAPTURE_DIR, DEFAULT_EXCLUDE_GLOBS, DEFAULT_ROLLOUTS_GLOB, JobLayout
+from tasks.layout import DEFAULT_CAPTURE_DIR, DEFAULT_EXCLUDE_GLOBS, DEFAULT_ROLLOUTS_GLOB, DEFAULT_SHARD_GLOB, JobLayout
 from tasks.naming import new_run_id
 from tasks.storage import Location
 
@@ -49,6 +49,10 @@ class BatchParams(BaseModel):
         default=list(DEFAULT_EXCLUDE_GLOBS), title="Excluded file globs", description="Files that are never rollouts files (sidecars, Gym's own outputs)."
     )
     capture_dir_name: str = Field(default=DEFAULT_CAPTURE_DIR, title="Capture directory name", description="The folder that marks a job folder.")
+    shard_glob: str = Field(
+        default=DEFAULT_SHARD_GLOB, title="Shard file glob",
+        description="A folder whose rollouts files all match this glob is one sharded job (else several files are ambiguous).",
+    )
     compare_previous: bool = Field(
         default=False, title="Compare with the previous run", description="Compare each processed job with its previous complete run (artifact + compare files)."
     )
@@ -65,7 +69,7 @@ class BatchParams(BaseModel):
 
     @property
     def layout(self) -> JobLayout:
-        return JobLayout(self.rollouts_glob, tuple(self.exclude_globs), self.capture_dir_name)
+        return JobLayout(self.rollouts_glob, tuple(self.exclude_globs), self.capture_dir_name, self.shard_glob)
 
     def job_params(self, job: FoundJob) -> StageParams:
         """The job flow's parameters for one found job (ids and ATIF defaults as ``run`` gives them)."""
@@ -93,7 +97,7 @@ def batch_flow(params: BatchParams) -> dict[str, Any]:
             {
                 "job": search.jobs,
                 "output": unmapped(output),
-                "config_fingerprint": [config_fingerprint(output_params(p, job.job_id)) for p, job in zip(job_params, search.jobs)],
+                "config_fingerprint": [config_fingerprint(output_params(p, job.job_id, job.rollouts)) for p, job in zip(job_params, search.jobs)],
                 "force": unmapped(params.force),
                 "compare_previous": unmapped(params.compare_previous),
                 "run_job": [partial(stage_flow, p) for p in job_params],

@@ -23,10 +23,10 @@ def group_size(total: int, requested: int | None) -> int:
 
 
 def make_groups(attempts: Iterable[AttemptRef], size: int) -> Iterator[list[AttemptRef]]:
-    """Contiguous groups from one source each, so a group's rows are one ranged read."""
+    """Contiguous groups from one input file each, so a group's rows are one ranged read."""
     group: list[AttemptRef] = []
     for attempt in attempts:
-        if group and (len(group) >= size or group[-1].source != attempt.source):
+        if group and (len(group) >= size or (group[-1].shard, group[-1].source) != (attempt.shard, attempt.source)):
             yield group
             group = []
         group.append(attempt)

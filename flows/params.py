@@ -21,6 +21,19 @@ OUTPUT_PARAMETERS = ("session_id", "agent_version", "ignored_checks", "atif_all_
 # stored parameter must mean the same file whoever reads it.
 Url = Annotated[str, AfterValidator(canonical_url)]
 
+
+def _canonical_rollouts(value: str | list[str]) -> str | list[str]:
+    """Each path or glob, comma-separated ones included (``gym eval aggregate``'s input_glob), as an absolute URL."""
+
+    def entry(text: str) -> str:
+        return ",".join(canonical_url(part.strip()) for part in text.split(",") if part.strip())
+
+    return entry(value) if isinstance(value, str) else [entry(item) for item in value]
+
+
+# The rollouts file of a job, or its shards: URLs, globs or comma-separated globs (tasks.shards).
+Rollouts = Annotated[str | list[str], AfterValidator(_canonical_rollouts)]
+
 # The fan-out's default group size (flows/groups.py): a task run costs ~50 ms of CPU in the flow
 # process and as much in the Prefect server (measured with tests/bench on two cores), so a run
 # has at most MAX_TASK_RUNS task runs, of at least MIN_GROUP attempts (~0.7 s of work) each.
@@ -96,7 +109,11 @@ class StageParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_enum_values=False)
 
-    rollouts: Url = Field(title="Rollouts file", description="URL of the job's rollouts JSONL (local path, file://, s3://, memory://).")
+    rollouts: Rollouts = Field(
+        title="Rollouts file(s)",
+        description="URL of the job's rollouts JSONL (local path, file://, s3://, memory://), or several (shards): "
+        "URLs, globs or comma-separated globs as `gym eval aggregate`'s input_glob; each shard's sidecars are found beside it.",
+    )
     capture_dir: Url = Field(title="Capture directory", description="URL of the model-call capture directory (`model-calls/`).")
     output: Url = Field(title="Output root", description="URL under which `<job-id>/runs/<run-id>/` is written.")
     rollout_ids: list[str] = Field(default_factory=list, title="Rollout ids", description="Subset rerun: only these rollout ids (new run, scope subset).")

@@ -17,7 +17,7 @@ from flows.params import StageParams
 from tasks.context import RunContext
 from tasks.credentials import storage_options_with
 from tasks.discover import AttemptRef, check_inputs
-from tasks.naming import default_failures_url, job_id_for, new_run_id
+from tasks.naming import job_id_for, new_run_id
 from tasks.runs import (
     PARAMS_FILE,
     RunConflict,
@@ -30,6 +30,7 @@ from tasks.runs import (
     run_dir_of,
     update_latest,
 )
+from tasks.shards import Shard, expand_rollouts, find_shards
 from tasks.storage import Location
 
 
@@ -55,9 +56,16 @@ def is_subset(recorded: dict[str, Any]) -> bool:
     return bool(recorded["rollout_ids"]) or recorded["rollout_glob"] is not None
 
 
-def output_params(params: StageParams, job_id: str) -> dict[str, Any]:
+def recorded_rollouts(shards: tuple[Shard, ...]) -> str | list[str]:
+    """What ``params.json`` records: the one rollouts URL, or the expanded shard URLs (a glob can match more later)."""
+    urls = [shard.main.url for shard in shards]
+    return urls[0] if len(urls) == 1 else urls
+
+
+def output_params(params: StageParams, job_id: str, rollouts: str | list[str]) -> dict[str, Any]:
+    """What ``params.json`` records; ``rollouts`` as ``recorded_rollouts`` gives it."""
     return {
-        "rollouts": params.rollouts,
+        "rollouts": rollouts,
         "capture_dir": params.capture_dir,
         "failures": params.failures,
         "job_id": job_id,
@@ -70,23 +78,22 @@ def output_params(params: StageParams, job_id: str) -> dict[str, Any]:
     }
 
 
-def job_locations(params: StageParams) -> tuple[Location, Location | None, Location, Location, str]:
-    """The run's inputs (rollouts, failures sidecar or None, capture dir), the output root and the job id.
+def job_locations(params: StageParams) -> tuple[tuple[Shard, ...], Location, Location, str]:
+    """The run's inputs (its shards, one for a one-file job; the capture dir), the output root and the job id.
 
     Checks what can be checked before anything is written: every input exists (a failures
     sidecar given explicitly too), and the job directory is apart from the inputs.
     """
     options = storage_options_with(params.storage_options, params.aws_credentials_block)
-    main, capture_dir = Location(params.rollouts, options), Location(params.capture_dir, options)
-    failures = Location(params.failures or default_failures_url(params.rollouts), options)
-    if params.failures is None and not failures.exists():
-        failures = None
-    check_inputs(main, failures if params.failures else None, capture_dir)  # a default sidecar was just seen
-    job_id = params.job_id or job_id_for(params.rollouts)
+    capture_dir = Location(params.capture_dir, options)
+    urls = expand_rollouts(params.rollouts, options)
+    shards = find_shards(urls, options, params.failures)
+    check_inputs(shards, capture_dir)
+    job_id = params.job_id or job_id_for(urls)
     output = Location(params.output, options)
-    files = [main] + ([failures] if failures is not None else [])
+    files = [f for shard in shards for f in (shard.main, shard.failures, shard.materialized) if f is not None]
     check_apart(output.child(job_id), [capture_dir] + [f.parent() for f in files])  # parameter URLs are absolute
-    return main, failures, capture_dir, output, job_id
+    return shards, capture_dir, output, job_id
 
 
 def resolve_run(params: StageParams) -> tuple[RunContext, Location, dict[str, Any], str]:
@@ -96,10 +103,10 @@ def resolve_run(params: StageParams) -> tuple[RunContext, Location, dict[str, An
     temp files of the killed process are removed, and a complete full run gets the LATEST
     update it may have been killed before.
     """
-    main, failures, capture_dir, output, job_id = job_locations(params)
+    shards, capture_dir, output, job_id = job_locations(params)
     run_id = params.resume or params.run_id or new_run_id()
     run_dir = run_dir_of(output, job_id, run_id)
-    requested = output_params(params, job_id)
+    requested = output_params(params, job_id, recorded_rollouts(shards))
     if params.resume:
         recorded = recorded_params(run_dir)
         check_resume(recorded, _explicit(params, requested))
@@ -111,8 +118,7 @@ def resolve_run(params: StageParams) -> tuple[RunContext, Location, dict[str, An
         claim(run_dir, requested)
     ctx = RunContext(
         run_dir=run_dir,
-        main=main,
-        failures=failures,
+        shards=shards,
         capture_dir=capture_dir,
         session_id=requested["session_id"],
         agent_version=requested["agent_version"],
@@ -134,13 +140,13 @@ def preflight(params: StageParams) -> None:
     The CLI calls this first so a typo or a taken run id costs one line, not a failed flow run;
     ``resolve_run`` repeats the checks inside the flow (deployments do not pass through here).
     """
-    *_, output, job_id = job_locations(params)
+    shards, _, output, job_id = job_locations(params)
     run_id = params.resume or params.run_id
     if run_id is None:
         return
     run_dir = run_dir_of(output, job_id, run_id)
     if params.resume:
-        check_resume(recorded_params(run_dir), _explicit(params, output_params(params, job_id)))
+        check_resume(recorded_params(run_dir), _explicit(params, output_params(params, job_id, recorded_rollouts(shards))))
     elif run_dir.child(PARAMS_FILE).exists():
         raise RunConflict(f"run id already exists: {run_dir.url} (use --resume to continue it)")
 

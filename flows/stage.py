@@ -44,7 +44,7 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
         subset = is_subset(recorded)  # from the run itself: a resumed subset run stays a subset
         with ExitStack() as stack:
             with attempt_pool(params) as pool:  # its workers start while discovery runs
-                plan = stack.enter_context(discover_job(ctx.main, ctx.failures, ctx.capture_dir))
+                plan = stack.enter_context(discover_job(ctx.shards, ctx.capture_dir))
                 timings["discover_s"] = time.perf_counter() - clock
                 timings["discover_task_s"] = plan.seconds
                 if subset:

@@ -95,7 +95,7 @@ def _group_rows(ctx: RunContext, attempts: list[AttemptRef]) -> Iterator[tuple[A
     A group is contiguous in one input file, so a few reads cover it while memory stays bounded
     by the chunk, whatever the group size.
     """
-    source = ctx.source(attempts[0].source)
+    source = ctx.source(attempts[0])
     for chunk in _read_chunks(attempts):
         base = chunk[0].offset
         block = source.read_range(base, chunk[-1].offset + chunk[-1].length)
@@ -143,7 +143,7 @@ def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool)
     summary = GroupSummary()
     config = ctx.attempt_config
 
-    folder = segment_folder(ctx.run_dir, attempts[0].source)
+    folder = segment_folder(ctx.run_dir, attempts[0].part_folder)
     existing = PartIndex(folder, range(attempts[0].line, attempts[-1].line + 1)) if check_existing else None
 
     def fetch(item: tuple[AttemptRef, bytes]) -> _Fetched:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evidence import AttemptConfig, Exporter
+from tasks.discover import MAIN, AttemptRef
+from tasks.shards import Shard
 from tasks.storage import Location
 
 EXPORTER_NAME = "evidence-stage"
@@ -16,8 +18,7 @@ class RunContext:
     """Locations and output-changing parameters of one run."""
 
     run_dir: Location
-    main: Location
-    failures: Location | None
+    shards: tuple[Shard, ...]  # the job's rollouts files in order; one for a one-file job
     capture_dir: Location
     session_id: str
     agent_version: str
@@ -25,12 +26,18 @@ class RunContext:
     ignored_checks: tuple[str, ...]
     resume: bool = False
 
-    def source(self, name: str) -> Location:
-        """The input file an attempt's ``source`` names."""
-        location = self.main if name == "main" else self.failures
+    def source(self, attempt: AttemptRef) -> Location:
+        """The input file an attempt was read from: its shard's rollouts file or failures sidecar."""
+        shard = self.shards[attempt.shard or 0]
+        location = shard.main if attempt.source == MAIN else shard.failures
         if location is None:
-            raise ValueError(f"no input file for source {name!r}")
+            raise ValueError(f"no input file for source {attempt.source!r} of {shard.name}")
         return location
+
+    @property
+    def has_failures(self) -> bool:
+        """Whether any shard has a failures sidecar (the run then writes ``rollouts_failures.jsonl``)."""
+        return any(shard.failures is not None for shard in self.shards)
 
     @property
     def attempt_config(self) -> AttemptConfig:

@@ -1,6 +1,7 @@
 """Discovery: a job's inputs -> one attempt per row, each with its capture file and fingerprint.
 
-The attempt key is ``(source, line)``; the rollout id is evidence that can repeat or be invalid,
+The attempt key is ``(source, line)``, or ``(shard, source, line)`` in a job of several rollouts
+files (shards, ``tasks.shards``); the rollout id is evidence that can repeat or be invalid,
 so it never names a file here. Capture files claimed by no row are orphans: reported, never read.
 The plan keeps its per-attempt and per-file records in local spills, so a job of 20,000
 attempts costs the flow no more memory than one of 2,000 (DESIGN.md invariant 6).
@@ -11,12 +12,15 @@ from __future__ import annotations
 import hashlib
 import heapq
 import time
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import orjson
 
 from evidence import capture_file_id
+from tasks.shards import Shard
 from tasks.spill import Spill, TemporaryStore
 from tasks.storage import FileEntry, InputNotFound, Location
 
@@ -39,10 +43,16 @@ class AttemptRef:
     capture: FileEntry | None
     incomplete: bool
     fingerprint: str
+    shard: int | None = None  # position of its rollouts file in a sharded job; None in a one-file job
 
     @property
     def key(self) -> str:
-        return f"{self.source}:{self.line}"
+        return f"{self.source}:{self.line}" if self.shard is None else f"{self.shard}:{self.source}:{self.line}"
+
+    @property
+    def part_folder(self) -> str:
+        """Its folder under ``attempts/``: the source, below the shard's folder in a sharded job."""
+        return self.source if self.shard is None else f"shard-{self.shard:04d}/{self.source}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,17 +62,19 @@ class SkippedLine:
     source: str
     line: int
     reason: str
+    shard: str | None = None  # the shard's file name in a sharded job
 
 
 class JobPlan(TemporaryStore):
     """Everything discovery learned about a job: spilled attempts and input files, the rest small."""
 
     def __init__(self) -> None:
-        self.attempts: Spill[AttemptRef] = Spill()  # input order: main, then failures
+        self.attempts: Spill[AttemptRef] = Spill()  # input order: every shard's main, then every shard's failures
         self.inputs: Spill[tuple[str, FileEntry]] = Spill()  # (relative name, entry) by name, names as shown
         self.skipped: list[SkippedLine] = []
         self.orphans: list[str] = []
         self.fingerprint = ""
+        self.shards: list[dict[str, Any]] = []  # per rollouts file: its files' fingerprint and row counts
         self.seconds = 0.0
 
     def select(self, keep: Callable[[AttemptRef], bool]) -> None:
@@ -85,16 +97,17 @@ def _attempt_fingerprint(line: bytes, capture: FileEntry | None, incomplete: boo
     return digest.hexdigest()
 
 
-def check_inputs(main: Location, failures: Location | None, capture_dir: Location) -> None:
+def check_inputs(shards: Sequence[Shard], capture_dir: Location) -> None:
     """Raise ``InputNotFound`` for a missing rollouts file, failures sidecar or capture directory.
 
     A run over a typo would otherwise report every attempt as ``no_records`` (or fail in
     discovery, after its run directory was claimed).
     """
-    if not main.exists():
-        raise InputNotFound(main.url, "rollouts file not found")
-    if failures is not None and not failures.exists():
-        raise InputNotFound(failures.url, "failures sidecar not found")
+    for shard in shards:
+        if not shard.main.exists():
+            raise InputNotFound(shard.main.url, "rollouts file not found")
+        if shard.failures is not None and not shard.failures.exists():  # an explicit --failures
+            raise InputNotFound(shard.failures.url, "failures sidecar not found")
     if not capture_dir.is_dir():
         raise InputNotFound(capture_dir.url, "capture directory not found")
 
@@ -117,19 +130,25 @@ def _relative_name(item: tuple[str, FileEntry]) -> str:
     return item[0]
 
 
-def list_inputs(main: Location, failures: Location | None, capture_dir: Location) -> JobInputs:
-    """Every input file, from one HEAD per rollouts file and one LIST of the capture directory."""
-    check_inputs(main, None, capture_dir)  # a missing sidecar is reported by its entry() just below
-    files = {main.name: main.entry()}
-    if failures is not None:
-        files[failures.name] = failures.entry()
+def list_inputs(shards: Sequence[Shard], capture_dir: Location) -> JobInputs:
+    """Every input file, from one HEAD per rollouts file or sidecar and one LIST of the capture directory."""
+    check_inputs([Shard(shard.main) for shard in shards], capture_dir)  # a missing sidecar is reported by its entry() just below
+    files = {}
+    for shard in shards:
+        for location in (shard.main, shard.failures, shard.materialized):
+            if location is not None:
+                files[location.name] = location.entry()
     return JobInputs(files, capture_dir.name, capture_dir.list_files())
 
 
 def fingerprint_inputs(inputs: JobInputs) -> str:
     """The job fingerprint: sha256 over the sorted (relative path, size, version) of every input."""
+    return _fingerprint(inputs.items())
+
+
+def _fingerprint(items: Iterable[tuple[str, FileEntry]]) -> str:
     digest = hashlib.sha256()
-    for rel, entry in inputs.items():
+    for rel, entry in items:
         digest.update(name_bytes(rel) + f"\0{entry.size}\0{entry.version}\n".encode())
     return digest.hexdigest()
 
@@ -144,14 +163,39 @@ def shown_name(name: str) -> str:
     return name_bytes(name).decode("utf-8", "backslashreplace")
 
 
-def discover(main: Location, failures: Location | None, capture_dir: Location) -> JobPlan:
+def _shard_summaries(shards: Sequence[Shard], inputs: JobInputs, rows: Counter[tuple[int | None, str]], sharded: bool) -> list[dict[str, Any]]:
+    """What the manifest says of each rollouts file: its sidecars, rows per source, and a fingerprint of its files."""
+    summaries = []
+    for k, shard in enumerate(shards):
+        files = sorted(loc.name for loc in (shard.main, shard.failures, shard.materialized) if loc is not None)
+        index = k if sharded else None
+        summaries.append({
+            "file": shard.name,
+            "rollouts": shard.main.url,
+            "failures": shard.failures.url if shard.failures is not None else None,
+            "materialized_inputs": shard.materialized.url if shard.materialized is not None else None,
+            "rows": {MAIN: rows[(index, MAIN)], FAILURES: rows[(index, FAILURES)]},
+            "fingerprint": _fingerprint((name, inputs.files[name]) for name in files),
+        })
+    return summaries
+
+
+def discover(shards: Sequence[Shard], capture_dir: Location) -> JobPlan:
     """Scan the rollouts file(s) once and the capture directory once; return the job plan."""
     started = time.perf_counter()
-    inputs = list_inputs(main, failures, capture_dir)
+    inputs = list_inputs(shards, capture_dir)
     plan = JobPlan()
+    sharded = len(shards) > 1
+    sources = [
+        (k if sharded else None, source, location)
+        for source in (MAIN, FAILURES)
+        for k, shard in enumerate(shards)
+        if (location := shard.main if source == MAIN else shard.failures) is not None
+    ]
     try:
-        _scan(plan, [(MAIN, main)] + ([(FAILURES, failures)] if failures is not None else []), inputs.captures)
+        rows = _scan(plan, sources, inputs.captures)
         plan.fingerprint = fingerprint_inputs(inputs)
+        plan.shards = _shard_summaries(shards, inputs, rows, sharded)
         for rel, entry in inputs.items():
             plan.inputs.add((shown_name(rel), replace(entry, name=shown_name(entry.name))))
     except BaseException:
@@ -161,24 +205,30 @@ def discover(main: Location, failures: Location | None, capture_dir: Location) -
     return plan
 
 
-def _scan(plan: JobPlan, sources: list[tuple[str, Location]], captures: list[FileEntry]) -> None:
-    """One attempt per JSON-object row, with the capture it claims; then the orphan captures."""
+def _scan(plan: JobPlan, sources: list[tuple[int | None, str, Location]], captures: list[FileEntry]) -> Counter[tuple[int | None, str]]:
+    """One attempt per JSON-object row, with the capture it claims; then the orphan captures; rows per (shard, source).
+
+    Output lines number on across shards: the enriched outputs are the shards' rows in order.
+    """
     listing = {entry.name: entry for entry in captures}
     claimed: set[str] = set()
-    for source, location in sources:
-        out_line = 0
+    out_lines = dict.fromkeys((MAIN, FAILURES), 0)
+    rows: Counter[tuple[int | None, str]] = Counter()
+    for shard, source, location in sources:
+        shard_name = location.name if shard is not None else None
         for line_no, offset, raw in location.iter_lines():
             if not raw.strip():
                 continue
             try:
                 row = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
-                plan.skipped.append(SkippedLine(source, line_no, f"invalid JSON: {exc}"))
+                plan.skipped.append(SkippedLine(source, line_no, f"invalid JSON: {exc}", shard_name))
                 continue
             if not isinstance(row, dict):
-                plan.skipped.append(SkippedLine(source, line_no, f"not a JSON object: {type(row).__name__}"))
+                plan.skipped.append(SkippedLine(source, line_no, f"not a JSON object: {type(row).__name__}", shard_name))
                 continue
-            out_line += 1
+            out_lines[source] += 1
+            rows[(shard, source)] += 1
             rollout_id = capture_file_id(row)
             capture = incomplete = None
             if rollout_id is not None:
@@ -191,16 +241,18 @@ def _scan(plan: JobPlan, sources: list[tuple[str, Location]], captures: list[Fil
                     line=line_no,
                     offset=offset,
                     length=len(raw),
-                    out_line=out_line,
+                    out_line=out_lines[source],
                     rollout_id=rollout_id,
                     capture=capture,
                     incomplete=bool(incomplete),
                     fingerprint=_attempt_fingerprint(raw, capture, bool(incomplete)),
+                    shard=shard,
                 )
             )
     plan.orphans = sorted(
         shown_name(name) for name in listing if _capture_id_of_file(name) is not None and _capture_id_of_file(name) not in claimed
     )
+    return rows
 
 
 def _capture_id_of_file(name: str) -> str | None:

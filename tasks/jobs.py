@@ -1,14 +1,17 @@
 """Finding evaluation jobs under a prefix, and what the output already holds for each.
 
 A job folder, as ``gym eval run`` leaves it, holds a capture directory (``model-calls/``) and
-exactly one rollouts file. Gym writes other JSONL files beside it (the failures sidecar,
-materialised inputs, attempt logs, health verdicts) that are never rollouts files. A folder
-with several candidates is reported and skipped rather than guessed: processing the wrong
-file would publish a plausible but wrong run. One recursive listing serves the whole prefix.
+exactly one rollouts file, or several shards of one job (``gym eval run +disable_aggregation``
+per chunk, names matching the layout's shard glob). Gym writes other JSONL files beside them
+(the failures sidecar, materialised inputs, attempt logs, health verdicts) that are never
+rollouts files. A folder with several candidates that are not all shards is reported and
+skipped rather than guessed: processing the wrong file would publish a plausible but wrong run.
+One recursive listing serves the whole prefix.
 """
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,17 +19,18 @@ import orjson
 
 from tasks.discover import fingerprint_inputs, list_inputs
 from tasks.layout import JobLayout
-from tasks.naming import default_failures_url, job_id_for
+from tasks.naming import job_id_for
 from tasks.runs import LATEST_FILE, MANIFEST_FILE, is_complete, run_dir_of
+from tasks.shards import find_shards
 from tasks.storage import Location
 
 
 @dataclass(frozen=True)
 class FoundJob:
-    """One job: its rollouts file and capture directory URLs, and its id (as ``run`` derives it)."""
+    """One job: its rollouts file (or shard files, in order) and capture directory URLs, and its id (as ``run`` derives it)."""
 
     folder: str
-    rollouts: str
+    rollouts: str | list[str]
     capture_dir: str
     job_id: str
 
@@ -65,6 +69,9 @@ def find_jobs(prefix: Location, layout: JobLayout) -> JobSearch:
         if len(candidates) == 1:
             rollouts = where.child(candidates[0]).url
             search.jobs.append(FoundJob(folder, rollouts, where.child(layout.capture_dir).url, job_id_for(rollouts)))
+        elif candidates and all(fnmatch.fnmatchcase(n, layout.shard_glob) for n in candidates):
+            shards = [where.child(n).url for n in candidates]
+            search.jobs.append(FoundJob(folder, shards, where.child(layout.capture_dir).url, job_id_for(shards)))
         elif candidates:
             search.skipped.append(SkippedFolder(folder, f"ambiguous: {len(candidates)} rollouts files", candidates))
         else:
@@ -74,13 +81,8 @@ def find_jobs(prefix: Location, layout: JobLayout) -> JobSearch:
 
 def input_fingerprint(job: FoundJob, options: dict[str, Any]) -> str:
     """The job fingerprint the stage would record, from listings only (no rows are read)."""
-    failures = Location(default_failures_url(job.rollouts), options)
-    inputs = list_inputs(
-        Location(job.rollouts, options),
-        failures if failures.exists() else None,
-        Location(job.capture_dir, options),
-    )
-    return fingerprint_inputs(inputs)
+    urls = [job.rollouts] if isinstance(job.rollouts, str) else job.rollouts
+    return fingerprint_inputs(list_inputs(find_shards(urls, options), Location(job.capture_dir, options)))
 
 
 def latest_manifest(output: Location, job_id: str) -> dict[str, Any] | None:

@@ -6,6 +6,7 @@ import hashlib
 import os
 import re
 import secrets
+from collections.abc import Sequence
 from datetime import datetime, timezone
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -31,15 +32,18 @@ def canonical_url(url: str) -> str:
     return "file://" + os.path.abspath(url)
 
 
-def job_id_for(rollouts_url: str) -> str:
-    """``<parent folder, sanitised>-<first 8 hex of sha256(canonical rollouts URL)>``.
+def job_id_for(rollouts: str | Sequence[str]) -> str:
+    """``<parent folder, sanitised>-<first 8 hex of sha256(canonical rollouts URL(s))>``.
 
-    The same rollouts URL always gives the same id, whoever asks (CLI, batch, trigger).
+    The same rollouts URL always gives the same id, whoever asks (CLI, batch, trigger). A
+    sharded job hashes its shard URLs in order, one per line, so ``run`` over a glob and the
+    sweep over the folder name the same job; a one-file list is that file's id.
     """
-    url = canonical_url(rollouts_url)
-    parent = url.rstrip("/").rsplit("/", 2)[-2] if url.count("/") >= 2 else "job"
+    urls = [canonical_url(u) for u in ([rollouts] if isinstance(rollouts, str) else rollouts)]
+    first = urls[0]
+    parent = first.rstrip("/").rsplit("/", 2)[-2] if first.count("/") >= 2 else "job"
     name = _UNSAFE.sub("_", parent) or "job"
-    return f"{name}-{hashlib.sha256(url.encode()).hexdigest()[:8]}"
+    return f"{name}-{hashlib.sha256(chr(10).join(urls).encode()).hexdigest()[:8]}"
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -48,7 +52,16 @@ def new_run_id(now: datetime | None = None) -> str:
     return f"{moment:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
 
 
+FAILURES_SUFFIX = "_failures"
+MATERIALIZED_SUFFIX = "_materialized_inputs"
+
+
+def sidecar_url(rollouts_url: str, suffix: str) -> str:
+    """``<stem><suffix>.jsonl`` beside the rollouts file: where Gym writes a shard's sidecars."""
+    stem = rollouts_url[: -len(".jsonl")] if rollouts_url.endswith(".jsonl") else rollouts_url
+    return f"{stem}{suffix}.jsonl"
+
+
 def default_failures_url(rollouts_url: str) -> str:
     """``<stem>_failures.jsonl`` beside the rollouts file."""
-    stem = rollouts_url[: -len(".jsonl")] if rollouts_url.endswith(".jsonl") else rollouts_url
-    return f"{stem}_failures.jsonl"
+    return sidecar_url(rollouts_url, FAILURES_SUFFIX)

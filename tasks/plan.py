@@ -11,9 +11,10 @@ from prefect.cache_policies import NO_CACHE
 
 from tasks.discover import JobPlan, discover
 from tasks.retry import retry_on_transient
+from tasks.shards import Shard
 from tasks.storage import Location
 
 
 @task(name="discover-job", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_condition_fn=retry_on_transient)
-def discover_job(main: Location, failures: Location | None, capture_dir: Location) -> JobPlan:
-    return discover(main, failures, capture_dir)
+def discover_job(shards: tuple[Shard, ...], capture_dir: Location) -> JobPlan:
+    return discover(shards, capture_dir)

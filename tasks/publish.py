@@ -46,6 +46,7 @@ def build_manifest(
             "fingerprint": plan.fingerprint,
             "files": Streamed(lambda: ((name, asdict(entry)) for name, entry in plan.inputs), pairs=True),
         },
+        "shards": plan.shards,
         "counts": {
             "attempts": log.count,
             "by_status": dict(sorted(log.by_status.items())),
@@ -59,7 +60,7 @@ def build_manifest(
             "fold_problems": len(reduced.fold_problems),
         },
         "attempts": Streamed(log.entries),
-        "skipped_lines": [asdict(s) for s in plan.skipped],
+        "skipped_lines": [{k: v for k, v in asdict(s).items() if k != "shard" or v is not None} for s in plan.skipped],
         "orphans": plan.orphans,
         "fold_problems": reduced.fold_problems,
         "timings": {k: round(v, 3) for k, v in timings.items()},

@@ -10,6 +10,7 @@ verdict lines, so it does not grow by kilobytes per attempt (DESIGN.md invariant
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -62,16 +63,21 @@ class ReduceSummary:
     fold_problems: list[str] = field(default_factory=list)  # values no fold could use, and missing digests
 
 
-def _parts(ctx: RunContext, attempts: Iterable[AttemptRef], source: str) -> Iterator[tuple[AttemptRef, AttemptPart]]:
-    """The current part of each attempt of ``source``, in input order (segments read ahead)."""
-    return PartIndex(segment_folder(ctx.run_dir, source)).read(attempts)
+def _parts(ctx: RunContext, attempts: Iterable[AttemptRef]) -> Iterator[tuple[AttemptRef, AttemptPart]]:
+    """The current part of each attempt, in input order (segments read ahead; one index per shard's source folder)."""
+    for folder, run in itertools.groupby(attempts, key=_part_folder):
+        yield from PartIndex(segment_folder(ctx.run_dir, folder)).read(run)
 
 
-def _write_rows(ctx: RunContext, attempts: Iterable[AttemptRef], source: str, name: str, log: AttemptLog) -> int:
+def _part_folder(attempt: AttemptRef) -> str:
+    return attempt.part_folder
+
+
+def _write_rows(ctx: RunContext, attempts: Iterable[AttemptRef], name: str, log: AttemptLog) -> int:
     """Concatenate the output lines of one source, in input order."""
     count = 0
     with atomic_writer(ctx.run_dir.child(name)) as out:
-        for attempt, part in _parts(ctx, attempts, source):
+        for attempt, part in _parts(ctx, attempts):
             out.write(part.outcome.line)
             out.write(b"\n")
             log.add(attempt, part)
@@ -140,7 +146,7 @@ def _fold_main(ctx: RunContext, attempts: Iterable[AttemptRef], fold: _MainFold,
     """One streaming pass over the main parts: rollouts.jsonl plus every fold's spill; the row count."""
     count = 0
     with atomic_writer(ctx.rollouts_out) as out:
-        for attempt, part in _parts(ctx, attempts, MAIN):
+        for attempt, part in _parts(ctx, attempts):
             out.write(part.outcome.line)
             out.write(b"\n")
             log.add(attempt, part)
@@ -222,8 +228,8 @@ def _reduce(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool, 
     with ExitStack() as stack:
         fold = _MainFold.open(stack)
         result.rows[MAIN] = _fold_main(ctx, _of_source(attempts, MAIN), fold, result.log)
-        if ctx.failures is not None:
-            result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), FAILURES, "rollouts_failures.jsonl", result.log)
+        if ctx.has_failures:
+            result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), "rollouts_failures.jsonl", result.log)
         result.verdicts = _write_health(ctx, fold.health)
         result.fold_problems = [f"perf_summary: {problem}" for problem in _write_perf(ctx, fold.perf)]
         result.fold_problems += [f"{name}: {count} main rows without a digest" for name, count in sorted(fold.unavailable.items())]

@@ -780,6 +780,67 @@ def generate_job(out_dir: Path, *, rollouts: int, calls_per_rollout: int = 8, hi
     return _write(out_dir, main, side, extra)
 
 
+@dataclass(frozen=True)
+class ShardedJob:
+    """A job split the way chunked `gym eval run` invocations leave it, and what was taken out.
+
+    `lost`/`failed` map a shard's file name to the (task, rollout) keys removed from its
+    rollouts file and sidecar (walltime kills) or from its rollouts file alone (failed attempts
+    never retried); `duplicated` is the key whose row appears twice in the second shard.
+    """
+
+    root: Path
+    shards: tuple[Path, ...]
+    capture_dir: Path
+    lost: dict[str, tuple[tuple[int, int], ...]]
+    failed: dict[str, tuple[tuple[int, int], ...]]
+    duplicated: tuple[int, int]
+
+
+def shard_job(info: JobInfo, *, shards: int = 3, lost_per_shard: int = 2, failed_per_shard: int = 1) -> ShardedJob:
+    """Split a realistic job in place into `rollouts-rs<k>-chunk0.jsonl` shards with both sidecars.
+
+    Shard k holds the rollouts whose `_ng_rollout_index % shards == k` (so every task's repeats
+    span shards), its failure rows, and `<stem>_materialized_inputs.jsonl` with one row per
+    (task, rollout) it owed. Then each shard loses `lost_per_shard` rollouts from both files and
+    `failed_per_shard` retried rollouts from its rollouts file only; the second shard's first
+    row is written twice. The one-file `rollouts.jsonl` and sidecar are removed.
+    """
+    def rows(path: Path) -> list[dict[str, Any]]:
+        return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+    def key(row: dict[str, Any]) -> tuple[int, int]:
+        return row["_ng_task_index"], row["_ng_rollout_index"]
+
+    main_rows, side_rows = rows(info.rollouts), rows(info.failures)
+    rng = random.Random(shards * 1000 + lost_per_shard)
+    paths, lost, failed = [], {}, {}
+    duplicated: tuple[int, int] = (-1, -1)
+    for k in range(shards):
+        main = [r for r in main_rows if r["_ng_rollout_index"] % shards == k]
+        side = [r for r in side_rows if r["_ng_rollout_index"] % shards == k]
+        owed = sorted({key(r): r for r in side + main}.items())
+        stem = f"rollouts-rs{k}-chunk0"
+        inventory = [{"_ng_task_index": t, "_ng_rollout_index": r, "agent_ref": row["agent_ref"],
+                      "responses_create_params": row.get("responses_create_params", {})} for (t, r), row in owed]
+        retried = sorted({key(r) for r in side} & {key(r) for r in main})
+        failed[f"{stem}.jsonl"] = tuple(rng.sample(retried, min(failed_per_shard, len(retried))))
+        landed_only = sorted({key(r) for r in main} - {key(r) for r in side})
+        lost[f"{stem}.jsonl"] = tuple(rng.sample(landed_only, lost_per_shard))
+        gone = set(lost[f"{stem}.jsonl"])
+        main = [r for r in main if key(r) not in gone | set(failed[f"{stem}.jsonl"])]
+        side = [r for r in side if key(r) not in gone]
+        if k == 1:
+            main.insert(1, main[0])
+            duplicated = key(main[0])
+        for suffix, entries in (("", main), ("_failures", side), ("_materialized_inputs", inventory)):
+            (info.root / f"{stem}{suffix}.jsonl").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in entries))
+        paths.append(info.root / f"{stem}.jsonl")
+    info.rollouts.unlink()
+    info.failures.unlink()
+    return ShardedJob(info.root, tuple(paths), info.capture_dir, lost, failed, duplicated)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Generate a deterministic NeMo Gym 0.7.0 evaluation job.")
     parser.add_argument("out_dir", type=Path)

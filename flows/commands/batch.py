@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from flows.commands.options import add_job_options, storage_options_of
-from tasks.layout import DEFAULT_CAPTURE_DIR, DEFAULT_EXCLUDE_GLOBS, DEFAULT_ROLLOUTS_GLOB
+from tasks.layout import DEFAULT_CAPTURE_DIR, DEFAULT_EXCLUDE_GLOBS, DEFAULT_ROLLOUTS_GLOB, DEFAULT_SHARD_GLOB
 
 EXIT_JOB_FAILED = 1
 
@@ -25,6 +25,7 @@ def register(subcommands: Any) -> None:
         "--exclude-glob", action="append", dest="exclude_globs", metavar="GLOB",
         help=f"file name glob that is never a rollouts file (repeatable; replaces the defaults {', '.join(DEFAULT_EXCLUDE_GLOBS)})",
     )
+    parser.add_argument("--shard-glob", help=f"a folder whose rollouts files all match this glob is one sharded job (default {DEFAULT_SHARD_GLOB!r})")
     parser.add_argument("--capture-dir-name", help=f"folder that marks a job folder (default {DEFAULT_CAPTURE_DIR!r})")
     add_job_options(parser)
     parser.set_defaults(handler=handle)

@@ -11,8 +11,11 @@ from flows.params import StageParams
 
 def register(subcommands: Any) -> None:
     parser = subcommands.add_parser("run", help="process one evaluation job into a new run directory")
-    parser.add_argument("--rollouts", required=True, help="rollouts JSONL URL")
-    parser.add_argument("--failures", help="failures sidecar URL (default: <stem>_failures.jsonl when it exists)")
+    parser.add_argument(
+        "--rollouts", required=True, action="append",
+        help="rollouts JSONL URL; repeat it, or give globs / comma-separated globs, for a sharded job (sidecars found beside each shard)",
+    )
+    parser.add_argument("--failures", help="failures sidecar URL of a one-file job (default: <stem>_failures.jsonl when it exists)")
     parser.add_argument("--capture-dir", required=True, help="model-call capture directory URL")
     parser.add_argument("--output", required=True, help="output root URL")
     parser.add_argument("--job-id")
@@ -31,6 +34,8 @@ def params_from_args(args: argparse.Namespace) -> StageParams:
     fields = {name: getattr(args, name) for name in StageParams.model_fields if getattr(args, name, None) not in (None, [])}
     if args.storage_option:
         fields["storage_options"] = storage_options_of(args)
+    if len(args.rollouts) == 1:  # one --rollouts stays the one-file form params.json has always recorded
+        fields["rollouts"] = args.rollouts[0]
     return StageParams(**fields)
 
 

@@ -174,6 +174,20 @@ class Location:
         fs.invalidate_cache(path)
         return [_entry_of(info) for info in fs.ls(path, detail=True) if info.get("type") == "file"]
 
+    def glob(self) -> list[Location]:
+        """The files matching this location read as a glob pattern, sorted by URL (one LIST)."""
+        fs, path = self._resolved()
+        found = retry.call_with_retries(self.url, lambda: fs.glob(path, detail=True))
+        files = sorted(p for p, info in found.items() if info.get("type") == "file")
+        return [Location(self._url_of(fs, p), self.options) for p in files]
+
+    def _url_of(self, fs: fsspec.AbstractFileSystem, path: str) -> str:
+        """A path the filesystem returned, as a URL in the form this location was written."""
+        if "://" not in self.url:
+            return path
+        scheme = self.url.split("://", 1)[0]
+        return f"{scheme}://{path}" if isinstance(fs, LocalFileSystem) else f"{scheme}://{path.lstrip('/')}"
+
     def list_tree(self) -> list[str]:
         """Every file path below this folder, relative to it, sorted."""
         root = self.path.rstrip("/")

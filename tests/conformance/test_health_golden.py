@@ -25,6 +25,7 @@ from evidence.health import (
 import tasks.spill
 from tasks.context import RunContext
 from tasks.reduce import _write_health
+from tasks.shards import Shard
 from tasks.spill import Spill
 from tasks.storage import Location
 from tests.conformance.conftest import load_cases
@@ -88,7 +89,7 @@ def test_stage_reduce_matches_golden_bytes(name: str, case: dict[str, Any], tmp_
     monkeypatch.setattr(tasks.spill, "SORT_BUFFER", 2)
     ignored = normalize_ignored_checks(case["ignored_checks"])
     ctx = RunContext(
-        run_dir=Location(str(tmp_path)), main=Location(ROLLOUTS_PATH), failures=None, capture_dir=Location("/c"),
+        run_dir=Location(str(tmp_path)), shards=(Shard(Location(ROLLOUTS_PATH)),), capture_dir=Location("/c"),
         session_id="s", agent_version="1", exporter_version="0", ignored_checks=ignored,
     )
     with Spill() as spill:

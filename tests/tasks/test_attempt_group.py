@@ -12,15 +12,16 @@ from tasks.attempt import run_group
 from tasks.context import RunContext
 from tasks.discover import discover
 from tasks.parts import segment_parts
+from tasks.shards import Shard
 from tasks.storage import Location
 from tests.conftest import EXAMPLE_JOB
 
 
 def _parts_of_one_group(out: Path) -> tuple[int, dict[int, AttemptOutcome]]:
     main, capture_dir = Location(str(EXAMPLE_JOB / "rollouts.jsonl")), Location(str(EXAMPLE_JOB / "model-calls"))
-    plan = discover(main, None, capture_dir)
+    plan = discover([Shard(main)], capture_dir)
     ctx = RunContext(
-        run_dir=Location(str(out)), main=main, failures=None, capture_dir=capture_dir,
+        run_dir=Location(str(out)), shards=(Shard(main),), capture_dir=capture_dir,
         session_id="s", agent_version="1.0.0", exporter_version="0.0.0", ignored_checks=(),
     )
     with plan:

@@ -14,6 +14,7 @@ from tasks.attempt import run_group
 from tasks.context import RunContext
 from tasks.discover import discover
 from tasks.parts import segment_parts
+from tasks.shards import Shard
 from tasks.storage import Location
 from tests.conftest import EXAMPLE_JOB
 
@@ -22,14 +23,14 @@ def _first_attempt_outcome(tmp_path: Path, damage: str) -> tuple[str, dict]:
     job = tmp_path / "job"
     shutil.copytree(EXAMPLE_JOB, job)
     main, capture_dir = Location(str(job / "rollouts.jsonl")), Location(str(job / "model-calls"))
-    with discover(main, None, capture_dir) as plan:
+    with discover([Shard(main)], capture_dir) as plan:
         attempt = next(a for a in plan.attempts if a.capture is not None)
         capture = job / "model-calls" / attempt.capture.name
         capture.unlink()
         if damage == "unreadable":
             capture.mkdir()  # the name now holds a folder: reading it fails for good
         ctx = RunContext(
-            run_dir=Location(str(tmp_path / "run")), main=main, failures=None, capture_dir=capture_dir,
+            run_dir=Location(str(tmp_path / "run")), shards=(Shard(main),), capture_dir=capture_dir,
             session_id="s", agent_version="1.0.0", exporter_version="0", ignored_checks=(),
         )
         run_group(ctx, [attempt], check_existing=False)

@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from tasks.discover import discover, fingerprint_inputs, list_inputs
+from tasks.shards import Shard
 from tasks.storage import InputNotFound, Location
 
 ROWS = [
@@ -32,7 +33,7 @@ def _job(rows: list[bytes], captures: dict[str, bytes]) -> tuple[Location, Locat
 def test_attempts_keys_ids_captures_and_skipped_lines() -> None:
     lines = [orjson.dumps(ROWS[0]), b"", b"[1, 2]", orjson.dumps(ROWS[1]), b"{broken", orjson.dumps(ROWS[2]), orjson.dumps(ROWS[3])]
     main, captures = _job(lines, {"0-0.capture.jsonl": b"{}\n", "0-1-a1.capture.incomplete": b"", "9-9.capture.jsonl": b"{}\n"})
-    with discover(main, None, captures) as plan:
+    with discover([Shard(main)], captures) as plan:
         attempts = list(plan.attempts)
         files = dict(plan.inputs)
     assert [(a.key, a.out_line, a.rollout_id) for a in attempts] == [
@@ -55,20 +56,20 @@ def test_attempts_keys_ids_captures_and_skipped_lines() -> None:
 @pytest.mark.usefixtures("memfs")
 def test_fingerprints_follow_the_bytes() -> None:
     main, captures = _job([orjson.dumps(ROWS[0])], {"0-0.capture.jsonl": b"{}\n"})
-    with discover(main, None, captures) as before:
+    with discover([Shard(main)], captures) as before:
         captures.child("0-0.capture.jsonl").write_bytes(b"{}\n{}\n")
-        with discover(main, None, captures) as after:
+        with discover([Shard(main)], captures) as after:
             assert next(iter(before.attempts)).fingerprint != next(iter(after.attempts)).fingerprint
-    assert before.fingerprint != after.fingerprint == fingerprint_inputs(list_inputs(main, None, captures))
+    assert before.fingerprint != after.fingerprint == fingerprint_inputs(list_inputs([Shard(main)], captures))
 
 
 @pytest.mark.usefixtures("memfs")
 def test_missing_inputs_are_errors_not_empty_runs() -> None:
     main, captures = _job([orjson.dumps(ROWS[0])], {"0-0.capture.jsonl": b"{}\n"})
     with pytest.raises(InputNotFound, match="capture directory"):
-        discover(main, None, Location("memory://job/typo"))
+        discover([Shard(main)], Location("memory://job/typo"))
     with pytest.raises(InputNotFound, match="rollouts file"):
-        discover(Location("memory://job/none.jsonl"), None, captures)
+        discover([Shard(Location("memory://job/none.jsonl"))], captures)
 
 
 def test_a_capture_file_name_that_is_not_utf8_is_an_orphan(tmp_path: Path) -> None:
@@ -80,14 +81,14 @@ def test_a_capture_file_name_that_is_not_utf8_is_an_orphan(tmp_path: Path) -> No
     os.close(os.open(os.path.join(os.fsencode(calls), b"\xff\xfe.capture.jsonl"), os.O_CREAT | os.O_WRONLY))
     os.close(os.open(os.path.join(os.fsencode(calls), b"notes-\xe9.txt"), os.O_CREAT | os.O_WRONLY))
     main, captures = Location(str(tmp_path / "rollouts.jsonl")), Location(str(calls))
-    with discover(main, None, captures) as plan:
+    with discover([Shard(main)], captures) as plan:
         files = dict(plan.inputs)
         assert [a.capture is not None for a in plan.attempts] == [True]
         assert plan.orphans == ["\\xff\\xfe.capture.jsonl"]
         assert sorted(files) == ["model-calls/0-0.capture.jsonl", "model-calls/\\xff\\xfe.capture.jsonl", "model-calls/notes-\\xe9.txt", "rollouts.jsonl"]
         assert files["model-calls/notes-\\xe9.txt"].name == "notes-\\xe9.txt"
         orjson.dumps({"files": {k: asdict(v) for k, v in files.items()}, "orphans": plan.orphans})  # the manifest can hold them
-        assert plan.fingerprint == fingerprint_inputs(list_inputs(main, None, captures))
+        assert plan.fingerprint == fingerprint_inputs(list_inputs([Shard(main)], captures))
     os.rename(os.path.join(os.fsencode(calls), b"\xff\xfe.capture.jsonl"), os.path.join(os.fsencode(calls), b"\xfe\xff.capture.jsonl"))
-    with discover(main, None, captures) as renamed:
+    with discover([Shard(main)], captures) as renamed:
         assert renamed.fingerprint != plan.fingerprint, "names are fingerprinted by their bytes"

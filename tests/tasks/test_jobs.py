@@ -103,3 +103,24 @@ def test_latest_manifest_needs_latest_success_and_manifest() -> None:
     assert latest_manifest(out, "job-1") is None
     put("out/job-1/runs/r1/_SUCCESS", b"")
     assert latest_manifest(out, "job-1") == {"run": {"run_id": "r1"}}
+
+
+def test_a_folder_of_shards_is_one_sharded_job() -> None:
+    make_job("sharded", rollouts="rollouts-rs1-chunk0.jsonl", extra=("rollouts-rs0-chunk0.jsonl", "rollouts-rs0-chunk0_failures.jsonl"))
+    make_job("mixed", rollouts="rollouts.jsonl", extra=("rollouts-rs0-chunk0.jsonl",))
+    search = find_jobs(Location(ROOT), JobLayout())
+    shards = [f"{ROOT}/sharded/rollouts-rs0-chunk0.jsonl", f"{ROOT}/sharded/rollouts-rs1-chunk0.jsonl"]
+    assert [(j.folder, j.rollouts, j.job_id) for j in search.jobs] == [("sharded", shards, job_id_for(shards))]
+    assert [(s.folder, s.reason) for s in search.skipped] == [("mixed", "ambiguous: 2 rollouts files")]
+    custom = find_jobs(Location(ROOT), JobLayout(shard_glob="rollouts*.jsonl"))
+    assert [j.folder for j in custom.jobs] == ["mixed", "sharded"]
+
+
+def test_a_sharded_jobs_fingerprint_covers_every_shard_and_sidecar() -> None:
+    make_job("sharded", rollouts="rollouts-rs1-chunk0.jsonl", extra=("rollouts-rs0-chunk0.jsonl",))
+    job = find_jobs(Location(ROOT), JobLayout()).jobs[0]
+    before = input_fingerprint(job, {})
+    put("sharded/rollouts-rs1-chunk0_materialized_inputs.jsonl")
+    with_inventory = input_fingerprint(job, {})
+    put("sharded/rollouts-rs0-chunk0.jsonl", b"{}\n{}\n")
+    assert len({before, with_inventory, input_fingerprint(job, {})}) == 3
