@@ -8,6 +8,7 @@ the mapping of a finished run onto tracking stores (OpenTelemetry spans, MLflow 
 Callers import from ``evidence``; the public surface below is pinned by a test.
 """
 
+from evidence.accounting import ShardAccount, run_accounting
 from evidence.atif import (
     FirstKeyWins,
     config_error_message,
@@ -82,6 +83,8 @@ from evidence.jsonl import dump_row, dumps, orjson_line
 from evidence.models.atif import AtifRollout, Exporter
 from evidence.perf_summary import PerfSummaryFold, compute_perf_summary, perf_group, summary_input
 from evidence.report import (
+    accounting_markdown,
+    gate_markdown,
     ReportContext,
     capabilities_markdown,
     capability_table_rows,
@@ -91,6 +94,10 @@ from evidence.report import (
 )
 
 __all__ = [
+    "ShardAccount",
+    "accounting_markdown",
+    "gate_markdown",
+    "run_accounting",
     "AtifExportError",
     "AtifFile",
     "AtifRefusal",

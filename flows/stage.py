@@ -22,10 +22,10 @@ from flows.runners import attempt_pool
 from tasks.events import emit_run_completed, emit_run_failed
 from tasks.naming import job_id_for
 from tasks.plan import discover_job
-from tasks.publish import build_manifest, publish_artifacts, publish_run
+from tasks.publish import build_manifest, publish_artifacts, publish_run, write_document
 from tasks.reduce import reduce_run
 from tasks.report import render_run_report
-from tasks.runs import is_complete
+from tasks.runs import ACCOUNTING_FILE, is_complete
 
 
 @flow(name="evidence-stage", log_prints=False, persist_result=False)
@@ -62,6 +62,7 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
             stack.enter_context(reduced.log)
             timings["reduce_s"] = time.perf_counter() - clock
             timings["reduce_task_s"] = reduced.seconds
+            write_document(ctx.run_dir, ACCOUNTING_FILE, plan.accounting)
             run = run_record(params, recorded, ctx, run_id, started_at, subset)
             manifest = build_manifest(
                 run=run, params=recorded, config_fingerprint=config_fingerprint(recorded),

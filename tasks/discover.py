@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from evidence import capture_file_id
+from evidence import ShardAccount, capture_file_id, run_accounting
 from tasks.shards import Shard
 from tasks.spill import Spill, TemporaryStore
 from tasks.storage import FileEntry, InputNotFound, Location
@@ -75,6 +75,7 @@ class JobPlan(TemporaryStore):
         self.orphans: list[str] = []
         self.fingerprint = ""
         self.shards: list[dict[str, Any]] = []  # per rollouts file: its files' fingerprint and row counts
+        self.accounting: dict[str, Any] = {}  # expected / landed / failed / lost (evidence.accounting)
         self.seconds = 0.0
 
     def select(self, keep: Callable[[AttemptRef], bool]) -> None:
@@ -192,8 +193,13 @@ def discover(shards: Sequence[Shard], capture_dir: Location) -> JobPlan:
         for k, shard in enumerate(shards)
         if (location := shard.main if source == MAIN else shard.failures) is not None
     ]
+    accounts = [ShardAccount(shard.name, shard.materialized is not None) for shard in shards]
     try:
-        rows = _scan(plan, sources, inputs.captures)
+        rows = _scan(plan, sources, inputs.captures, accounts)
+        for shard, account in zip(shards, accounts, strict=True):
+            if shard.materialized is not None:
+                _read_inventory(shard.materialized, account)
+        plan.accounting = run_accounting(accounts)
         plan.fingerprint = fingerprint_inputs(inputs)
         plan.shards = _shard_summaries(shards, inputs, rows, sharded)
         for rel, entry in inputs.items():
@@ -205,8 +211,22 @@ def discover(shards: Sequence[Shard], capture_dir: Location) -> JobPlan:
     return plan
 
 
-def _scan(plan: JobPlan, sources: list[tuple[int | None, str, Location]], captures: list[FileEntry]) -> Counter[tuple[int | None, str]]:
+def _read_inventory(location: Location, account: ShardAccount) -> None:
+    """Every non-blank line of a shard's materialized inputs is one rollout it owed."""
+    for _, _, raw in location.iter_lines():
+        if raw.strip():
+            try:
+                account.expect(orjson.loads(raw))
+            except orjson.JSONDecodeError:
+                account.expect(None)
+
+
+def _scan(
+    plan: JobPlan, sources: list[tuple[int | None, str, Location]], captures: list[FileEntry], accounts: list[ShardAccount]
+) -> Counter[tuple[int | None, str]]:
     """One attempt per JSON-object row, with the capture it claims; then the orphan captures; rows per (shard, source).
+
+    Each row is also told to its shard's account (landed, or a sidecar row).
 
     Output lines number on across shards: the enriched outputs are the shards' rows in order.
     """
@@ -229,6 +249,10 @@ def _scan(plan: JobPlan, sources: list[tuple[int | None, str, Location]], captur
                 continue
             out_lines[source] += 1
             rows[(shard, source)] += 1
+            if source == MAIN:
+                accounts[shard or 0].land(row)
+            else:
+                accounts[shard or 0].fail(row)
             rollout_id = capture_file_id(row)
             capture = incomplete = None
             if rollout_id is not None:

@@ -14,6 +14,7 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from evidence import dumps
 from tasks.discover import JobPlan
 from tasks.links import publish_folder, publish_link
 from tasks.manifest import Streamed, manifest_chunks
@@ -46,7 +47,8 @@ def build_manifest(
             "fingerprint": plan.fingerprint,
             "files": Streamed(lambda: ((name, asdict(entry)) for name, entry in plan.inputs), pairs=True),
         },
-        "shards": plan.shards,
+        "shards": [{**shard, "accounting": plan.accounting["shards"][shard["file"]]} for shard in plan.shards],
+        "accounting": {k: v for k, v in plan.accounting.items() if k not in ("shards", "lost_keys")},
         "counts": {
             "attempts": log.count,
             "by_status": dict(sorted(log.by_status.items())),
@@ -65,6 +67,11 @@ def build_manifest(
         "fold_problems": reduced.fold_problems,
         "timings": {k: round(v, 3) for k, v in timings.items()},
     }
+
+
+def write_document(run_dir: Location, name: str, document: dict[str, Any]) -> None:
+    """A run-level JSON output (``accounting.json``, ``gate.json``): 2-space indented, one trailing newline."""
+    run_dir.child(name).write_bytes(dumps(document, indent=True) + b"\n")
 
 
 @task(name="publish-run", cache_policy=NO_CACHE, persist_result=False)

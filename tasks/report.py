@@ -12,17 +12,22 @@ import orjson
 
 from evidence import (
     ReportContext,
+    accounting_markdown,
     capabilities_markdown,
     capability_digest,
     capability_table_rows,
+    gate_markdown,
     health_markdown,
     histogram_values,
     perf_markdown,
     render_report,
 )
+from tasks.runs import ACCOUNTING_FILE, GATE_FILE
 from tasks.storage import Location
 
 LINKS = (
+    ("quality gate", "gate.json"),
+    ("run accounting", "accounting.json"),
     ("enriched rollouts", "rollouts.jsonl"),
     ("enriched failed attempts", "rollouts_failures.jsonl"),
     ("health summary", "health/quality_summary.json"),
@@ -59,12 +64,17 @@ def report_context(run_dir: Location, manifest: dict[str, Any], histograms: dict
         latency_ms=histograms.get("latency_ms", []),
         tokens_per_turn=histograms.get("tokens_per_turn", []),
         links=[(label, name) for label, name in LINKS if name in present],
+        accounting=_json_or_none(run_dir.child(ACCOUNTING_FILE)),
+        gate=_json_or_none(run_dir.child(GATE_FILE)),
     )
 
 
 def artifact_tables(context: ReportContext) -> dict[str, Any]:
     """Prefect artifacts (key -> (what it shows, markdown text or table rows)) mirroring the report's tables."""
+    gate = {"evidence-stage-gate": ("Quality gate: each limit with its measured value", gate_markdown(context.gate))} if context.gate is not None else {}
     return {
+        **gate,
+        "evidence-stage-accounting": ("Expected, landed, failed and lost rollouts per shard (accounting.json)", accounting_markdown(context.accounting)),
         "evidence-stage-health": ("Health check summary (0.7.0's quality summary)", health_markdown(context.quality_summary)),
         "evidence-stage-perf-summary": ("Latency and token figures per group (perf_summary.json)", perf_markdown(context.perf_summary)),
         "evidence-stage-capabilities": ("Capability matrix, one row per capability", capability_table_rows(context.capabilities)),

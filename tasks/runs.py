@@ -21,6 +21,8 @@ MANIFEST_FILE = "manifest.json"
 RUNS_FOLDER = "runs"
 SUCCESS_FILE = "_SUCCESS"
 LATEST_FILE = "LATEST"
+ACCOUNTING_FILE = "accounting.json"
+GATE_FILE = "gate.json"
 
 
 class RunConflict(Exception):

@@ -4,6 +4,7 @@ Pure rendering: the caller gathers a :class:`ReportContext` (run identity, healt
 capabilities, perf_summary, histogram values, links) and writes the returned text.
 """
 
+from evidence.report.accounting import accounting_markdown, gate_markdown
 from evidence.report.context import ReportContext
 from evidence.report.html import render_report
 from evidence.report.markdown import (
@@ -19,6 +20,8 @@ from evidence.report.svg import histogram_svg
 
 __all__ = [
     "ReportContext",
+    "accounting_markdown",
+    "gate_markdown",
     "capabilities_markdown",
     "capability_table_rows",
     "health_markdown",

@@ -31,6 +31,8 @@ class ReportContext:
         latency_ms: per-rollout ``ng_perf.total_latency_ms`` values (histogram).
         tokens_per_turn: per-rollout completion tokens per turn (histogram).
         links: (label, href relative to the run directory) of the run's files, in display order.
+        accounting: the ``accounting.json`` document (:func:`evidence.run_accounting`), or None.
+        gate: the ``gate.json`` document (:func:`evidence.evaluate_gate`), or None for an ungated run.
     """
 
     job_id: str
@@ -45,3 +47,5 @@ class ReportContext:
     latency_ms: Sequence[float]
     tokens_per_turn: Sequence[float]
     links: Sequence[tuple[str, str]]
+    accounting: Mapping[str, Any] | None = None
+    gate: Mapping[str, Any] | None = None

@@ -12,6 +12,7 @@ from html import escape
 from typing import Any
 
 from evidence.capabilities import DIMENSION_LABELS
+from evidence.report.accounting import accounting_table, gate_table, lost_keys_table
 from evidence.report.context import ReportContext
 from evidence.report.page import definition_list, html_page, table_html
 from evidence.report.svg import histogram_svg
@@ -34,7 +35,9 @@ def render_report(context: ReportContext) -> str:
     """Render the run report as one HTML document (UTF-8 text, ends with a newline)."""
     sections = [
         _identity(context),
+        *([_gate(context.gate)] if context.gate is not None else []),
         _inputs(context),
+        _accounting(context.accounting),
         _health(context.quality_summary),
         _matrix(context.capabilities),
         _performance(context),
@@ -61,6 +64,25 @@ def _inputs(context: ReportContext) -> str:
         + "<h2>Parameters</h2>\n"
         + definition_list(parameters, "parameters")
     )
+
+
+def _accounting(accounting: Mapping[str, Any] | None) -> str:
+    if accounting is None:
+        return '<h2>Run accounting</h2>\n<p class="muted">No accounting in this run.</p>'
+    text = "<h2>Run accounting</h2>\n" + table_html(accounting_table(accounting), "accounting")
+    if accounting.get("expected_unknown"):
+        names = ", ".join(accounting["expected_unknown"])
+        text += f'\n<p class="muted">Expected unknown (no materialized inputs): {escape(names)}</p>'
+    lost = lost_keys_table(accounting)
+    if lost.rows:
+        more = f'<p class="muted">\u2026 and {accounting["lost_keys_omitted"]} more.</p>' if accounting.get("lost_keys_omitted") else ""
+        text += "\n<h3>Lost rollouts</h3>\n" + table_html(lost, "lost-rollouts") + more
+    return text
+
+
+def _gate(gate: Mapping[str, Any]) -> str:
+    verdict = "passed" if gate["passed"] else "failed"
+    return f'<h2 id="gate" data-passed="{str(gate["passed"]).lower()}">Quality gate: {verdict}</h2>\n' + table_html(gate_table(gate), "gate-limits")
 
 
 def _health(summary: Mapping[str, Any] | None) -> str:

@@ -6,14 +6,18 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import pytest
 
 from flows.batch import BatchParams, batch_flow
 from flows.cli import main
+from flows.params import StageParams
+from flows.stage import stage_flow
 from tasks.naming import canonical_url, job_id_for
 from tests.conftest import REPO
 from tests.flows.support import local_path, run_outputs, run_stage
+from tests.flows.test_artifacts import artifacts_of
 from tests.jobgen import ShardedJob, generate_job, shard_job
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -25,6 +29,7 @@ GOLDEN = REPO / "tests" / "data" / "sharded_job"
 class ShardedRun:
     job: ShardedJob
     result: dict[str, Any]
+    flow_run_id: UUID
 
     @property
     def run(self) -> Path:
@@ -42,8 +47,11 @@ def make_sharded_job(root: Path) -> ShardedJob:
 @pytest.fixture(scope="module")
 def sharded(tmp_path_factory: pytest.TempPathFactory, prefect_server: str) -> ShardedRun:
     job = make_sharded_job(tmp_path_factory.mktemp("sharded") / "job")
-    result = run_stage(rollouts=f"{job.root}/rollouts-*.jsonl", capture_dir=str(job.capture_dir), output=str(job.root.parent / "out"), task_runner="thread", keep_parts=True)
-    return ShardedRun(job, result)
+    params = StageParams(
+        rollouts=f"{job.root}/rollouts-*.jsonl", capture_dir=str(job.capture_dir), output=str(job.root.parent / "out"), task_runner="thread", keep_parts=True
+    )
+    state = stage_flow(params, return_state=True)
+    return ShardedRun(job, state.result(), state.state_details.flow_run_id)
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -93,3 +101,45 @@ def test_batch_processes_a_folder_of_shards_as_one_job(tmp_path: Path) -> None:
     assert entry["rollouts"] == [canonical_url(str(s)) for s in job.shards]
     assert entry["job_id"] == job_id_for([str(s) for s in job.shards])
     assert [e["status"] for e in batch_flow(params)["jobs"]] == ["skipped"]
+
+
+def test_accounting_counts_every_shards_debt_exactly(sharded: ShardedRun) -> None:
+    job = sharded.job
+    accounting = json.loads((sharded.run / "accounting.json").read_text())
+    for shard in job.shards:
+        owed = _rows(shard.with_name(shard.stem + "_materialized_inputs.jsonl"))
+        side = {_key(r): r["_ng_failure_class"] for r in _rows(shard.with_name(shard.stem + "_failures.jsonl"))}
+        failed_classes: dict[str, int] = {}
+        for key in job.failed[shard.name]:
+            failed_classes[side[key]] = failed_classes.get(side[key], 0) + 1
+        assert accounting["shards"][shard.name] == {
+            "expected": len(owed),
+            "landed": len(_rows(shard)),
+            "failed": len(job.failed[shard.name]),
+            "failed_by_class": dict(sorted(failed_classes.items())),
+            "lost": len(job.lost[shard.name]),
+            "duplicates": 1 if shard == job.shards[1] else 0,
+            "unexpected": 0,
+            "unreadable_inputs": 0,
+        }
+    lost = sorted((k["shard"], k["_ng_task_index"], k["_ng_rollout_index"]) for k in accounting["lost_keys"])
+    assert lost == sorted((name, t, r) for name, keys in job.lost.items() for t, r in keys)
+    totals = {k: accounting[k] for k in ("expected", "landed", "failed", "lost", "duplicates", "unexpected")}
+    assert totals == {"expected": 48, "landed": 40, "failed": 3, "lost": 6, "duplicates": 1, "unexpected": 0}
+    assert sharded.manifest()["accounting"]["lost"] == 6
+    assert [s["accounting"] for s in sharded.manifest()["shards"]] == list(accounting["shards"].values())
+    page = (sharded.run / "report.html").read_text()
+    assert '<table id="accounting">' in page and '<table id="lost-rollouts">' in page
+    artifact = artifacts_of(sharded.flow_run_id)["evidence-stage-accounting"]
+    assert artifact.type == "markdown" and "| total | 48 | 40 | 3 | 6 | 1 | 0 |" in artifact.data
+
+
+def test_a_shard_without_materialized_inputs_is_expected_unknown(tmp_path: Path) -> None:
+    job = make_sharded_job(tmp_path / "job")
+    missing = job.shards[2]
+    missing.with_name(missing.stem + "_materialized_inputs.jsonl").unlink()
+    result = run_stage(rollouts=",".join(str(s) for s in job.shards), capture_dir=str(job.capture_dir), output=str(tmp_path / "out"), task_runner="thread")
+    accounting = json.loads((local_path(result["run_dir"]) / "accounting.json").read_text())
+    assert (accounting["expected"], accounting["expected_unknown"]) == (None, [missing.name])
+    assert (accounting["shards"][missing.name]["expected"], accounting["shards"][missing.name]["lost"]) == (None, None)
+    assert accounting["lost"] == 4  # the two shards whose debt is known

@@ -1,0 +1,60 @@
+"""Run accounting: 0.7.0's keys, the latest sidecar row, unknown debts, bounded lost-key lists."""
+
+from __future__ import annotations
+
+from evidence import ShardAccount, run_accounting
+
+
+def _row(t: object, r: object, **extra: object) -> dict[str, object]:
+    return {"_ng_task_index": t, "_ng_rollout_index": r, **extra}
+
+
+def test_landed_failed_lost_duplicates_and_unexpected_of_one_shard() -> None:
+    account = ShardAccount("a.jsonl", expected_known=True)
+    for t in range(5):
+        account.expect(_row(t, 0))
+    account.expect([1, 2])  # a line that is not an object is owed but has no key
+    account.land(_row(0, 0))
+    account.land(_row(0.0, False))  # 0.7.0's tuple keys: 0, 0.0 and false are one key
+    account.land(_row(9, 0))
+    account.fail(_row(0, 0, _ng_failure_class="timeout_exceeded"))  # landed anyway: not failed
+    account.fail(_row(1, 0, _ng_failure_class="timeout_exceeded"))
+    account.fail(_row(1, 0, _ng_failure_class="judge_failed"))  # the latest row for a key stands
+    account.fail(_row(2, 0))
+    assert account.summary() == {
+        "expected": 6, "landed": 3, "failed": 2, "failed_by_class": {"judge_failed": 1, "unknown": 1},
+        "lost": 2, "duplicates": 1, "unexpected": 1, "unreadable_inputs": 1,
+    }
+    assert account.lost_keys() == [(3, 0), (4, 0)]
+
+
+def test_a_shard_without_materialized_inputs_has_an_unknown_debt() -> None:
+    known, unknown = ShardAccount("a.jsonl", True), ShardAccount("b.jsonl", False)
+    known.expect(_row(0, 0))
+    unknown.land(_row(0, 0))
+    unknown.fail(_row(1, 0, _ng_failure_class="agent_run_error"))
+    document = run_accounting([known, unknown])
+    assert document["shards"]["b.jsonl"] == {
+        "expected": None, "landed": 1, "failed": 1, "failed_by_class": {"agent_run_error": 1},
+        "lost": None, "duplicates": 0, "unexpected": None, "unreadable_inputs": 0,
+    }
+    assert (document["expected"], document["expected_unknown"]) == (None, ["b.jsonl"])
+    assert {k: document[k] for k in ("landed", "failed", "lost", "duplicates", "unexpected")} == {
+        "landed": 1, "failed": 1, "lost": 1, "duplicates": 0, "unexpected": 0}
+
+
+def test_lost_keys_are_listed_up_to_the_bound_then_counted() -> None:
+    accounts = []
+    for name in ("a.jsonl", "b.jsonl"):
+        account = ShardAccount(name, True)
+        for t in range(3):
+            account.expect(_row(t, 1))
+        accounts.append(account)
+    document = run_accounting(accounts, listed=4)
+    assert document["lost_keys"] == [
+        {"shard": "a.jsonl", "_ng_task_index": 0, "_ng_rollout_index": 1},
+        {"shard": "a.jsonl", "_ng_task_index": 1, "_ng_rollout_index": 1},
+        {"shard": "a.jsonl", "_ng_task_index": 2, "_ng_rollout_index": 1},
+        {"shard": "b.jsonl", "_ng_task_index": 0, "_ng_rollout_index": 1},
+    ]
+    assert (document["expected"], document["lost"], document["lost_keys_omitted"]) == (6, 6, 2)
