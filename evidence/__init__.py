@@ -9,6 +9,7 @@ Callers import from ``evidence``; the public surface below is pinned by a test.
 """
 
 from evidence.accounting import ShardAccount, run_accounting
+from evidence.gate import evaluate_gate, gate_reason
 from evidence.atif import (
     FirstKeyWins,
     config_error_message,
@@ -95,6 +96,8 @@ from evidence.report import (
 
 __all__ = [
     "ShardAccount",
+    "evaluate_gate",
+    "gate_reason",
     "accounting_markdown",
     "gate_markdown",
     "run_accounting",

@@ -1,7 +1,7 @@
 """The flow over a bucket of jobs: find them, run the job flow for each as a subflow, summarise.
 
-A job is skipped when its ``LATEST`` run recorded the same input and config fingerprints the
-stage would record now, so a scheduled sweep only pays for what changed. Subflows run from a
+A job is skipped when its newest complete run (``LATEST``, or ``LATEST_FAILED_GATE`` when its
+quality gate failed) recorded the same input and config fingerprints the stage would record now, so a scheduled sweep only pays for what changed. Subflows run from a
 bounded thread pool of tasks (one task per job), so one slow or failing job neither blocks
 nor fails the others; the batch summary says what happened to each. Like ``flows/stage.py``,
 this file holds the flow and its parameters only (tasks and helpers in ``tasks/batch.py``).
@@ -19,7 +19,7 @@ from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field
 
-from flows.params import IgnoredChecks, OptionalCount, OptionalText, StageParams, StorageOptions, TaskRunnerKind, Url, config_fingerprint
+from flows.params import GateLimits, IgnoredChecks, OptionalCount, OptionalText, StageParams, StorageOptions, TaskRunnerKind, Url, config_fingerprint
 from flows.resolve import output_params
 from flows.stage import stage_flow
 from tasks.batch import publish_batch_artifacts, stage_job, summarise
@@ -66,6 +66,7 @@ class BatchParams(BaseModel):
     dask_workers: int = _as_in_stage("dask_workers")
     storage_options: StorageOptions = _as_in_stage("storage_options")
     aws_credentials_block: OptionalText = _as_in_stage("aws_credentials_block")
+    gate: GateLimits = _as_in_stage("gate")
 
     @property
     def layout(self) -> JobLayout:

@@ -13,8 +13,15 @@ from flows.params import StageParams, TaskRunnerKind
 console = Console(stderr=True)
 
 
+EXIT_GATE_FAILED = 3
+
+
 def run_with_progress(params: StageParams) -> int:
-    """Run the flow with a live progress bar; print where the outputs are and what they hold."""
+    """Run the flow with a live progress bar; print where the outputs are and what they hold.
+
+    A failing quality gate still prints the run (it was written), then the gate's reason as one
+    line on stderr, and exits 3.
+    """
     if params.task_runner is TaskRunnerKind.process:
         from flows.forkserver import start_forkserver
 
@@ -22,6 +29,7 @@ def run_with_progress(params: StageParams) -> int:
     from flows.progress import add_listener, remove_listener
     from flows.resolve import preflight
     from flows.stage import stage_flow
+    from tasks.gate import GateFailed
 
     preflight(params)
 
@@ -35,6 +43,10 @@ def run_with_progress(params: StageParams) -> int:
     try:
         with bar:
             result = stage_flow(params)
+    except GateFailed as failed:
+        print_summary(failed.result)
+        console.print(f"evidence-stage: {failed}", markup=False, highlight=False, soft_wrap=True)
+        return EXIT_GATE_FAILED
     finally:
         remove_listener(listener)
     print_summary(result)

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from flows.batch import batch_flow
 from flows.compare import compare_flow
 from flows.export import export_mlflow_flow, export_otel_flow
-from flows.params import StorageOptions, Url
+from flows.params import GateLimits, StorageOptions, Url
 from flows.stage import stage_flow
 from tasks.events import RUN_COMPLETED
 from tasks.naming import canonical_url, job_id_for
@@ -98,6 +98,7 @@ class ServeConfig(BaseModel):
     output: Url = Field(description="Output root of triggered and swept runs.")
     storage_options: StorageOptions = Field(default_factory=dict, description="fsspec options without credentials, e.g. endpoint_url.")
     aws_credentials_block: str | None = Field(default=None, description="Name of a prefect-aws AwsCredentials block for S3; default: the environment.")
+    gate: GateLimits = Field(default_factory=GateLimits, description="Quality gate of triggered and swept runs (off unless set).")
     sweep: SweepConfig | None = None
     export: ExportConfig | None = None
 
@@ -105,6 +106,11 @@ class ServeConfig(BaseModel):
     def credentials_parameter(self) -> dict[str, str]:
         """The block's name as a run parameter, absent when none is set: the server's schema check refuses a null."""
         return {} if self.aws_credentials_block is None else {"aws_credentials_block": self.aws_credentials_block}
+
+    @property
+    def gate_parameter(self) -> dict[str, Any]:
+        """The gate as a run parameter, absent when none is set (an ungated deployment's parameters stay as they were)."""
+        return {"gate": self.gate.recorded()} if self.gate.active else {}
 
 
 def load_config(path: Path) -> ServeConfig:
@@ -132,6 +138,7 @@ def trigger_parameters(config: ServeConfig) -> dict[str, Any]:
             "output": config.output,
             "storage_options": config.storage_options,
             **config.credentials_parameter,
+            **config.gate_parameter,
         }
     }
 
@@ -145,6 +152,7 @@ def sweep_parameters(config: ServeConfig, sweep: SweepConfig) -> dict[str, Any]:
             "compare_previous": sweep.compare_previous,
             "storage_options": config.storage_options,
             **config.credentials_parameter,
+            **config.gate_parameter,
         }
     }
 

@@ -54,6 +54,7 @@ def _absolute_or_none(value: str | None) -> str | None:
 OptionalText = Annotated[str | None, BeforeValidator(_blank_is_none), WithJsonSchema({"type": "string"})]
 OptionalUrl = Annotated[str | None, BeforeValidator(_blank_is_none), AfterValidator(_absolute_or_none), WithJsonSchema({"type": "string"})]
 OptionalCount = Annotated[int | None, BeforeValidator(_blank_is_none), WithJsonSchema({"type": "integer", "minimum": 1})]
+OptionalShare = Annotated[float | None, BeforeValidator(_blank_is_none), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
 
 # fsspec option names that carry credentials (s3fs, gcsfs, adlfs, HTTP auth), at any depth.
 CREDENTIAL_KEYS = frozenset({
@@ -90,6 +91,83 @@ def _ignored_checks(values: list[str]) -> list[str]:
 
 IgnoredChecks = Annotated[list[str], AfterValidator(_ignored_checks)]
 """Health check ids, each entry one id or ids separated by commas; normalised, unknown ids refused."""
+
+
+SHARE = {"ge": 0.0, "le": 1.0}
+_PLAIN_LIMITS = ("min_landed_share", "max_lost_share", "max_failed_share", "max_unhealthy_share", "max_unobserved_share")
+
+
+class GateError(ValueError):
+    """A quality-gate limit that does not exist or has an unusable value."""
+
+
+def _health_check_ids() -> tuple[str, ...]:
+    from evidence.health.registry import CHECK_IDS  # the evidence library, only when a gate names a check
+
+    return CHECK_IDS
+
+
+def _known_checks(shares: dict[str, float]) -> dict[str, float]:
+    unknown = sorted(set(shares) - set(_health_check_ids()))
+    if unknown:
+        raise ValueError(f"unknown health check(s): {', '.join(unknown)}")
+    return shares
+
+
+class GateLimits(BaseModel):
+    """The quality gate's limits (``evidence.gate`` measures them); every one is off unless set."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_landed_share: OptionalShare = Field(default=None, **SHARE, description="Rows that answer an owed rollout, as a share of expected.")
+    max_lost_share: OptionalShare = Field(default=None, **SHARE, description="Owed rollouts with neither a row nor a sidecar row, as a share of expected.")
+    max_failed_share: OptionalShare = Field(default=None, **SHARE, description="Owed rollouts whose latest sidecar row is a failure, as a share of expected.")
+    max_failed_share_by_class: dict[str, Annotated[float, Field(**SHARE)]] = Field(
+        default_factory=dict, description="Failure class (`_ng_failure_class`) -> the most it may be, as a share of expected."
+    )
+    max_unhealthy_share: OptionalShare = Field(default=None, **SHARE, description="Unhealthy verdicts, as a share of main rows.")
+    max_unobserved_share: OptionalShare = Field(default=None, **SHARE, description="Unobserved verdicts, as a share of main rows.")
+    min_observed_share: Annotated[dict[str, Annotated[float, Field(**SHARE)]], AfterValidator(_known_checks)] = Field(
+        default_factory=dict, description="Health check id -> the least share of rollouts (tasks, for a task check) it must be evaluated on."
+    )
+
+    @property
+    def active(self) -> bool:
+        return bool(self.named())
+
+    def named(self) -> dict[str, float]:
+        """Every set limit by its CLI name (``max_failed_share.<class>``, ``min_observed_share.<check>``)."""
+        limits = {name: value for name in _PLAIN_LIMITS if (value := getattr(self, name)) is not None}
+        limits.update({f"max_failed_share.{cls}": value for cls, value in self.max_failed_share_by_class.items()})
+        limits.update({f"min_observed_share.{check}": value for check, value in self.min_observed_share.items()})
+        return limits
+
+    def recorded(self) -> dict[str, Any]:
+        """The set limits only, as ``params.json`` records them (an ungated run records none)."""
+        return self.model_dump(exclude_defaults=True)
+
+
+def gate_limits(named: dict[str, float]) -> GateLimits:
+    """Limits from ``NAME=VALUE`` pairs as ``--gate`` takes them.
+
+    Raises:
+        GateError: an unknown name, a check id that is not a health check, or a value outside [0, 1].
+    """
+    fields: dict[str, Any] = {"max_failed_share_by_class": {}, "min_observed_share": {}}
+    for name, value in named.items():
+        base, _, suffix = name.partition(".")
+        if base == "min_observed_share" and suffix not in _health_check_ids():
+            raise GateError(f"unknown health check in gate limit {name!r} (known: {', '.join(_health_check_ids())})")
+        if not ((base in _PLAIN_LIMITS and not suffix) or (base == "max_failed_share" and suffix) or base == "min_observed_share"):
+            known = [*_PLAIN_LIMITS, "max_failed_share.<class>", "min_observed_share.<check>"]
+            raise GateError(f"unknown gate limit {name!r} (known: {', '.join(known)})")
+        if not 0.0 <= value <= 1.0:
+            raise GateError(f"gate limit {name} must be a share between 0 and 1, got {value!r}")
+        if not suffix:
+            fields[base] = value
+        else:
+            fields["max_failed_share_by_class" if base == "max_failed_share" else base][suffix] = value
+    return GateLimits(**fields)
 
 
 class TaskRunnerKind(str, Enum):
@@ -163,6 +241,12 @@ class StageParams(BaseModel):
     aws_credentials_block: OptionalText = Field(
         default=None, title="AWS credentials block", description="Name of a prefect-aws AwsCredentials block for S3; blank: the environment."
     )
+    gate: GateLimits = Field(
+        default_factory=GateLimits,
+        title="Quality gate",
+        description="Limits on the run's accounting and health (all off by default). The run is always written; "
+        "a failing gate leaves LATEST alone and ends the flow run Failed.",
+    )
 
     @field_validator("run_id", "resume", "job_id")
     @classmethod
@@ -178,8 +262,14 @@ class StageParams(BaseModel):
 
 
 def config_fingerprint(recorded: dict[str, Any]) -> str:
-    """sha256 of the output-changing parameters of a run (its ``params.json`` values)."""
+    """sha256 of the output-changing parameters of a run (its ``params.json`` values).
+
+    A gate changes what the run publishes (``gate.json``, whether it becomes LATEST), so it is
+    part of the fingerprint when set; an ungated run's fingerprint is what it always was.
+    """
     chosen = {name: recorded.get(name) for name in OUTPUT_PARAMETERS}
+    if recorded.get("gate"):
+        chosen["gate"] = recorded["gate"]
     return hashlib.sha256(orjson.dumps(chosen, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 

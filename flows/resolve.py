@@ -26,6 +26,7 @@ from tasks.runs import (
     claim,
     discard_temporaries,
     finished_at,
+    gate_passed,
     recorded_params,
     run_dir_of,
     update_latest,
@@ -63,7 +64,7 @@ def recorded_rollouts(shards: tuple[Shard, ...]) -> str | list[str]:
 
 
 def output_params(params: StageParams, job_id: str, rollouts: str | list[str]) -> dict[str, Any]:
-    """What ``params.json`` records; ``rollouts`` as ``recorded_rollouts`` gives it."""
+    """What ``params.json`` records; ``rollouts`` as ``recorded_rollouts`` gives it, ``gate`` only when set."""
     return {
         "rollouts": rollouts,
         "capture_dir": params.capture_dir,
@@ -75,6 +76,7 @@ def output_params(params: StageParams, job_id: str, rollouts: str | list[str]) -
         "atif_all_or_nothing": params.atif_all_or_nothing,
         "rollout_ids": list(params.rollout_ids),
         "rollout_glob": params.rollout_glob,
+        **({"gate": params.gate.recorded()} if params.gate.active else {}),
     }
 
 
@@ -113,7 +115,7 @@ def resolve_run(params: StageParams) -> tuple[RunContext, Location, dict[str, An
         requested = recorded
         discard_temporaries(run_dir)
         if not is_subset(recorded) and (finished := finished_at(run_dir)) is not None:
-            update_latest(output.child(job_id), run_id, finished)  # a kill between _SUCCESS and LATEST
+            update_latest(output.child(job_id), run_id, finished, gate_passed(run_dir))  # a kill between _SUCCESS and LATEST
     else:
         claim(run_dir, requested)
     ctx = RunContext(

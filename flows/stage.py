@@ -14,12 +14,15 @@ from datetime import datetime, timezone
 from typing import Any
 
 from prefect import flow, get_run_logger
+from prefect.client.schemas.objects import State
+from prefect.states import Failed
 
 from flows.groups import fan_out, group_size, make_groups
-from flows.params import StageParams, config_fingerprint
+from flows.params import GateLimits, StageParams, config_fingerprint
 from flows.resolve import is_subset, resolve_run, run_record, subset_filter
 from flows.runners import attempt_pool
-from tasks.events import emit_run_completed, emit_run_failed
+from tasks.events import emit_gate_failed, emit_run_completed, emit_run_failed
+from tasks.gate import GateFailed, judge_run
 from tasks.naming import job_id_for
 from tasks.plan import discover_job
 from tasks.publish import build_manifest, publish_artifacts, publish_run, write_document
@@ -29,8 +32,12 @@ from tasks.runs import ACCOUNTING_FILE, is_complete
 
 
 @flow(name="evidence-stage", log_prints=False, persist_result=False)
-def stage_flow(params: StageParams) -> dict[str, Any]:
-    """Process one evaluation job into a new (or resumed) run directory; announce how it ended (tasks.events)."""
+def stage_flow(params: StageParams) -> dict[str, Any] | State:
+    """Process one evaluation job into a new (or resumed) run directory; announce how it ended (tasks.events).
+
+    A failing quality gate ends the flow run ``Failed`` with the gate's one-line reason after
+    everything is written (a direct call raises ``GateFailed``).
+    """
     run_id = None  # until the run is claimed: a failure before names no run (another may own the id)
     try:
         logger = get_run_logger()
@@ -63,19 +70,27 @@ def stage_flow(params: StageParams) -> dict[str, Any]:
             timings["reduce_s"] = time.perf_counter() - clock
             timings["reduce_task_s"] = reduced.seconds
             write_document(ctx.run_dir, ACCOUNTING_FILE, plan.accounting)
+            gate = judge_run(ctx.run_dir, GateLimits.model_validate(recorded.get("gate", {})).named(), plan.accounting)
             run = run_record(params, recorded, ctx, run_id, started_at, subset)
             manifest = build_manifest(
                 run=run, params=recorded, config_fingerprint=config_fingerprint(recorded),
                 plan=plan, reduced=reduced, timings=timings,
             )
+            if gate is not None:
+                manifest["gate"] = gate
             clock = time.perf_counter()
             report_html, tables = render_run_report(ctx.run_dir, manifest, reduced.histograms)
             manifest["timings"]["report_s"] = round(time.perf_counter() - clock, 3)
             publish_run(ctx.run_dir, job_dir, manifest, report_html, not subset, params.keep_parts)
         publish_artifacts(manifest, ctx.run_dir, tables)
-        emit_run_completed(manifest, ctx.run_dir)
         logger.info("run %s complete: %s", run_id, manifest["counts"])
-        return {"run_id": run_id, "run_dir": ctx.run_dir.url, "counts": manifest["counts"], "already_complete": False}
+        result = {"run_id": run_id, "run_dir": ctx.run_dir.url, "counts": manifest["counts"], "already_complete": False}
+        if gate is not None and not gate["passed"]:
+            reason = emit_gate_failed(manifest, gate)
+            logger.error("%s; LATEST left as it was", reason)
+            return Failed(message=reason, data=GateFailed(reason, {**result, "gate": gate}))
+        emit_run_completed(manifest, ctx.run_dir)
+        return result
     except Exception as exc:
         emit_run_failed(params.job_id or job_id_for(params.rollouts), run_id, exc)
         raise

@@ -15,7 +15,8 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from tasks.compare import compare_with_previous, previous_complete_run
-from tasks.jobs import FoundJob, input_fingerprint, latest_manifest
+from tasks.gate import GateFailed
+from tasks.jobs import FoundJob, input_fingerprint, newest_manifest
 from tasks.links import publish_link
 from tasks.storage import Location
 
@@ -23,8 +24,8 @@ PROCESSED, SKIPPED, FAILED = "processed", "skipped", "failed"
 
 
 def freshness(job: FoundJob, output: Location, config_fingerprint: str) -> tuple[str | None, str | None]:
-    """(why the job needs a run, or None when its LATEST run is current; that run's id)."""
-    manifest = latest_manifest(output, job.job_id)
+    """(why the job needs a run, or None when its newest complete run, gated or not, is current; that run's id)."""
+    manifest = newest_manifest(output, job.job_id)
     if manifest is None:
         return "no complete run", None
     run_id = manifest["run"]["run_id"]
@@ -50,6 +51,9 @@ def stage_job(
         result = run_job()
         if compare_previous:
             entry["compare"] = compare_with_previous(previous, result["run_dir"], job.job_id)
+    except GateFailed as failed:  # written and published, but not LATEST
+        get_run_logger().error("job %s: %s", job.job_id, failed)
+        return {**entry, "status": FAILED, "reason": str(failed), "run_id": failed.result["run_id"], "run_dir": failed.result["run_dir"]}
     except Exception as exc:  # noqa: BLE001 - one job's failure is recorded, the batch goes on
         get_run_logger().error("job %s failed: %s", job.job_id, exc)
         return {**entry, "status": FAILED, "reason": f"{type(exc).__name__}: {exc}"}

@@ -2,7 +2,9 @@
 
 ``evidence-stage.run.completed`` carries the run's counts and output URLs, and
 ``evidence-stage.run.failed`` the error; both name the run as their resource,
-``evidence-stage.run.<job-id>.<run-id>``, with the job and run ids as labels to match on.
+``evidence-stage.run.<job-id>.<run-id>``, with the job and run ids as labels to match on. A run
+that was written but failed its quality gate emits ``evidence-stage.gate.failed`` instead of
+``run.completed``, so followers that export metrics (the export deployments) skip it.
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ from typing import Any
 
 from prefect.events import emit_event
 
+from evidence import gate_reason
+
 from tasks.report import LINKS
 from tasks.storage import Location
 
 RUN_COMPLETED = "evidence-stage.run.completed"
 RUN_FAILED = "evidence-stage.run.failed"
+GATE_FAILED = "evidence-stage.gate.failed"
 ERROR_CHARS = 2_000
 UNCLAIMED = "unclaimed"  # a run that failed before it had a run id
 
@@ -42,3 +47,19 @@ def emit_run_failed(job_id: str, run_id: str | None, error: BaseException) -> No
     """``evidence-stage.run.failed``: what stopped the run (bounded), so a follower can report it."""
     message = f"{type(error).__name__}: {error}"[:ERROR_CHARS]
     emit_event(RUN_FAILED, resource=run_resource(job_id, run_id), payload={"error": message})
+
+
+def emit_gate_failed(manifest: dict[str, Any], gate: dict[str, Any]) -> str:
+    """``evidence-stage.gate.failed``: the job, the run, the one-line reason and the failing limits
+    with what was measured; returns the reason."""
+    run = manifest["run"]
+    reason = gate_reason(gate)
+    payload = {
+        "job_id": run["job_id"],
+        "run_id": run["run_id"],
+        "run_dir": run["run_dir"],
+        "reason": reason,
+        "failing": [limit for limit in gate["limits"] if not limit["passed"]],
+    }
+    emit_event(GATE_FAILED, resource=run_resource(run["job_id"], run["run_id"]), payload=payload)
+    return reason

@@ -20,7 +20,7 @@ import orjson
 from tasks.discover import fingerprint_inputs, list_inputs
 from tasks.layout import JobLayout
 from tasks.naming import job_id_for
-from tasks.runs import LATEST_FILE, MANIFEST_FILE, is_complete, run_dir_of
+from tasks.runs import FAILED_GATE_FILE, LATEST_FILE, MANIFEST_FILE, is_complete, run_dir_of
 from tasks.shards import find_shards
 from tasks.storage import Location
 
@@ -85,9 +85,24 @@ def input_fingerprint(job: FoundJob, options: dict[str, Any]) -> str:
     return fingerprint_inputs(list_inputs(find_shards(urls, options), Location(job.capture_dir, options)))
 
 
-def latest_manifest(output: Location, job_id: str) -> dict[str, Any] | None:
-    """The manifest of the job's ``LATEST`` complete run, or None when there is none."""
-    latest = output.child(job_id, LATEST_FILE)
+def newest_manifest(output: Location, job_id: str) -> dict[str, Any] | None:
+    """The manifest of the job's newest complete full run, whether its gate passed (LATEST) or not.
+
+    The sweep decides freshness from it: a run that failed its gate is still the job processed
+    for those inputs and that config, and redoing it would fail the same way.
+    """
+    found = [m for m in (latest_manifest(output, job_id), latest_manifest(output, job_id, FAILED_GATE_FILE)) if m is not None]
+    return max(found, key=_finished, default=None)
+
+
+def _finished(manifest: dict[str, Any]) -> tuple[str, str]:
+    """The order LATEST keeps (``tasks.runs.update_latest``): finish time, then run id."""
+    return manifest["run"]["finished_at"], manifest["run"]["run_id"]
+
+
+def latest_manifest(output: Location, job_id: str, pointer: str = LATEST_FILE) -> dict[str, Any] | None:
+    """The manifest of the complete run the job's ``pointer`` file names (LATEST by default), or None."""
+    latest = output.child(job_id, pointer)
     if not latest.exists():
         return None
     run_dir = run_dir_of(output, job_id, latest.read_bytes().decode().strip())

@@ -78,7 +78,7 @@ def write_document(run_dir: Location, name: str, document: dict[str, Any]) -> No
 def publish_run(
     run_dir: Location, job_dir: Location, manifest: dict[str, Any], report_html: str, full_scope: bool, keep_parts: bool
 ) -> None:
-    """manifest.json and report.html, then _SUCCESS, then LATEST (full runs only), then the parts go.
+    """manifest.json and report.html, then _SUCCESS, then LATEST (full runs only; LATEST_FAILED_GATE when the gate failed), then the parts go.
 
     The per-attempt parts are what a resume of an unfinished run reuses; once ``_SUCCESS``
     exists nothing reads them (the manifest and the outputs hold all they carried), and they
@@ -88,7 +88,8 @@ def publish_run(
     run_dir.child("report.html").write_bytes(report_html.encode())
     mark_complete(run_dir)
     if full_scope:
-        update_latest(job_dir, manifest["run"]["run_id"], datetime.fromisoformat(manifest["run"]["finished_at"]))
+        run = manifest["run"]
+        update_latest(job_dir, run["run_id"], datetime.fromisoformat(run["finished_at"]), manifest.get("gate", {}).get("passed", True))
     if not keep_parts:
         run_dir.child(ATTEMPTS_FOLDER).remove_tree()
 

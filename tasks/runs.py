@@ -21,6 +21,9 @@ MANIFEST_FILE = "manifest.json"
 RUNS_FOLDER = "runs"
 SUCCESS_FILE = "_SUCCESS"
 LATEST_FILE = "LATEST"
+# The newest complete full run whose quality gate failed: LATEST never names one, and the sweep
+# reads both pointers so it does not redo a gated job whose inputs did not change.
+FAILED_GATE_FILE = "LATEST_FAILED_GATE"
 ACCOUNTING_FILE = "accounting.json"
 GATE_FILE = "gate.json"
 
@@ -79,6 +82,12 @@ def discard_temporaries(run_dir: Location) -> list[str]:
     return stale
 
 
+def gate_passed(run_dir: Location) -> bool:
+    """Whether a run may stand as LATEST: it had no gate, or its ``gate.json`` says it passed."""
+    location = run_dir.child(GATE_FILE)
+    return not location.exists() or bool(orjson.loads(location.read_bytes())["passed"])
+
+
 def is_complete(run_dir: Location) -> bool:
     return run_dir.child(SUCCESS_FILE).exists()
 
@@ -98,14 +107,15 @@ def finished_at(run_dir: Location) -> datetime | None:
         return None
 
 
-def update_latest(job_dir: Location, run_id: str, finished: datetime) -> None:
-    """Point LATEST at ``run_id`` (finished at ``finished``) unless it names a run that finished later.
+def update_latest(job_dir: Location, run_id: str, finished: datetime, passed: bool = True) -> None:
+    """Point LATEST at ``run_id`` (finished at ``finished``) unless it names a run that finished later;
+    LATEST_FAILED_GATE instead when the run's quality gate failed (``passed`` False).
 
     Run ids are free text (``--run-id``), so their order says nothing about age: the newest run
     is the one that finished last, ties going to the greater run id so that every order of
     publishing gives the same LATEST. A LATEST naming a run without a manifest is replaced.
     """
-    latest = job_dir.child(LATEST_FILE)
+    latest = job_dir.child(LATEST_FILE if passed else FAILED_GATE_FILE)
     if latest.exists():
         current = latest.read_bytes().decode().strip()
         current_finished = finished_at(job_dir.child(RUNS_FOLDER, current))

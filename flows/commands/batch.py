@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flows.commands.options import add_job_options, storage_options_of
+from flows.commands.options import add_job_options, gate_of, storage_options_of
 from tasks.layout import DEFAULT_CAPTURE_DIR, DEFAULT_EXCLUDE_GLOBS, DEFAULT_ROLLOUTS_GLOB, DEFAULT_SHARD_GLOB
 
 EXIT_JOB_FAILED = 1
@@ -38,6 +38,8 @@ def handle(args: argparse.Namespace) -> int:
     fields = {name: getattr(args, name) for name in BatchParams.model_fields if getattr(args, name, None) not in (None, [], False)}
     if args.storage_option:
         fields["storage_options"] = storage_options_of(args)
+    if (gate := gate_of(args)) is not None:
+        fields["gate"] = gate
     params = BatchParams(**fields)
     with console.status(f"processing jobs under {params.prefix}"):
         summary = batch_flow(params)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 import orjson
 
-from flows.params import TaskRunnerKind
+from flows.params import GateLimits, TaskRunnerKind, gate_limits
 
 
 def key_value(text: str) -> tuple[str, str]:
@@ -25,6 +26,24 @@ def storage_option(text: str) -> tuple[str, Any]:
         return key, orjson.loads(raw)
     except orjson.JSONDecodeError:
         return key, raw
+
+
+def gate_pair(text: str) -> tuple[str, float]:
+    """``NAME=VALUE`` of one quality-gate limit; the name is checked with the others (``gate_of``)."""
+    name, _, raw = text.partition("=")
+    try:
+        return name, float(raw)
+    except ValueError:
+        return name, math.nan  # refused by gate_limits with the limit's name
+
+
+def gate_of(args: argparse.Namespace) -> GateLimits | None:
+    """The ``--gate`` limits given, or None when there are none.
+
+    Raises:
+        GateError: an unknown limit name or a value that is not a share (one line in the CLI).
+    """
+    return gate_limits(dict(args.gate_limits)) if args.gate_limits else None
 
 
 def add_storage_options(parser: argparse.ArgumentParser) -> None:
@@ -51,5 +70,10 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-workers", type=int)
     parser.add_argument("--dask-address")
     parser.add_argument("--dask-workers", type=int)
+    parser.add_argument(
+        "--gate", action="append", type=gate_pair, default=[], dest="gate_limits", metavar="NAME=VALUE",
+        help="quality-gate limit (repeatable): min_landed_share, max_lost_share, max_failed_share[.<class>], "
+        "max_unhealthy_share, max_unobserved_share, min_observed_share.<check>; a failing gate exits 3",
+    )
     add_storage_options(parser)
     parser.add_argument("--aws-credentials-block", metavar="NAME", help="prefect-aws AwsCredentials block for S3 (default: the environment)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flows.commands.options import add_job_options, storage_options_of
+from flows.commands.options import add_job_options, gate_of, storage_options_of
 from flows.params import StageParams
 
 
@@ -34,6 +34,8 @@ def params_from_args(args: argparse.Namespace) -> StageParams:
     fields = {name: getattr(args, name) for name in StageParams.model_fields if getattr(args, name, None) not in (None, [])}
     if args.storage_option:
         fields["storage_options"] = storage_options_of(args)
+    if (gate := gate_of(args)) is not None:
+        fields["gate"] = gate
     if len(args.rollouts) == 1:  # one --rollouts stays the one-file form params.json has always recorded
         fields["rollouts"] = args.rollouts[0]
     return StageParams(**fields)
