@@ -45,9 +45,9 @@ def _params(root: Path, out: Path, limits: dict[str, float], run_id: str) -> Sta
     )
 
 
-def _gate_events(job_id: str, run_id: str) -> list[Any]:
-    """The job's gate-failed events on the server, waited for (events are sent in the background)."""
-    wanted = EventFilter(event=EventNameFilter(name=["evidence-stage.gate.failed"]), resource=EventResourceFilter(id=[f"evidence-stage.run.{job_id}.{run_id}"]))
+def _run_events(job_id: str, run_id: str) -> list[Any]:
+    """The run's evidence-stage events on the server, waited for (events are sent in the background)."""
+    wanted = EventFilter(event=EventNameFilter(prefix=["evidence-stage."]), resource=EventResourceFilter(id=[f"evidence-stage.run.{job_id}.{run_id}"]))
     deadline = time.monotonic() + 30
     with get_client(sync_client=True) as client:
         while not (events := client.read_events(wanted, limit=50).events) and time.monotonic() < deadline:
@@ -69,7 +69,7 @@ def test_a_passing_gate_completes_and_becomes_latest(job_root: Path, tmp_path: P
 
 
 def test_a_failing_gate_publishes_the_run_but_fails_the_flow_run_and_emits_an_event(job_root: Path, tmp_path: Path) -> None:
-    state = stage_flow(_params(job_root, tmp_path, FAILING, "r1"), return_state=True)
+    state = stage_flow(_params(job_root, tmp_path, FAILING, "f1"), return_state=True)
     assert state.is_failed()
     failed = state.result(raise_on_failure=False)
     run = local_path(failed.result["run_dir"])
@@ -85,10 +85,11 @@ def test_a_failing_gate_publishes_the_run_but_fails_the_flow_run_and_emits_an_ev
     assert (run / "_SUCCESS").exists() and (run / "rollouts.jsonl").exists()
     job_dir = run.parent.parent
     assert not (job_dir / "LATEST").exists()
-    assert (job_dir / "LATEST_FAILED_GATE").read_text().strip() == "r1"
+    assert (job_dir / "LATEST_FAILED_GATE").read_text().strip() == "f1"
     assert 'data-passed="false"' in (run / "report.html").read_text()
-    (event,) = _gate_events(job_dir.name, "r1")
-    assert (event.payload["job_id"], event.payload["run_id"]) == (job_dir.name, "r1")
+    (event,) = _run_events(job_dir.name, "f1")  # gate.failed, and no run.completed for exports to follow
+    assert event.event == "evidence-stage.gate.failed"
+    assert (event.payload["job_id"], event.payload["run_id"]) == (job_dir.name, "f1")
     assert [limit["name"] for limit in event.payload["failing"]] == gate["failing"]
 
 
