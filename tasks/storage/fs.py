@@ -198,12 +198,13 @@ class Location:
         """Stream ``(line_no, offset, line)`` with 1-based numbers; ``line`` keeps no newline.
 
         Lines split on ``\\n`` only, as Gym's JSONL readers do. Streaming keeps memory at one block.
+        Each block read is retried on its own: a buffered file reads a failed range again.
         """
         with retry.call_with_retries(self.url, lambda: self.fs.open(self.path, "rb", block_size=READ_BLOCK)) as f:
             position = 0  # file offset of the block's first byte
             line_no = 0
             pending = b""  # the unterminated end of the blocks before (usually part of one row)
-            while block := f.read(READ_BLOCK):
+            while block := retry.call_with_retries(self.url, lambda: f.read(READ_BLOCK)):
                 start = 0
                 if pending:  # joined with the head of this block alone: no block-sized copies
                     end = block.find(b"\n")

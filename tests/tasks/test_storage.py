@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import tasks.retry
 import tasks.storage.fs
 from tasks.storage import FileEntry, InputNotFound, Location, atomic_writer
 from tasks.storage.base import PermanentStorageError, TransientStorageError, classify
@@ -45,6 +46,31 @@ def test_iter_lines_across_block_boundaries(root: Location, monkeypatch: pytest.
     assert list(f.iter_lines()) == expected
     f.write_bytes(data + b"\n")
     assert list(f.iter_lines()) == expected
+
+
+def test_iter_lines_retries_a_block_read_that_fails_once(root: Location, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A connection reset while streaming a rollouts file costs a retry of that block, not the run."""
+    monkeypatch.setattr(tasks.storage.fs, "READ_BLOCK", 4)
+    monkeypatch.setattr(tasks.retry, "backoff_delay", lambda attempt: 0.0)
+    f = root.child("flaky.jsonl")
+    f.write_bytes(b"first\nsecond\nthird")
+    opened = f.fs.open
+
+    def open_flaky(path: str, mode: str = "rb", **kwargs: object) -> object:
+        handle = opened(path, mode, **kwargs)
+        read, failed = handle.read, []
+
+        def flaky_read(size: int = -1) -> bytes:
+            if handle.tell() >= 4 and not failed:
+                failed.append(True)
+                raise ConnectionResetError(errno.ECONNRESET, "reset by peer")
+            return read(size)
+
+        handle.read = flaky_read
+        return handle
+
+    monkeypatch.setattr(f.fs, "open", open_flaky)
+    assert [line for _, _, line in f.iter_lines()] == [b"first", b"second", b"third"]
 
 
 def test_read_range_returns_exact_slice(root: Location) -> None:
