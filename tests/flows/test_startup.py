@@ -12,6 +12,9 @@ import argparse
 import json
 import subprocess
 import sys
+from typing import Any
+
+import pytest
 
 from flows.cli import build_parser
 from tests.conftest import EXAMPLE_JOB, REPO
@@ -83,3 +86,30 @@ def test_run_starts_the_attempt_forkserver_before_importing_prefect() -> None:
     """The forkserver's boot overlaps Prefect's import instead of following it inside the flow."""
     assert _running_when_prefect_is_imported([]) is True
     assert _running_when_prefect_is_imported(["--task-runner", "thread"]) is False
+
+
+def test_a_cli_flow_run_returns_without_joining_the_heartbeat_thread(prefect_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prefect's engine looks the heartbeat context up at call time, so the CLI's override reaches it."""
+    import prefect.flow_engine as engine
+    from prefect import flow
+
+    from flows.console import heartbeat_thread_not_joined
+
+    joins: list[bool] = []
+    original = engine._send_heartbeats
+
+    def observed(*args: Any, join_on_exit: bool = True) -> Any:
+        joins.append(join_on_exit)
+        return original(*args, join_on_exit=join_on_exit)
+
+    monkeypatch.setattr(engine, "_send_heartbeats", observed)
+
+    @flow(persist_result=False)
+    def noop() -> int:
+        return 1
+
+    with heartbeat_thread_not_joined():
+        assert noop() == 1
+    assert joins == [False]
+    assert noop() == 1
+    assert joins == [False, True]
