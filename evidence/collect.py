@@ -22,6 +22,8 @@ from typing import Any
 from evidence.capture import CaptureLookup, merge_model_call_capture
 from evidence.errors import RowRejected
 from evidence.gaps import MODEL_CALL_CAPTURE_NO_RECORDS, MULTIMODAL_HISTORY_REDACTED
+from evidence.jsonl import decodes_to_itself, json_dump_decodes_to_itself
+from evidence.models.trajectory import TrajectoryRecord
 from evidence.ng_perf import attach_ng_perf
 from evidence.projection import attach_trajectory
 
@@ -29,6 +31,7 @@ __all__ = ["CollectedRow", "collect_row"]
 
 _NO_RESULT_CLASSES = frozenset({"agent_request_failed", "agent_run_error", "environment_server_failed"})
 _EVIDENCE_KEYS = ("ng_model_call_capture", "ng_agent_observations", "ng_trajectory")
+_BUILT_KEYS = ("ng_model_call_capture", "ng_agent_observations", "ng_perf")  # written here, besides the trajectory
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,14 +43,31 @@ class CollectedRow:
         rejected: set when 0.7.0 would raise on this row; kind and message are 0.7.0's.
         repaired: the input capture said ``model_call_capture_no_records`` and the rebuilt
             capture has calls (the capture appeared after the row was first collected).
-        projected: ``row["ng_trajectory"]`` is the projection's JSON dump of a validated record,
-            so it is already in canonical form (a reader validating it gets it back unchanged).
+        trajectory: the validated record whose JSON dump is ``row["ng_trajectory"]``, so that
+            dump is already in canonical form (a reader validating it gets it back unchanged);
+            None when the projection attached nothing of its own.
     """
 
     row: dict[str, Any]
     rejected: RowRejected | None
     repaired: bool
-    projected: bool = False
+    trajectory: TrajectoryRecord | None = None
+
+    @property
+    def projected(self) -> bool:
+        return self.trajectory is not None
+
+    def decodes_to_itself(self) -> bool:
+        """Whether the enriched row, once orjson has written it, reads back as itself (values and types).
+
+        For a row parsed by orjson: collection replaces only its evidence keys and ``ng_perf``,
+        every other value is the parsed input's. The trajectory is checked on its validated
+        record; the other rebuilt values are walked (call metadata without payloads, the joined
+        observations, ng_perf: small next to the trajectory, which holds the conversation).
+        """
+        if self.trajectory is None or not json_dump_decodes_to_itself(self.trajectory):
+            return False
+        return all(decodes_to_itself(self.row[key]) for key in _BUILT_KEYS if key in self.row)
 
 
 def collect_row(row: dict[str, Any], lookup: CaptureLookup) -> CollectedRow:
@@ -71,7 +91,7 @@ def collect_row(row: dict[str, Any], lookup: CaptureLookup) -> CollectedRow:
     if any(key in result for key in _EVIDENCE_KEYS):
         projected = attach_trajectory(row, result)
     attach_ng_perf(result, _rollout_latency_ms(row), projected)
-    return CollectedRow(row=result, rejected=None, repaired=_is_repair(row, result), projected=projected is not None)
+    return CollectedRow(row=result, rejected=None, repaired=_is_repair(row, result), trajectory=projected)
 
 
 def _is_no_result(result: dict[str, Any]) -> bool:

@@ -12,13 +12,16 @@ part encoding all go through :func:`dumps`.
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
+from pydantic import BaseModel
 
-__all__ = ["dump_row", "dumps", "loads_exact", "orjson_line"]
+__all__ = ["decodes_to_itself", "dump_row", "dumps", "json_dump_decodes_to_itself", "loads_exact", "orjson_line"]
 
 _INDENT = orjson.OPT_INDENT_2
 
@@ -52,6 +55,57 @@ def orjson_line(row: Any) -> bytes | None:
         return orjson.dumps(row)
     except orjson.JSONEncodeError:
         return None
+
+
+def decodes_to_itself(value: Any) -> bool:
+    """Whether a value orjson has written decodes from that line to an equal value of the same types.
+
+    orjson writes a non-finite float as ``null``, a tuple as an array, and a ``str`` or ``int``
+    subclass (an enum) as its plain value; everything else that it writes reads back as it was.
+    Knowing this lets a caller keep the value it wrote instead of parsing the line again.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is float:
+            if not math.isfinite(item):
+                return False
+        elif not (kind is str or kind is int or kind is bool or item is None):
+            return False
+    return True
+
+
+def json_dump_decodes_to_itself(model: BaseModel) -> bool:
+    """``decodes_to_itself`` for ``model.model_dump(mode="json")``, read off the model instead of the dump.
+
+    A JSON-mode dump already makes untyped (``Any``) content native and finite (tuples become
+    lists, NaN becomes None); only a field typed ``float`` (or a list of them) keeps a non-finite
+    value. Walking the models and their typed lists costs a few hundred attribute reads where
+    the dump itself holds every message of a long rollout.
+    """
+    stack = [model]
+    while stack:
+        current = stack.pop()
+        fields = current.__dict__  # a pydantic model's field values
+        for name in _typed_fields(type(current)):
+            value = fields[name]
+            for item in value if type(value) is list or type(value) is tuple else (value,):
+                if isinstance(item, BaseModel):
+                    stack.append(item)
+                elif type(item) is float and not math.isfinite(item):
+                    return False
+    return True
+
+
+@functools.cache
+def _typed_fields(model: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of ``model`` not typed ``Any``: only these can hold a model or a typed float."""
+    return tuple(name for name, field in model.model_fields.items() if field.annotation is not Any)
 
 
 def loads_exact(data: bytes) -> Any:

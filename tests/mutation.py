@@ -121,13 +121,13 @@ def load_seeds() -> list[Seed]:
             if not source.exists():
                 continue
             for line in source.read_bytes().splitlines():
-                value = _object(line)
+                value = json_object(line)
                 if value is not None:
                     seeds.append(Seed(line, _capture(captures, capture_file_id(value))))
     return seeds
 
 
-def _object(line: bytes) -> dict[str, Any] | None:
+def json_object(line: bytes) -> dict[str, Any] | None:
     try:
         value = orjson.loads(line)
     except orjson.JSONDecodeError:
@@ -276,7 +276,7 @@ class Mutator:
             text = dumps(mutated)
             if self.rng.random() < 0.1:
                 text = self._duplicate_key(text, mutated)
-            if _object(text) is not None:
+            if json_object(text) is not None:
                 return text
         return line
 
@@ -323,7 +323,7 @@ class Mutator:
             return [rng.choice(GARBAGE_LINES)]
         if action == 4:
             return [self._surrogate_escape(line)]
-        record = _object(line)
+        record = json_object(line)
         if record is None:
             return [line]
         return [dumps(self.value(record, CAPTURE_KEYS, surrogates=True))]

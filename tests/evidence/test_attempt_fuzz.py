@@ -22,8 +22,10 @@ from collections import Counter
 import orjson
 import pytest
 
-from evidence import Status
-from tests.mutation import CONFIG, Batch, Example, Seed, check_batch, examples, load_seeds
+from evidence import AttemptOutcome, AttemptPart, CaptureFiles, Status, encode_part, process_attempt
+from evidence.collect import CollectedRow, collect_row
+from evidence.jsonl import orjson_line
+from tests.mutation import CONFIG, Batch, Example, Seed, check_batch, examples, json_object, load_seeds
 
 EXAMPLES_PER_SEED = 750
 BATCH = 20
@@ -62,3 +64,53 @@ FOUND = {
 @pytest.mark.parametrize("name", sorted(FOUND))
 def test_shapes_the_campaign_found_keep_the_contract(name: str) -> None:
     check_batch(Batch(CONFIG, FOUND[name]))
+
+
+def _part(outcome: AttemptOutcome) -> bytes:
+    return encode_part(AttemptPart("fingerprint", 0.25, outcome))
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_digests_of_the_enriched_row_equal_those_of_its_decoded_line(
+    seeds: list[Seed], seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine reads the enriched row instead of parsing its line where it reads back as itself.
+
+    On intact and mutated rows alike (non-finite floats, wide integers, deep nesting), and on
+    captures whose fields become non-finite floats, the outcome is the one the parsed line
+    gives, byte for byte once encoded.
+    """
+    mains = [example for batch in examples(random.Random(seed), seeds, 300, BATCH) for example in batch.examples if example.main_line]
+    mains += _non_finite_captures(seeds)
+    shortcut = [_part(process_attempt(e.row, e.capture, CONFIG, main_line=e.main_line)) for e in mains]
+    taken = sum(1 for e in mains if _takes_shortcut(e))
+    monkeypatch.setattr(CollectedRow, "decodes_to_itself", lambda self: False)
+    parsed = [_part(process_attempt(e.row, e.capture, CONFIG, main_line=e.main_line)) for e in mains]
+    assert shortcut == parsed
+    assert 0 < taken < len(mains), "both routes are exercised"
+
+
+# Capture fields that collection turns into non-finite floats: pydantic's lax mode reads "inf"
+# and "nan" as floats, and two latencies of 1e308 sum past the largest double.
+NON_FINITE_EXCHANGES = ({"latency_ms": "inf"}, {"latency_ms": 1e308}, {"started_at": "nan"}, {"latency_ttft_ms": "inf"})
+
+
+def _non_finite_captures(seeds: list[Seed]) -> list[Example]:
+    """Main rows of the seeds whose every capture line carries one of ``NON_FINITE_EXCHANGES``."""
+    planted = []
+    for seed in seeds:
+        if seed.capture is None or not seed.capture.jsonl or seed.capture.jsonl.count(b"\n") < 2:
+            continue
+        for fields in NON_FINITE_EXCHANGES:
+            exchanges = [json_object(line) for line in seed.capture.jsonl.splitlines()]
+            lines = [orjson.dumps({**exchange, **fields}) for exchange in exchanges if exchange is not None]
+            planted.append(Example(seed.row, CaptureFiles(b"\n".join(lines), seed.capture.incomplete), 1))
+    return planted
+
+
+def _takes_shortcut(example: Example) -> bool:
+    try:
+        collected = collect_row(orjson.loads(example.row), lambda _: example.capture)
+    except orjson.JSONDecodeError:
+        return False
+    return collected.rejected is None and collected.decodes_to_itself() and orjson_line(collected.row) is not None

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import enum
 import math
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from evidence.atif import convert_rollout
 from evidence.atif.convert import convert_orjson_row
 from evidence.errors import AtifExportError
-from evidence.jsonl import dump_row, orjson_line
+from evidence.jsonl import decodes_to_itself, dump_row, json_dump_decodes_to_itself, orjson_line
+from evidence.models.trajectory import TrajectoryModelCall
+from tests.conformance.conftest import strict_diff
 from tests.evidence.test_atif_samples import EXPORTER, sample_rows
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats() | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.tuples(children) | st.dictionaries(st.text(max_size=3), children, max_size=4),
+    max_leaves=20,
+)
 
 IDENTITY = {"session_id": "sample", "agent_version": "1.0.0", "exporter": EXPORTER}
 
@@ -44,3 +55,43 @@ def test_rows_orjson_cannot_write_have_no_orjson_line(row: dict) -> None:
 def test_non_finite_floats_are_null_in_both_renderings() -> None:
     row = {"a": math.nan, "b": [math.inf, 1.5]}
     assert orjson_line(row) == dump_row(row) == b'{"a":null,"b":[null,1.5]}'
+
+
+class _Level(enum.IntEnum):
+    HIGH = 2
+
+
+@pytest.mark.parametrize(
+    ("value", "reads_back"),
+    [
+        ({"a": [1, 2.5, "x", True, None, {"b": []}], "c": -0.0}, True),
+        ({"a": [float("inf")]}, False),
+        ({"a": {"b": float("nan")}}, False),
+        ({"a": (1, 2)}, False),
+        ({"a": _Level.HIGH}, False),
+    ],
+)
+def test_a_written_value_decodes_to_itself_exactly_when_the_check_says_so(value: dict, reads_back: bool) -> None:
+    decoded = orjson.loads(orjson.dumps(value))
+    assert decodes_to_itself(value) is reads_back
+    assert (strict_diff(decoded, value) is None) is reads_back
+
+
+@given(json_values)
+def test_the_check_never_claims_a_value_that_reads_back_differently(value: object) -> None:
+    try:
+        line = orjson.dumps(value)
+    except orjson.JSONEncodeError:  # a lone surrogate: no orjson line, nothing to claim
+        return
+    if decodes_to_itself(value):
+        assert strict_diff(orjson.loads(line), value) is None
+
+
+def test_a_model_dump_reads_back_unless_a_typed_float_is_not_finite() -> None:
+    """JSON mode makes untyped content native (NaN becomes None) but keeps a typed float as it is."""
+    untyped = TrajectoryModelCall(request={"temperature": float("nan"), "stop": ("a",)})
+    assert json_dump_decodes_to_itself(untyped)
+    assert decodes_to_itself(untyped.model_dump(mode="json"))
+    for typed in (TrajectoryModelCall(started_at=float("inf")), TrajectoryModelCall(response_metadata={"latency_ttft_ms": float("inf")})):
+        assert not json_dump_decodes_to_itself(typed)
+        assert not decodes_to_itself(typed.model_dump(mode="json"))
