@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import typing
 from collections.abc import Iterator
 from typing import Any
 
@@ -84,9 +85,9 @@ def json_dump_decodes_to_itself(model: BaseModel) -> bool:
     """``decodes_to_itself`` for ``model.model_dump(mode="json")``, read off the model instead of the dump.
 
     A JSON-mode dump already makes untyped (``Any``) content native and finite (tuples become
-    lists, NaN becomes None); only a field typed ``float`` (or a list of them) keeps a non-finite
-    value. Walking the models and their typed lists costs a few hundred attribute reads where
-    the dump itself holds every message of a long rollout.
+    lists, NaN becomes None); only a field typed ``float`` (or a list or dict of them) keeps a
+    non-finite value. Walking the models and their typed containers costs a few hundred
+    attribute reads where the dump itself holds every message of a long rollout.
     """
     stack = [model]
     while stack:
@@ -94,7 +95,8 @@ def json_dump_decodes_to_itself(model: BaseModel) -> bool:
         fields = current.__dict__  # a pydantic model's field values
         for name in _typed_fields(type(current)):
             value = fields[name]
-            for item in value if type(value) is list or type(value) is tuple else (value,):
+            kind = type(value)
+            for item in value if kind is list or kind is tuple else value.values() if kind is dict else (value,):
                 if isinstance(item, BaseModel):
                     stack.append(item)
                 elif type(item) is float and not math.isfinite(item):
@@ -104,8 +106,14 @@ def json_dump_decodes_to_itself(model: BaseModel) -> bool:
 
 @functools.cache
 def _typed_fields(model: type[BaseModel]) -> tuple[str, ...]:
-    """The fields of ``model`` not typed ``Any``: only these can hold a model or a typed float."""
-    return tuple(name for name, field in model.model_fields.items() if field.annotation is not Any)
+    """The fields of ``model`` whose type mentions ``float`` or a model: only these can hold either."""
+    return tuple(name for name, field in model.model_fields.items() if _mentions_float_or_model(field.annotation))
+
+
+def _mentions_float_or_model(annotation: Any) -> bool:
+    if annotation is float or (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+        return True
+    return any(_mentions_float_or_model(argument) for argument in typing.get_args(annotation))
 
 
 def loads_exact(data: bytes) -> Any:

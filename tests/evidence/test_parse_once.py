@@ -14,6 +14,7 @@ from evidence.atif import convert_rollout
 from evidence.atif.convert import convert_orjson_row
 from evidence.errors import AtifExportError
 from evidence.jsonl import decodes_to_itself, dump_row, json_dump_decodes_to_itself, orjson_line
+from evidence.models.response_items import FileSearchResult
 from evidence.models.trajectory import TrajectoryModelCall
 from tests.conformance.conftest import strict_diff
 from tests.evidence.test_atif_samples import EXPORTER, sample_rows
@@ -92,6 +93,11 @@ def test_a_model_dump_reads_back_unless_a_typed_float_is_not_finite() -> None:
     untyped = TrajectoryModelCall(request={"temperature": float("nan"), "stop": ("a",)})
     assert json_dump_decodes_to_itself(untyped)
     assert decodes_to_itself(untyped.model_dump(mode="json"))
-    for typed in (TrajectoryModelCall(started_at=float("inf")), TrajectoryModelCall(response_metadata={"latency_ttft_ms": float("inf")})):
-        assert not json_dump_decodes_to_itself(typed)
-        assert not decodes_to_itself(typed.model_dump(mode="json"))
+    typed = (
+        TrajectoryModelCall(started_at=float("inf")),
+        TrajectoryModelCall(response_metadata={"latency_ttft_ms": float("inf")}),
+        FileSearchResult(attributes={"score": float("nan")}),
+    )
+    for model in typed:
+        assert not json_dump_decodes_to_itself(model)
+        assert not decodes_to_itself(model.model_dump(mode="json"))
