@@ -41,11 +41,13 @@ class Spill(TemporaryStore, Generic[T]):
     """
 
     def __init__(self) -> None:
-        self._file: IO[bytes] = tempfile.NamedTemporaryFile(prefix="evidence-stage-spill-")
+        self._file = tempfile.NamedTemporaryFile(prefix="evidence-stage-spill-")
+        # The wrapper's attribute access builds a new function on every call; the file it wraps does not.
+        self._raw: IO[bytes] = self._file.file
         self.count = 0
 
     def add(self, record: T) -> None:
-        pickle.dump(record, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump(record, self._raw, protocol=pickle.HIGHEST_PROTOCOL)
         self.count += 1
 
     def __iter__(self) -> Iterator[T]:
