@@ -106,8 +106,8 @@ def _decoded(view: memoryview, layout: Layout) -> Any:
     return [_decoded(view, piece) for piece in layout]
 
 
-def write_row(row: dict[str, Any]) -> WrittenRow:
-    """``dump_row(row)``, emptying ``row`` as it goes so what is written can be freed.
+def write_row(row: dict[str, Any], *, in_pieces: bool) -> WrittenRow:
+    """``dump_row(row)``; ``in_pieces``: emptying ``row`` as it goes so what is written can be freed.
 
     One ``orjson.dumps`` of a long row holds at once the row's objects, the UTF-8 copy orjson
     caches inside every non-ASCII string it writes, and the output: several times the line for
@@ -121,9 +121,15 @@ def write_row(row: dict[str, Any]) -> WrittenRow:
     applies as it would to the whole row; a piece orjson refuses goes to the fallback writer,
     whose bytes for it are the ones :func:`dumps` would give the whole row there.
 
+    Pieces cost a Python step and an orjson call each, so a short row, whose copies are small,
+    is better written whole (``in_pieces=False``: ``row`` is left as it is).
+
     Raises:
         TypeError: ``row`` holds something that is not a JSON value (as :func:`dump_row`).
     """
+    if not in_pieces:
+        line = orjson_line(row)
+        return WrittenRow(dump_row(row), False) if line is None else WrittenRow(line, True)
     writer = _PieceWriter()
     pieces = writer.split(row, 0)
     return WrittenRow(writer.out.getvalue(), writer.canonical, pieces if writer.canonical else None)

@@ -8,9 +8,10 @@ floats are null there), as 0.7.0's health check and exporter see the file.
 
 Memory: a long unicode row is several times larger as objects than as bytes, so the engine
 keeps no more than one copy of anything alive at a time. It takes its inputs over
-(:class:`AttemptInputs`), frees the capture bytes once they are parsed, writes the enriched
-row in pieces that are freed as they are written (:func:`evidence.jsonl.write_row`) and frees
-the row bytes once the line exists.
+(:class:`AttemptInputs`), frees the capture bytes once they are parsed, writes a long enriched
+row in pieces that are freed as they are written and decodes it back piece by piece
+(:func:`evidence.jsonl.write_row`), frees the row bytes once the line exists and the decoded row
+before the ATIF file is encoded.
 
 No exception leaves an attempt. 0.7.0's own refusals become ``rejected`` (the row is written
 unchanged); anything else our code cannot handle becomes ``failed`` with the exception's type
@@ -47,6 +48,11 @@ REASON_LIMIT = 500
 
 NO_CAPTURE_ID = "no capture rollout id: capture not collected"
 
+LONG_INPUTS_BYTES = 4 * 2**20
+"""Inputs (row and capture) from this size on are written and decoded in pieces; below it the
+copies a whole-row write and decoding hold are small against the memory bound's 150 MB, and
+one orjson call per row is faster than a hundred."""
+
 T = TypeVar("T")
 
 
@@ -72,16 +78,18 @@ class AttemptInputs:
 
     The engine frees each input as soon as it no longer needs it, which it can only do when
     nothing else refers to it: the caller puts its only references here (and keeps none), the
-    engine takes them out. Taken, the holder is empty.
+    engine takes them out. Taken, the holder is empty; ``size`` (the bytes handed over) remains:
+    it decides whether the engine writes the row in pieces.
     """
 
-    __slots__ = ("_capture", "_row")
+    __slots__ = ("_capture", "_row", "size")
 
     def __init__(self, row: bytes, capture: CaptureFiles | None) -> None:
         """``row``: the input line (a JSON object, as discovery found it), without newline;
         ``capture``: the capture files of the rollout id the row names (None when neither exists)."""
         self._row: bytes | None = row
         self._capture = capture
+        self.size = len(row) + (len(capture.jsonl) if capture is not None and capture.jsonl is not None else 0)
 
     def take_row(self) -> bytes:
         """The row; the holder forgets it.
@@ -110,7 +118,7 @@ def process_attempt(inputs: AttemptInputs, config: AttemptConfig, *, main_line: 
         main_line: for a main row, its 1-based line in the run's ``rollouts.jsonl`` (health
             locators and ordinals, ATIF rejections); None for a sidecar row (no digests).
     """
-    row = inputs.take_row()
+    row, long_inputs = inputs.take_row(), inputs.size >= LONG_INPUTS_BYTES
     try:
         value = orjson.loads(row)
         collected = collect_row(value, inputs.take_capture)
@@ -125,7 +133,7 @@ def process_attempt(inputs: AttemptInputs, config: AttemptConfig, *, main_line: 
     del collected
     try:
         notes = _notes(enriched, rollout_id)
-        written = write_row(enriched)  # empties the enriched row: the digests read the written line
+        written = write_row(enriched, in_pieces=long_inputs)  # the digests read the written line
     except Exception as exc:  # noqa: BLE001 - an unwritable row is passed through unchanged
         return unprocessed_attempt(row, failure_reason(exc, "writing the row"), config, main_line=main_line)
     del row, enriched

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evidence.jsonl import SPLIT_DEPTH, dump_row, orjson_line, write_row
+from evidence.jsonl import SPLIT_DEPTH, WrittenRow, dump_row, orjson_line, write_row
 
 # Strings with lone surrogates (orjson refuses them), astral and other non-ASCII characters.
 TEXT = st.text(st.characters(blacklist_categories=()), max_size=6)
@@ -36,10 +36,11 @@ def _nested(depth: int) -> Any:
 
 def _assert_written_like_dump_row(row: dict[str, Any]) -> None:
     expected, verdict = dump_row(row), orjson_line(row) is not None
-    written = write_row(copy.deepcopy(row))  # deepcopy keeps the row's sharing
+    written = write_row(copy.deepcopy(row), in_pieces=True)  # deepcopy keeps the row's sharing
     assert written.line == expected
     assert written.canonical is verdict
     assert (written.pieces is not None) is verdict
+    assert write_row(copy.deepcopy(row), in_pieces=False) == WrittenRow(expected, verdict)
     if verdict:  # decoded piece by piece: the value orjson reads from the whole line, in order
         decoded, whole = written.value(), orjson.loads(written.line)
         assert decoded == whole
@@ -81,13 +82,13 @@ def test_a_non_string_key_raises_as_dump_row_does(row: dict[str, Any]) -> None:
     with pytest.raises(TypeError):
         dump_row(row)
     with pytest.raises(TypeError):
-        write_row(row)
+        write_row(row, in_pieces=True)
 
 
 def test_containers_held_elsewhere_are_left_intact() -> None:
     held = [{"deep": ["é"]}, 2]
     row = {"a": {"b": held}, "c": [held]}
-    assert write_row(row).line == b'{"a":{"b":[{"deep":["\xc3\xa9"]},2]},"c":[[{"deep":["\xc3\xa9"]},2]]}'
+    assert write_row(row, in_pieces=True).line == b'{"a":{"b":[{"deep":["\xc3\xa9"]},2]},"c":[[{"deep":["\xc3\xa9"]},2]]}'
     assert row == {}
     assert held == [{"deep": ["é"]}, 2]
 
@@ -117,6 +118,6 @@ def test_writing_in_pieces_frees_what_is_written() -> None:
     """orjson holds the row (~40 MB), its UTF-8 copies (~20 MB) and the line (~20 MB) at once;
     in pieces, each written turn (4 bytes a character) is freed as its UTF-8 (2) is written."""
     whole = _peak(lambda row: orjson.dumps(row))
-    pieces = _peak(lambda row: write_row(row).line)
+    pieces = _peak(lambda row: write_row(row, in_pieces=True).line)
     assert whole > 35_000_000
     assert pieces < 0.1 * whole
