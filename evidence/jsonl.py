@@ -7,22 +7,41 @@ leaves with orjson (so floats keep orjson's spelling), wide integers exactly and
 without recursion. No value is ever lost and no value can make a write raise.
 
 This is the one home of JSON writing in the library: rows, health files, perf_summary and the
-part encoding all go through :func:`dumps`.
+part encoding all go through :func:`dumps` (a long enriched row through :func:`write_row`, which
+writes the same bytes in pieces).
 """
 
 from __future__ import annotations
 
 import functools
+import io
 import json
 import math
+import sys
 import typing
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from pydantic import BaseModel
 
-__all__ = ["decodes_to_itself", "dump_row", "dumps", "json_dump_decodes_to_itself", "loads_exact", "orjson_line"]
+__all__ = [
+    "Layout",
+    "WrittenRow",
+    "decodes_to_itself",
+    "dump_row",
+    "dumps",
+    "json_dump_decodes_to_itself",
+    "loads_exact",
+    "orjson_line",
+    "write_row",
+]
+
+SPLIT_DEPTH = 3
+"""Containers above this depth are written member by member (the row, ``ng_trajectory``, its
+``model_calls``); deeper values go to orjson whole. Long rows are long lists of turns, calls and
+messages at depth 2 or 3, so their pieces are one item each."""
 
 _INDENT = orjson.OPT_INDENT_2
 
@@ -116,6 +135,140 @@ def _mentions_float_or_model(annotation: Any) -> bool:
     return any(_mentions_float_or_model(argument) for argument in typing.get_args(annotation))
 
 
+Layout = slice | dict[str, "Layout"] | list["Layout"]
+"""Where the pieces of a row sit in its line: a slice of the line for a value written whole, a
+dict (key -> layout) or list (of layouts) for a container written member by member."""
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenRow:
+    """A row's line and what its writing established.
+
+    Attributes:
+        line: the row's JSON text (for :func:`write_row`, ``dump_row(row)`` byte for byte).
+        canonical: orjson wrote all of it, so ``orjson_line(row)`` would have returned ``line``
+            (see there for what that guarantees a reader).
+        pieces: where :func:`write_row` put each piece of a canonical line; None otherwise.
+    """
+
+    line: bytes
+    canonical: bool
+    pieces: Layout | None = None
+
+    def value(self) -> Any:
+        """``orjson.loads(line)``, decoded piece by piece when the pieces are known.
+
+        Each piece is orjson's own text, so the values are equal; the decoder's working copy
+        is one piece's instead of the whole line's, which for a long row is the size of the line.
+
+        Raises:
+            orjson.JSONDecodeError: the line is not JSON orjson reads (only a line not written here).
+        """
+        if self.pieces is None:
+            return orjson.loads(self.line)
+        with memoryview(self.line) as view:
+            return _decoded(view, self.pieces)
+
+
+def _decoded(view: memoryview, layout: Layout) -> Any:
+    if isinstance(layout, slice):
+        return orjson.loads(view[layout])
+    if isinstance(layout, dict):
+        return {key: _decoded(view, piece) for key, piece in layout.items()}
+    return [_decoded(view, piece) for piece in layout]
+
+
+def write_row(row: dict[str, Any], *, in_pieces: bool) -> WrittenRow:
+    """``dump_row(row)``; ``in_pieces``: emptying ``row`` as it goes so what is written can be freed.
+
+    One ``orjson.dumps`` of a long row holds at once the row's objects, the UTF-8 copy orjson
+    caches inside every non-ASCII string it writes, and the output: several times the line for
+    a long unicode row. Written in pieces, each piece's objects (and their UTF-8 copies) are
+    released as soon as it is written, so memory falls while the line grows: ``row`` and each
+    container above :data:`SPLIT_DEPTH` are emptied member by member. A container something else
+    also refers to (the caller, or another place in the row) is written whole and left intact,
+    so a shared value is never lost; the row itself is always emptied.
+
+    Every piece goes to orjson nested as deeply as it sits in the row, so orjson's depth limit
+    applies as it would to the whole row; a piece orjson refuses goes to the fallback writer,
+    whose bytes for it are the ones :func:`dumps` would give the whole row there.
+
+    Pieces cost a Python step and an orjson call each, so a short row, whose copies are small,
+    is better written whole (``in_pieces=False``: ``row`` is left as it is).
+
+    Raises:
+        TypeError: ``row`` holds something that is not a JSON value (as :func:`dump_row`).
+    """
+    if not in_pieces:
+        line = orjson_line(row)
+        return WrittenRow(dump_row(row), False) if line is None else WrittenRow(line, True)
+    writer = _PieceWriter()
+    pieces = writer.split(row, 0)
+    return WrittenRow(writer.out.getvalue(), writer.canonical, pieces if writer.canonical else None)
+
+
+class _PieceWriter:
+    """The output of :func:`write_row` and whether orjson has written all of it so far."""
+
+    def __init__(self) -> None:
+        self.out = io.BytesIO()  # grows in place, and getvalue() hands over its buffer uncopied
+        self.canonical = True
+
+    def split(self, container: dict[str, Any] | list[Any], depth: int) -> Layout:
+        """Write ``container`` member by member (it is empty afterwards); the members' layout."""
+        layout: dict[str, Layout] | list[Layout] = {} if isinstance(container, dict) else []
+        self.out.write(b"{" if isinstance(container, dict) else b"[")
+        for key, prefix, member in self.members(container):
+            self.out.write(prefix)
+            # 2: the loop's name and getrefcount's argument; nothing else can see the member emptied
+            if depth + 1 < SPLIT_DEPTH and isinstance(member, (dict, list)) and member and sys.getrefcount(member) == 2:
+                piece = self.split(member, depth + 1)
+            else:
+                piece = self.whole(member, depth + 1)
+            if isinstance(layout, dict):
+                layout[key] = piece
+            else:
+                layout.append(piece)
+        self.out.write(b"}" if isinstance(container, dict) else b"]")
+        return layout
+
+    def members(self, container: dict[str, Any] | list[Any]) -> Iterator[tuple[str, bytes, Any]]:
+        """``(key, separator and key, member)`` in order (key "" in a list), each member taken
+        out of the container first."""
+        if isinstance(container, dict):
+            for position, key in enumerate(list(container)):
+                yield key, (b"," if position else b"") + self.key(key), container.pop(key)
+            return
+        container.reverse()  # popping from the end takes the members out in order, each in O(1)
+        separator = b""
+        while container:
+            yield "", separator, container.pop()
+            separator = b","
+
+    def whole(self, value: Any, depth: int) -> slice:
+        """Write ``value`` in one piece, wrapped in ``depth`` arrays for orjson to see its depth."""
+        start = self.out.tell()
+        wrapped = value
+        for _ in range(depth):
+            wrapped = [wrapped]
+        try:
+            text = orjson.dumps(wrapped)
+        except orjson.JSONEncodeError:
+            self.canonical = False
+            self.out.write(b"".join(_pieces(value, False)))
+        else:
+            self.out.write(memoryview(text)[depth : len(text) - depth])
+        return slice(start, self.out.tell())
+
+    def key(self, key: Any) -> bytes:
+        """The key and its colon; a key orjson refuses makes the row non-canonical."""
+        text = _orjson_key(key)
+        if text is None:
+            self.canonical = False
+            text = _key(key)
+        return text + b":"
+
+
 def loads_exact(data: bytes) -> Any:
     """Parse JSON keeping integers of any width exact (orjson turns wide ones into floats)."""
     return json.loads(data)
@@ -185,12 +338,22 @@ def _pieces(value: Any, indent: bool) -> Iterator[bytes]:
 
 
 def _key(key: Any) -> bytes:
+    text = _orjson_key(key)
+    return json.dumps(key).encode() if text is None else text
+
+
+def _orjson_key(key: Any) -> bytes | None:
+    """orjson's rendering of a dict key, None for a string it refuses (a lone surrogate).
+
+    Raises:
+        TypeError: the key is not a string (orjson refuses it, and so does the fallback).
+    """
     if not isinstance(key, str):
         raise TypeError("Dict key must be str")
     try:
         return orjson.dumps(key)
     except orjson.JSONEncodeError:
-        return json.dumps(key).encode()
+        return None
 
 
 _END: Any = object()

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from evidence import AttemptConfig, AttemptPart, CaptureFiles, encode_part, process_attempt, unprocessed_attempt
+from evidence import AttemptConfig, AttemptInputs, AttemptPart, CaptureFiles, encode_part, process_attempt, unprocessed_attempt
 from tasks.context import RunContext
 from tasks.discover import MAIN, AttemptRef
 from tasks.parts import PartIndex, SegmentWriter, segment_folder
@@ -78,14 +78,15 @@ def _capture_of(ctx: RunContext, attempt: AttemptRef) -> CaptureFiles | str | No
     return f"capture file listed at discovery is gone: {location.display}"
 
 
-def process(config: AttemptConfig, attempt: AttemptRef, raw: bytes, capture: CaptureFiles | str | None) -> AttemptPart:
-    """One attempt through the engine, its capture already read; the part to write."""
+def process(config: AttemptConfig, attempt: AttemptRef, inputs: AttemptInputs, gone: str | None) -> AttemptPart:
+    """One attempt through the engine, its capture already read (or ``gone``, why it cannot be);
+    the part to write. The inputs are handed over: nothing here keeps them."""
     started = time.perf_counter()
     main_line = attempt.out_line if attempt.source == MAIN else None
-    if isinstance(capture, str):
-        outcome = unprocessed_attempt(raw, capture, config, main_line=main_line)
+    if gone is not None:
+        outcome = unprocessed_attempt(inputs.take_row(), gone, config, main_line=main_line)
     else:
-        outcome = process_attempt(raw, capture, config, main_line=main_line)
+        outcome = process_attempt(inputs, config, main_line=main_line)
     return AttemptPart(attempt.fingerprint, round(time.perf_counter() - started, 6), outcome)
 
 
@@ -116,12 +117,12 @@ def _read_chunks(attempts: list[AttemptRef]) -> Iterator[list[AttemptRef]]:
 
 @dataclass(frozen=True, slots=True)
 class _Fetched:
-    """One attempt with what was read for it ahead of processing (None capture when skipped)."""
+    """One attempt with what was read for it ahead of processing: its inputs for the engine (None
+    when skipped) and why its capture cannot be had (a vanished file)."""
 
     attempt: AttemptRef
-    raw: bytes
-    skip: bool
-    capture: CaptureFiles | str | None
+    inputs: AttemptInputs | None
+    gone: str | None = None
 
 
 def _fetch_cost(item: tuple[AttemptRef, bytes]) -> int:
@@ -149,17 +150,20 @@ def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool)
     def fetch(item: tuple[AttemptRef, bytes]) -> _Fetched:
         attempt, raw = item
         if existing is not None and existing.current(attempt) is not None:
-            return _Fetched(attempt, raw, True, None)
-        return _Fetched(attempt, raw, False, _capture_of(ctx, attempt))
+            return _Fetched(attempt, None)
+        capture = _capture_of(ctx, attempt)
+        if isinstance(capture, str):
+            return _Fetched(attempt, AttemptInputs(raw, None), capture)
+        return _Fetched(attempt, AttemptInputs(raw, capture))
 
     rows = _group_rows(ctx, attempts)
     with WriteBehind(window=CAPTURE_WINDOW, budget=CAPTURE_BUDGET_BYTES) as writes:
         segments = SegmentWriter(lambda name, data: writes.submit(functools.partial(folder.child(name).write_bytes, data), len(data)))
         for fetched in ordered_prefetch(fetch, rows, window=CAPTURE_WINDOW, cost=_fetch_cost, budget=CAPTURE_BUDGET_BYTES):
-            if fetched.skip:
+            if fetched.inputs is None:
                 summary.skipped += 1
                 continue
-            segments.add(fetched.attempt, encode_part(process(config, fetched.attempt, fetched.raw, fetched.capture)))
+            segments.add(fetched.attempt, encode_part(process(config, fetched.attempt, fetched.inputs, fetched.gone)))
             summary.processed += 1
         segments.flush()
     summary.seconds = time.perf_counter() - started

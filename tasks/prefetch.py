@@ -40,6 +40,7 @@ def ordered_prefetch(
                 yield future.result()
             pending.append((pool.submit(fn, item), weight))
             in_flight += weight
+            del item  # the last one too: a caller handing its contents on must hold the only reference
         while pending:
             yield pending.popleft()[0].result()
 

@@ -29,6 +29,7 @@ import orjson
 from evidence import (
     AtifFile,
     AttemptConfig,
+    AttemptInputs,
     AttemptOutcome,
     AttemptPart,
     CaptureFiles,
@@ -438,7 +439,7 @@ def check_batch(batch: Batch) -> list[AttemptOutcome]:
 
 def check_attempt(example: Example, config: AttemptConfig = CONFIG) -> AttemptOutcome:
     """One attempt: processed, written, encoded and decoded; the decoded outcome."""
-    outcome = process_attempt(example.row, example.capture, config, main_line=example.main_line)
+    outcome = process_attempt(AttemptInputs(example.row, example.capture), config, main_line=example.main_line)
     assert isinstance(outcome.status, Status), f"status: {outcome.status!r}"
     assert (outcome.reason is None) == (outcome.status is Status.OK), f"reason: {outcome.status} {outcome.reason!r}"
     assert (outcome.main is None) == (example.main_line is None), "main digests: present exactly for a main row"

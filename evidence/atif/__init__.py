@@ -18,7 +18,7 @@ from evidence.atif.batch import (
     rollouts_not_found_message,
     success_lines,
 )
-from evidence.atif.convert import convert_orjson_row, convert_rollout, rollout_to_atif
+from evidence.atif.convert import convert_rollout, rollout_to_atif
 from evidence.atif.encode import encode_trajectory, manifest_bytes
 from evidence.atif.strict_json import json_equal, loads_strict
 
@@ -28,7 +28,6 @@ __all__ = [
     "MULTIPLE_AGENTS_MESSAGE",
     "NO_RECORDS_MESSAGE",
     "config_error_message",
-    "convert_orjson_row",
     "convert_rollout",
     "duplicate_key_message",
     "encode_trajectory",

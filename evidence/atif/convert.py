@@ -18,7 +18,7 @@ from evidence.errors import AtifExportError
 from evidence.models.atif import AtifRollout, Exporter
 from evidence.references import ExportCallIndex
 
-__all__ = ["agent_label", "convert_orjson_row", "convert_rollout", "decode_row", "is_row_index", "rollout_to_atif"]
+__all__ = ["agent_label", "convert_rollout", "decode_row", "is_row_index", "rollout_to_atif"]
 
 _AGENT_REF_KEYS = frozenset({"type", "name"})
 _TOTALS = (
@@ -186,19 +186,6 @@ def convert_rollout(line: bytes, *, session_id: str, agent_version: str, exporte
                                   exporter=Exporter(name="evidence-stage", version="0.1.0"))
         rollout.file_name  # "3-7.json" for _ng_task_index 3, _ng_rollout_index 7
     """
-    return _convert(decode_row(line), may_hold_surrogate(line), session_id, agent_version, exporter)
-
-
-def convert_orjson_row(row: dict[str, Any], *, session_id: str, agent_version: str, exporter: Exporter) -> AtifRollout:
-    """``convert_rollout`` for ``orjson.loads(line)`` of a line from ``evidence.jsonl.orjson_line``.
-
-    Such a line passes every rule of the strict loader and holds no lone surrogate, so its
-    strict decoding equals the orjson value and the hygiene walk cannot fail: the stage decodes
-    each enriched row once for health, capabilities and ATIF instead of twice more.
-    """
-    return _convert(row, False, session_id, agent_version, exporter)
-
-
-def _convert(row: dict[str, Any], hygiene: bool, session_id: str, agent_version: str, exporter: Exporter) -> AtifRollout:
-    document = rollout_to_atif(row, session_id=session_id, agent_version=agent_version, exporter=exporter, hygiene=hygiene)
+    row = decode_row(line)
+    document = rollout_to_atif(row, session_id=session_id, agent_version=agent_version, exporter=exporter, hygiene=may_hold_surrogate(line))
     return encode_rollout(document, row["_ng_task_index"], row["_ng_rollout_index"])

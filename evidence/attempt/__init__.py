@@ -7,13 +7,14 @@ and folded by the reduce. Nothing raises out of an attempt.
 
 from evidence.attempt.outcome import AtifFile, AtifRefusal, AttemptOutcome, MainDigests, PerfDigest, Status
 from evidence.attempt.part import PART_VERSION, AttemptPart, PartError, decode_part, encode_part
-from evidence.attempt.process import AttemptConfig, failure_reason, process_attempt, unprocessed_attempt
+from evidence.attempt.process import AttemptConfig, AttemptInputs, failure_reason, process_attempt, unprocessed_attempt
 
 __all__ = [
     "PART_VERSION",
     "AtifFile",
     "AtifRefusal",
     "AttemptConfig",
+    "AttemptInputs",
     "AttemptOutcome",
     "AttemptPart",
     "MainDigests",

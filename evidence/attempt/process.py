@@ -6,6 +6,13 @@ health, the capability digest, the perf group and record, and the ATIF conversio
 read one decoded value: the written line as a reader of ``rollouts.jsonl`` sees it (non-finite
 floats are null there), as 0.7.0's health check and exporter see the file.
 
+Memory: a long unicode row is several times larger as objects than as bytes, so the engine
+keeps no more than one copy of anything alive at a time. It takes its inputs over
+(:class:`AttemptInputs`), frees the capture bytes once they are parsed, writes a long enriched
+row in pieces that are freed as they are written and decodes it back piece by piece
+(:func:`evidence.jsonl.write_row`), frees the row bytes once the line exists and the decoded row
+before the ATIF file is encoded.
+
 No exception leaves an attempt. 0.7.0's own refusals become ``rejected`` (the row is written
 unchanged); anything else our code cannot handle becomes ``failed`` with the exception's type
 and message: a collection failure writes the row unchanged, a digest failure keeps the
@@ -21,7 +28,8 @@ from typing import Any, TypeVar
 
 import orjson
 
-from evidence.atif import convert_orjson_row, convert_rollout
+from evidence.atif import convert_rollout, rollout_to_atif
+from evidence.atif.encode import encode_rollout
 from evidence.attempt.outcome import AtifFile, AtifRefusal, AttemptOutcome, MainDigests, PerfDigest, Status
 from evidence.capabilities import capability_digest
 from evidence.capture import CaptureFiles
@@ -29,16 +37,21 @@ from evidence.collect import collect_row
 from evidence.errors import AtifExportError
 from evidence.health import evaluate_row
 from evidence.identity import capture_file_id
-from evidence.jsonl import dump_row, orjson_line
-from evidence.models.atif import Exporter
+from evidence.jsonl import WrittenRow, write_row
+from evidence.models.atif import AtifRollout, Exporter
 from evidence.perf_summary import perf_group, summary_input
 
-__all__ = ["AttemptConfig", "process_attempt", "unprocessed_attempt"]
+__all__ = ["AttemptConfig", "AttemptInputs", "process_attempt", "unprocessed_attempt"]
 
 REASON_LIMIT = 500
 """Longest manifest reason we write: an exception message can quote a whole row."""
 
 NO_CAPTURE_ID = "no capture rollout id: capture not collected"
+
+LONG_INPUTS_BYTES = 4 * 2**20
+"""Inputs (row and capture) from this size on are written and decoded in pieces; below it the
+copies a whole-row write and decoding hold are small against the memory bound's 150 MB, and
+one orjson call per row is faster than a hundred."""
 
 T = TypeVar("T")
 
@@ -60,38 +73,77 @@ class AttemptConfig:
     verdict_source: str
 
 
-def process_attempt(row: bytes, capture: CaptureFiles | None, config: AttemptConfig, *, main_line: int | None) -> AttemptOutcome:
-    """Process one attempt; never raises.
+class AttemptInputs:
+    """One attempt's input row and capture files, handed over to :func:`process_attempt`.
+
+    The engine frees each input as soon as it no longer needs it, which it can only do when
+    nothing else refers to it: the caller puts its only references here (and keeps none), the
+    engine takes them out. Taken, the holder is empty; ``size`` (the bytes handed over) remains:
+    it decides whether the engine writes the row in pieces.
+    """
+
+    __slots__ = ("_capture", "_row", "size")
+
+    def __init__(self, row: bytes, capture: CaptureFiles | None) -> None:
+        """``row``: the input line (a JSON object, as discovery found it), without newline;
+        ``capture``: the capture files of the rollout id the row names (None when neither exists)."""
+        self._row: bytes | None = row
+        self._capture = capture
+        self.size = len(row) + (len(capture.jsonl) if capture is not None and capture.jsonl is not None else 0)
+
+    def take_row(self) -> bytes:
+        """The row; the holder forgets it.
+
+        Raises:
+            ValueError: already taken (an attempt's inputs are processed once).
+        """
+        row, self._row = self._row, None
+        if row is None:
+            raise ValueError("the attempt's row was already taken")
+        return row
+
+    def take_capture(self, rollout_id: str) -> CaptureFiles | None:
+        """The capture files (a :data:`~evidence.capture.CaptureLookup` for the row's rollout
+        id); the holder forgets them, so they are freed once parsed."""
+        capture, self._capture = self._capture, None
+        return capture
+
+
+def process_attempt(inputs: AttemptInputs, config: AttemptConfig, *, main_line: int | None) -> AttemptOutcome:
+    """Process one attempt, taking over its inputs; never raises.
 
     Args:
-        row: the input line (a JSON object, as discovery found it), without newline.
-        capture: the capture files of the rollout id the row names (None when neither exists).
+        inputs: the row and its capture files, handed over (see :class:`AttemptInputs`).
         config: the run's parameters.
         main_line: for a main row, its 1-based line in the run's ``rollouts.jsonl`` (health
             locators and ordinals, ATIF rejections); None for a sidecar row (no digests).
     """
+    row, long_inputs = inputs.take_row(), inputs.size >= LONG_INPUTS_BYTES
     try:
         value = orjson.loads(row)
-        collected = collect_row(value, lambda _: capture)
+        collected = collect_row(value, inputs.take_capture)
     except Exception as exc:  # noqa: BLE001 - no exception leaves an attempt
         return unprocessed_attempt(row, failure_reason(exc, "collection"), config, main_line=main_line)
     rollout_id = capture_file_id(value)
-    del value
+    del value  # the enriched row shares its members; writing it frees them only if nothing else holds them
     if collected.rejected is not None:
         reason = f"{collected.rejected.kind}: {collected.rejected.message}"
-        return _outcome(Status.REJECTED, reason, (), False, rollout_id, row, canonical=False, config=config, main_line=main_line)
+        return _outcome(Status.REJECTED, reason, (), False, rollout_id, WrittenRow(row, canonical=False), config=config, main_line=main_line)
+    enriched, repaired, projected = collected.row, collected.repaired, collected.projected
     try:
-        canonical = orjson_line(collected.row)
-        line = canonical if canonical is not None else dump_row(collected.row)
-        notes = _notes(collected.row, rollout_id)
-        as_read = collected.row if canonical is not None and main_line is not None and collected.decodes_to_itself() else None
+        # A short row that reads back as itself feeds the digests directly; a long one is written
+        # in pieces, which takes its members out as they are written.
+        reads_as_itself = not long_inputs and main_line is not None and collected.decodes_to_itself()
+        del collected
+        notes = _notes(enriched, rollout_id)
+        written = write_row(enriched, in_pieces=long_inputs)
     except Exception as exc:  # noqa: BLE001 - an unwritable row is passed through unchanged
         return unprocessed_attempt(row, failure_reason(exc, "writing the row"), config, main_line=main_line)
-    repaired, projected = collected.repaired, collected.projected and canonical is not None
-    del collected  # the digests read the written line (or the row, where it reads back as itself)
+    as_read = enriched if reads_as_itself and written.canonical else None
+    del row, enriched
     return _outcome(
-        Status.OK, None, notes, repaired, rollout_id, line,
-        canonical=canonical is not None, projected=projected, config=config, main_line=main_line, as_read=as_read,
+        Status.OK, None, notes, repaired, rollout_id, written,
+        projected=projected and written.canonical, config=config, main_line=main_line, as_read=as_read,
     )
 
 
@@ -105,7 +157,7 @@ def unprocessed_attempt(row: bytes, reason: str, config: AttemptConfig, *, main_
         rollout_id = capture_file_id(orjson.loads(row))
     except Exception:  # noqa: BLE001 - an unparsable row has no rollout id
         rollout_id = None
-    return _outcome(Status.FAILED, reason, (), False, rollout_id, row, canonical=False, config=config, main_line=main_line)
+    return _outcome(Status.FAILED, reason, (), False, rollout_id, WrittenRow(row, canonical=False), config=config, main_line=main_line)
 
 
 def failure_reason(exc: BaseException, step: str) -> str:
@@ -122,9 +174,8 @@ def _outcome(
     notes: tuple[str, ...],
     repaired: bool,
     rollout_id: str | None,
-    line: bytes,
+    written: WrittenRow,
     *,
-    canonical: bool,
     config: AttemptConfig,
     main_line: int | None,
     projected: bool = False,
@@ -137,16 +188,15 @@ def _outcome(
     main = None
     if main_line is not None:
         failures: list[str] = []
-        main = _digests(line, canonical, projected, config, main_line, failures, as_read)
+        main = _digests(written, projected, config, main_line, failures, as_read)
         if failures:
             reason = "; ".join(failures if reason is None else [reason, *failures])
             status = Status.FAILED if status is Status.OK else status
-    return AttemptOutcome(status, reason, notes, repaired, rollout_id, line, main)
+    return AttemptOutcome(status, reason, notes, repaired, rollout_id, written.line, main)
 
 
 def _digests(
-    line: bytes,
-    canonical: bool,
+    written: WrittenRow,
     projected: bool,
     config: AttemptConfig,
     main_line: int,
@@ -158,7 +208,9 @@ def _digests(
     A trajectory the projection dumped and orjson wrote decodes to exactly that dump, which is
     canonical: health reads it without validating it again. Where the enriched row reads back
     as itself (``as_read``), it is that decoding: parsing the line again cost a third of the
-    engine's time on long rows.
+    engine's time on realistic rows. The decoded row is dropped before the ATIF file is encoded:
+    the document holds what the file needs of it, and a long row's decoded objects are several
+    times its line.
     """
 
     def guarded(step: str, compute: Callable[[], T]) -> T | None:
@@ -168,7 +220,7 @@ def _digests(
             failures.append(failure_reason(exc, step))
             return None
 
-    value = as_read if as_read is not None else guarded("decoding the written row", lambda: orjson.loads(line))
+    value = as_read if as_read is not None else guarded("decoding the written row", written.value)
     if value is None:
         return MainDigests(None, None, None, AtifRefusal("invalid JSON"))
     health = guarded(
@@ -180,25 +232,37 @@ def _digests(
     )
     capability = guarded("capability digest", lambda: capability_digest(value))
     perf = guarded("perf digest", lambda: PerfDigest(perf_group(value), summary_input(value.get("ng_perf"))))
-    return MainDigests(health, capability, perf, _atif(value, line, canonical, config, failures))
-
-
-def _atif(value: dict[str, Any], line: bytes, canonical: bool, config: AttemptConfig, failures: list[str]) -> AtifFile | AtifRefusal:
-    """The row's ATIF file, or why it is refused; an unexpected error is a refusal and a failure.
-
-    Only a line orjson did not write itself (an input row passed through, a fallback rendering)
-    goes through the strict loader again.
-    """
     identity = {"session_id": config.session_id, "agent_version": config.agent_version, "exporter": config.exporter}
+    if not written.canonical:  # an input row passed through, a fallback rendering: the strict loader reads it again
+        del value
+        return MainDigests(health, capability, perf, _atif(lambda: _file(convert_rollout(written.line, **identity)), failures))
+    # orjson's own line passes every rule of the strict loader and holds no lone surrogate, so
+    # its orjson value is the strict one and the surrogate walk (hygiene) cannot fail.
+    document = _atif(
+        lambda: (rollout_to_atif(value, hygiene=False, **identity), value["_ng_task_index"], value["_ng_rollout_index"]),
+        failures,
+    )
+    del value
+    if isinstance(document, AtifRefusal):
+        return MainDigests(health, capability, perf, document)
+    return MainDigests(health, capability, perf, _atif(lambda: _file(encode_rollout(*document)), failures))
+
+
+def _atif(convert: Callable[[], T], failures: list[str]) -> T | AtifRefusal:
+    """A step of the row's ATIF conversion, or why the row is refused; an unexpected error is a
+    refusal and a failure."""
     try:
-        converted = convert_orjson_row(value, **identity) if canonical else convert_rollout(line, **identity)
+        return convert()
     except AtifExportError as exc:
         return AtifRefusal(exc.message)
     except Exception as exc:  # noqa: BLE001 - our converter's own failure refuses the row, reported
         reason = failure_reason(exc, "ATIF conversion")
         failures.append(reason)
         return AtifRefusal(f"conversion failed: {reason}")
-    return AtifFile(converted.key, converted.file_name, converted.content, converted.manifest_line)
+
+
+def _file(rollout: AtifRollout) -> AtifFile:
+    return AtifFile(rollout.key, rollout.file_name, rollout.content, rollout.manifest_line)
 
 
 def _notes(row: dict[str, Any], rollout_id: str | None) -> tuple[str, ...]:

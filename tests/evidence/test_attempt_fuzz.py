@@ -22,7 +22,7 @@ from collections import Counter
 import orjson
 import pytest
 
-from evidence import AttemptOutcome, AttemptPart, CaptureFiles, Status, encode_part, process_attempt
+from evidence import AttemptInputs, AttemptOutcome, AttemptPart, CaptureFiles, Status, encode_part, process_attempt
 from evidence.collect import CollectedRow, collect_row
 from evidence.jsonl import orjson_line
 from tests.mutation import CONFIG, Batch, Example, Seed, check_batch, examples, json_object, load_seeds
@@ -82,10 +82,10 @@ def test_digests_of_the_enriched_row_equal_those_of_its_decoded_line(
     """
     mains = [example for batch in examples(random.Random(seed), seeds, 300, BATCH) for example in batch.examples if example.main_line]
     mains += _non_finite_captures(seeds)
-    shortcut = [_part(process_attempt(e.row, e.capture, CONFIG, main_line=e.main_line)) for e in mains]
+    shortcut = [_part(process_attempt(AttemptInputs(e.row, e.capture), CONFIG, main_line=e.main_line)) for e in mains]
     taken = sum(1 for e in mains if _takes_shortcut(e))
     monkeypatch.setattr(CollectedRow, "decodes_to_itself", lambda self: False)
-    parsed = [_part(process_attempt(e.row, e.capture, CONFIG, main_line=e.main_line)) for e in mains]
+    parsed = [_part(process_attempt(AttemptInputs(e.row, e.capture), CONFIG, main_line=e.main_line)) for e in mains]
     assert shortcut == parsed
     assert 0 < taken < len(mains), "both routes are exercised"
 

@@ -8,14 +8,14 @@ from pathlib import Path
 import evidence
 
 EXPECTED = {
-    "AtifFile", "AtifRefusal", "AttemptConfig", "AttemptOutcome", "AttemptPart", "FirstKeyWins", "MainDigests",
+    "AtifFile", "AtifRefusal", "AttemptConfig", "AttemptInputs", "AttemptOutcome", "AttemptPart", "FirstKeyWins", "MainDigests",
     "PartError", "PerfDigest", "PerfSummaryFold", "Status", "capture_file_id", "decode_part", "dumps", "encode_part",
     "perf_group", "process_attempt", "unprocessed_attempt",
     "AtifExportError", "AtifRollout", "CaptureFiles", "CaptureLookup", "CollectedRow", "EvidenceError",
     "Exporter", "HealthFold", "ReportContext", "RowDigest", "RowRejected", "SUMMARY_NAME",
     "UnknownHealthCheck", "VERDICTS_NAME", "build_capabilities", "capabilities_markdown",
     "capability_digest", "capability_table_rows", "capture_rollout_id", "check_capture_file_id",
-    "collect_row", "compute_perf_summary", "config_error_message", "convert_orjson_row", "convert_rollout", "dump_row",
+    "collect_row", "compute_perf_summary", "config_error_message", "convert_rollout", "dump_row",
     "duplicate_key_message", "evaluate_row", "export_rollouts", "health_check_bytes", "health_markdown",
     "histogram_values", "normalize_ignored_checks", "orjson_line", "parse_ignored_checks", "split_check_ids", "output_created_message", "output_exists_message",
     "perf_markdown", "read_capture", "rejected_rows_message", "render_report",

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evidence.atif import convert_rollout
-from evidence.atif.convert import convert_orjson_row
+from evidence.atif.convert import rollout_to_atif
+from evidence.atif.encode import encode_rollout
 from evidence.errors import AtifExportError
 from evidence.jsonl import decodes_to_itself, dump_row, json_dump_decodes_to_itself, orjson_line
 from evidence.models.response_items import FileSearchResult
@@ -26,6 +27,11 @@ json_values = st.recursive(
 )
 
 IDENTITY = {"session_id": "sample", "agent_version": "1.0.0", "exporter": EXPORTER}
+
+
+def _convert_orjson_value(row: dict, **identity) -> object:
+    """The engine's conversion of an orjson line's value: no second strict decoding, no hygiene walk."""
+    return encode_rollout(rollout_to_atif(row, hygiene=False, **identity), row["_ng_task_index"], row["_ng_rollout_index"])
 
 
 def _outcome(convert, source) -> tuple[str, bytes]:
@@ -43,7 +49,7 @@ def test_orjson_value_converts_like_the_strict_line(job: str) -> None:
         canonical = orjson_line(orjson.loads(line))
         assert canonical is not None
         strict = _outcome(convert_rollout, canonical)
-        assert _outcome(convert_orjson_row, orjson.loads(canonical)) == strict
+        assert _outcome(_convert_orjson_value, orjson.loads(canonical)) == strict
         outcomes.add(strict[0] == "error")
     assert outcomes == {True, False}
 

@@ -35,23 +35,26 @@ def _row(rollouts: Path, line: int) -> bytes:
 
 
 def main(rollouts: str, capture_dir: str, line: str, repeat: str = "1") -> int:
-    from evidence import AttemptConfig, AttemptPart, CaptureFiles, Exporter, capture_file_id, encode_part, process_attempt
+    from evidence import AttemptConfig, AttemptInputs, AttemptPart, CaptureFiles, Exporter, capture_file_id, encode_part, process_attempt
 
     row = _row(Path(rollouts), int(line))
-    rollout_id = capture_file_id(orjson.loads(row))
+    row_bytes, rollout_id = len(row), capture_file_id(orjson.loads(row))
+    del row  # each attempt reads its row again and hands it over, as a worker does
     capture_path = Path(capture_dir) / f"{rollout_id}.capture.jsonl"
     config = AttemptConfig("bench", "1.0.0", Exporter(name="evidence-stage", version="0"), (), "rollouts.jsonl")
     baseline = psutil.Process().memory_info().rss / 2**20
     capture_bytes = capture_path.stat().st_size if capture_path.exists() else 0
     for _ in range(int(repeat)):
         capture = CaptureFiles(jsonl=capture_path.read_bytes(), incomplete=False) if capture_path.exists() else None
-        part = encode_part(AttemptPart("f", 0.0, process_attempt(row, capture, config, main_line=1)))
-        del capture, part  # what a worker writes it drops
+        inputs = AttemptInputs(_row(Path(rollouts), int(line)), capture)
+        del capture  # the engine holds the only references to its inputs
+        part = encode_part(AttemptPart("f", 0.0, process_attempt(inputs, config, main_line=1)))
+        del inputs, part  # what a worker writes it drops
     peak = own_peak_rss_kib() / 2**10
     figures = {
-        "line": int(line), "repeat": int(repeat), "row_bytes": len(row), "capture_bytes": capture_bytes,
+        "line": int(line), "repeat": int(repeat), "row_bytes": row_bytes, "capture_bytes": capture_bytes,
         "baseline_mib": round(baseline, 1), "peak_mib": round(peak, 1), "growth_mib": round(peak - baseline, 1),
-        "bound_mib": round((4 * (len(row) + capture_bytes)) / 2**20 + BOUND_BASE_MIB, 1),
+        "bound_mib": round((4 * (row_bytes + capture_bytes)) / 2**20 + BOUND_BASE_MIB, 1),
     }
     print(json.dumps(figures))
     return 0

@@ -1,10 +1,12 @@
 """One worker's memory for one long attempt stays within the engine's bound and does not leak.
 
 Each figure is a fresh process (tests/reliability/attempt_peak.py) processing a ~4.5 MB row with
-its ~3.5 MB capture: once, and eleven times in a row. The peak must stay within 4 x (row + capture)
-+ 150 MB (DESIGN.md invariant 6), and the ten extra attempts must not raise it by more than two
-rows' bytes (allocator noise is a few MB): a per-attempt leak (a cache holding rows, a global
-list) would grow it by at least a row per repeat, ten rows in all.
+its ~3.5 MB capture: once, eleven and twenty-one times in a row. The peak must stay within
+4 x (row + capture) + 150 MB (DESIGN.md invariant 6), and the last ten attempts must not raise it
+by more than two rows' bytes: a per-attempt leak (a cache holding rows, a global list) would grow
+it by at least a row per repeat, ten rows in all. The first attempts are left out of the leak
+figure: the allocator settles over them (glibc moves its mmap threshold as large blocks are
+freed), which raises the peak once by a few MB.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def _figures(job: Path, repeat: int) -> dict[str, float]:
 
 
 def test_a_long_attempt_stays_within_the_bound_and_does_not_leak(long_job: Path) -> None:
-    once, repeated = _figures(long_job, 1), _figures(long_job, 11)
+    once, settled, repeated = _figures(long_job, 1), _figures(long_job, 11), _figures(long_job, 21)
     assert once["row_bytes"] > 2**22, "the job must hold a long row"
-    assert once["peak_mib"] <= once["bound_mib"]
-    assert repeated["peak_mib"] - once["peak_mib"] < 2 * once["row_bytes"] / 2**20
+    assert max(once["peak_mib"], repeated["peak_mib"]) <= once["bound_mib"]
+    assert repeated["peak_mib"] - settled["peak_mib"] < 2 * once["row_bytes"] / 2**20
