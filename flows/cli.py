@@ -8,7 +8,10 @@ errors too (argparse would print the usage first).
 from __future__ import annotations
 
 import argparse
+import atexit
+import os
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -67,5 +70,23 @@ def _fail(reason: str) -> int:
     return EXIT_USAGE
 
 
+def entry() -> NoReturn:
+    """The console script: :func:`main`, then the process ends without tearing the interpreter down.
+
+    What an exit must do runs first, as at any exit: the wait for non-daemon threads and the
+    threading exit hooks (Prefect's log and event drains), then every ``atexit`` handler
+    (multiprocessing's cleanup, logging's flush). What is left is freeing the objects of every
+    module a run loaded, which took 0.3 s of each run's wall time (measured on the example job).
+    """
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    threading._shutdown()  # type: ignore[attr-defined]  # what interpreter shutdown calls first
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

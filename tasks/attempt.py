@@ -10,6 +10,7 @@ module alone, which keeps their start-up cheap.
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import time
 from collections.abc import Iterator
@@ -166,5 +167,7 @@ def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool)
             segments.add(fetched.attempt, encode_part(process(config, fetched.attempt, fetched.inputs, fetched.gone)))
             summary.processed += 1
         segments.flush()
+    if not gc.isenabled():  # an attempt-pool worker (tasks.lifeline): whatever cycles the group left
+        gc.collect()
     summary.seconds = time.perf_counter() - started
     return summary

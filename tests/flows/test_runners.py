@@ -22,3 +22,17 @@ def test_outputs_are_identical_across_runners_and_grouping(tmp_path: Path) -> No
     }
     for name, fields in variants.items():
         assert run_outputs(run_stage(**common, **fields)["run_dir"]) == default, name
+
+
+def test_attempt_workers_collect_cycles_once_per_group_not_automatically() -> None:
+    """The process runner's workers run without the automatic collector; the flow process keeps it."""
+    import gc
+
+    from flows.params import StageParams
+    from flows.runners import attempt_pool
+
+    params = StageParams(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output="/tmp/unused")
+    with attempt_pool(params) as pool:
+        assert pool is not None
+        assert pool.submit(gc.isenabled).result() is False
+    assert gc.isenabled()

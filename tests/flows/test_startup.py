@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -113,3 +115,17 @@ def test_a_cli_flow_run_returns_without_joining_the_heartbeat_thread(prefect_ser
     assert joins == [False]
     assert noop() == 1
     assert joins == [False, True]
+
+
+def test_the_console_script_keeps_exit_codes_and_output(prefect_server: str, tmp_path: Path) -> None:
+    """``entry`` ends the process itself once exit handlers ran: nothing printed or owed is lost."""
+    script = Path(sys.executable).with_name("evidence-stage")
+    env = {**os.environ, "PREFECT_API_URL": prefect_server}
+    inputs = ["--rollouts", str(EXAMPLE_JOB / "rollouts.jsonl"), "--capture-dir", str(EXAMPLE_JOB / "model-calls")]
+    done = subprocess.run([str(script), "run", *inputs, "--output", str(tmp_path), "--run-id", "r1"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "outputs:" in done.stdout and done.stdout.rstrip().endswith("/runs/r1"), "the summary is printed whole"
+    assert (next(tmp_path.glob("*/runs/r1")) / "_SUCCESS").exists()
+    refused = subprocess.run([str(script), "run", *inputs, "--output", str(tmp_path), "--run-id", "r1"], env=env, capture_output=True, text=True)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("evidence-stage: error: ") and refused.stderr.count("\n") == 1
