@@ -10,10 +10,11 @@ verdict lines, so it does not grow by kilobytes per attempt (DESIGN.md invariant
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,10 +43,15 @@ from tasks.context import RunContext
 from tasks.discover import FAILURES, MAIN, AttemptRef
 from tasks.manifest import AttemptLog
 from tasks.parts import PartIndex, segment_folder
-from tasks.prefetch import ordered_prefetch
+from tasks.prefetch import WriteBehind, ordered_prefetch
 from tasks.retry import retry_on_transient
 from tasks.spill import SortedSpill, Spill, count_repeats
-from tasks.storage import atomic_writer
+from tasks.storage import Location, atomic_writer
+
+
+# Accepted ATIF files written behind the main pass: this many at once, this many bytes waiting.
+ATIF_WRITE_WINDOW = 16
+ATIF_WRITE_BUDGET_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -91,12 +97,33 @@ def _of_source(attempts: Iterable[AttemptRef], source: str) -> Iterator[AttemptR
 
 @dataclass(slots=True)
 class _AtifState:
-    """ATIF decisions taken in input order (the first (task, rollout) key wins), spilled."""
+    """ATIF decisions taken in input order (the first (task, rollout) key wins).
 
-    accepted: Spill  # (file name, file bytes) of each accepted main attempt, input order (local disk)
+    An accepted file is final when it is decided, so it is written at once (behind the pass,
+    a few at a time); only an all-or-nothing run, which may still publish none, spills the
+    accepted files to local disk until its last row is seen.
+    """
+
+    accept: Callable[[str, bytes], None]  # (file name, file bytes) of each accepted main attempt, input order
     manifest: Spill  # manifest lines, input order
     rejections: Spill  # {"line", "rollout_id", "error"}, input order
+    held: Spill | None = None  # the accepted files of an all-or-nothing run, input order
+    accepted: int = 0
     keys: FirstKeyWins = field(default_factory=FirstKeyWins)
+
+    @classmethod
+    def open(cls, stack: ExitStack, folder: Location, all_or_nothing: bool) -> _AtifState:
+        """Files written into ``folder``, or held until the end for an all-or-nothing run."""
+        manifest, rejections = stack.enter_context(Spill()), stack.enter_context(Spill())
+        if all_or_nothing:
+            held: Spill[tuple[str, bytes]] = stack.enter_context(Spill())
+            return cls(lambda name, content: held.add((name, content)), manifest, rejections, held)
+        writes = stack.enter_context(WriteBehind(window=ATIF_WRITE_WINDOW, budget=ATIF_WRITE_BUDGET_BYTES))
+
+        def write(name: str, content: bytes) -> None:
+            writes.submit(functools.partial(folder.child(name).write_bytes, content), len(content))
+
+        return cls(write, manifest, rejections)
 
     def decide(self, attempt: AttemptRef, outcome: AttemptOutcome, atif: AtifFile | AtifRefusal) -> None:
         refusal = atif.message if isinstance(atif, AtifRefusal) else self.keys.refusal(atif.key)
@@ -104,7 +131,8 @@ class _AtifState:
             self.rejections.add({"line": attempt.out_line, "rollout_id": outcome.rollout_id, "error": refusal})
             return
         assert isinstance(atif, AtifFile)
-        self.accepted.add((atif.name, atif.content))
+        self.accept(atif.name, atif.content)
+        self.accepted += 1
         self.manifest.add(atif.manifest_line)
 
 
@@ -119,13 +147,13 @@ class _MainFold:
     unavailable: Counter[str] = field(default_factory=Counter)  # digest name -> rows without it
 
     @classmethod
-    def open(cls, stack: ExitStack) -> _MainFold:
+    def open(cls, stack: ExitStack, atif: _AtifState) -> _MainFold:
         """Empty spills, deleted when ``stack`` closes."""
 
         def spill() -> Spill:
             return stack.enter_context(Spill())
 
-        return cls(spill(), spill(), spill(), _AtifState(spill(), spill(), spill()))
+        return cls(spill(), spill(), spill(), atif)
 
     def add(self, attempt: AttemptRef, outcome: AttemptOutcome) -> None:
         digests = outcome.main
@@ -186,21 +214,22 @@ def _write_perf(ctx: RunContext, spill: Spill[PerfDigest]) -> list[str]:
     return fold.problems
 
 
-def _write_atif(ctx: RunContext, atif: _AtifState, all_or_nothing: bool) -> bool:
-    """Publish accepted ATIF files + manifest, or (all-or-nothing with a rejection) only error.txt."""
+def _write_atif(ctx: RunContext, atif: _AtifState) -> bool:
+    """The rejections and the manifest; for an all-or-nothing run, its held files or (with a rejection) only error.txt."""
     folder = ctx.run_dir.child("atif")
     folder.child("rejections.jsonl").write_chunks(lambda: (dumps(r) + b"\n" for r in atif.rejections))
-    if all_or_nothing and atif.rejections.count:
-        text = rejected_rows_message([(r["line"], r["error"]) for r in atif.rejections])
-        folder.child("error.txt").write_bytes(text.encode())
-        return False
+    if atif.held is not None:
+        if atif.rejections.count:
+            text = rejected_rows_message([(r["line"], r["error"]) for r in atif.rejections])
+            folder.child("error.txt").write_bytes(text.encode())
+            return False
 
-    def publish(accepted: tuple[str, bytes]) -> None:
-        name, content = accepted
-        folder.child(name).write_bytes(content)
+        def publish(accepted: tuple[str, bytes]) -> None:
+            name, content = accepted
+            folder.child(name).write_bytes(content)
 
-    for _ in ordered_prefetch(publish, iter(atif.accepted)):
-        pass
+        for _ in ordered_prefetch(publish, iter(atif.held)):
+            pass
     with atomic_writer(folder.child("manifest.jsonl")) as out:
         for entry in atif.manifest:
             out.write(entry + b"\n")
@@ -226,7 +255,7 @@ def reduce_run(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: boo
 
 def _reduce(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool, result: ReduceSummary) -> None:
     with ExitStack() as stack:
-        fold = _MainFold.open(stack)
+        fold = _MainFold.open(stack, _AtifState.open(stack, ctx.run_dir.child("atif"), all_or_nothing))
         result.rows[MAIN] = _fold_main(ctx, _of_source(attempts, MAIN), fold, result.log)
         if ctx.has_failures:
             result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), "rollouts_failures.jsonl", result.log)
@@ -236,6 +265,6 @@ def _reduce(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool, 
         capabilities = build_capabilities(fold.capabilities)
         ctx.run_dir.child("capabilities.json").write_bytes(dumps(capabilities, indent=True) + b"\n")
         result.histograms = histogram_values(fold.capabilities)
-        result.atif_published = _write_atif(ctx, fold.atif, all_or_nothing)
-    result.atif_files = fold.atif.accepted.count if result.atif_published else 0
+        result.atif_published = _write_atif(ctx, fold.atif)
+    result.atif_files = fold.atif.accepted if result.atif_published else 0
     result.atif_rejections = fold.atif.rejections.count

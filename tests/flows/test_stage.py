@@ -194,3 +194,19 @@ def test_a_capture_dir_file_name_that_is_not_utf8_is_reported_as_an_orphan(tmp_p
     assert "\\xff\\xfe.capture.jsonl" in manifest["orphans"]
     assert "model-calls/\\xff\\xfe.capture.jsonl" in manifest["inputs"]["files"]
     assert (local_path(result["run_dir"]) / "_SUCCESS").exists()
+
+
+def test_all_or_nothing_publishes_every_accepted_file_or_none(tmp_path: Path) -> None:
+    """Accepted files are written as the reduce decides them, except in an all-or-nothing run."""
+    common = dict(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output=str(tmp_path))
+    default = local_path(run_stage(**common, run_id="default")["run_dir"]) / "atif"
+    files = sorted(path.name for path in default.glob("*.json"))
+    assert files and (default / "rejections.jsonl").read_text(), "the example job has accepted and refused rows"
+    refused = local_path(run_stage(**common, run_id="refused", atif_all_or_nothing=True)["run_dir"]) / "atif"
+    assert sorted(path.name for path in refused.iterdir()) == ["error.txt", "rejections.jsonl"]
+    accepted_ids = [Path(json.loads(line)["trajectory_path"]).stem for line in (default / "manifest.jsonl").read_text().splitlines()]
+    clean = local_path(run_stage(**common, run_id="clean", atif_all_or_nothing=True, rollout_ids=accepted_ids)["run_dir"]) / "atif"
+    published = sorted(path.name for path in clean.glob("*.json"))
+    assert published and set(published) <= set(files) and not (clean / "error.txt").exists()
+    assert all((clean / name).read_bytes() == (default / name).read_bytes() for name in published)
+    assert len((clean / "manifest.jsonl").read_text().splitlines()) == len(published)
