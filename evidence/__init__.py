@@ -8,7 +8,7 @@ the mapping of a finished run onto tracking stores (OpenTelemetry spans, MLflow 
 Callers import from ``evidence``; the public surface below is pinned by a test.
 """
 
-from evidence.accounting import ShardAccount, run_accounting
+from evidence.accounting import ShardAccount, accounted_fields, run_accounting
 from evidence.gate import evaluate_gate, gate_reason
 from evidence.atif import (
     FirstKeyWins,
@@ -96,6 +96,7 @@ from evidence.report import (
 
 __all__ = [
     "ShardAccount",
+    "accounted_fields",
     "evaluate_gate",
     "gate_reason",
     "accounting_markdown",

@@ -25,6 +25,12 @@ UNKNOWN_CLASS = "unknown"  # 0.7.0's class for a sidecar row without one
 LOST_KEYS_LISTED = 100  # lost keys named in accounting.json; the rest are counted
 
 RolloutKey = tuple[Hashable, Hashable]
+ACCOUNTED_KEYS = (TASK_KEY, ROLLOUT_KEY, FAILURE_CLASS_KEY)
+
+
+def accounted_fields(row: dict[str, Any]) -> dict[str, Any]:
+    """The members of a row that the accounting reads: a row's stand-in for ``land`` and ``fail``."""
+    return {key: row[key] for key in ACCOUNTED_KEYS if key in row}
 
 
 def rollout_key(row: dict[str, Any]) -> RolloutKey:

@@ -50,8 +50,8 @@ def stage_flow(params: StageParams) -> dict[str, Any] | State:
             return {"run_id": run_id, "run_dir": ctx.run_dir.url, "already_complete": True}
         subset = is_subset(recorded)  # from the run itself: a resumed subset run stays a subset
         with ExitStack() as stack:
-            with attempt_pool(params) as pool:  # its workers start while discovery runs
-                plan = stack.enter_context(discover_job(ctx.shards, ctx.capture_dir))
+            with attempt_pool(params) as pool:  # its workers scan the rollouts file, then process groups
+                plan = stack.enter_context(discover_job(ctx.shards, ctx.capture_dir, pool))
                 timings["discover_s"] = time.perf_counter() - clock
                 timings["discover_task_s"] = plan.seconds
                 if subset:

@@ -12,17 +12,23 @@ from __future__ import annotations
 import hashlib
 import heapq
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
 
-from evidence import ShardAccount, capture_file_id, run_accounting
+from evidence import ShardAccount, accounted_fields, capture_file_id, run_accounting
 from tasks.shards import Shard
 from tasks.spill import Spill, TemporaryStore
 from tasks.storage import FileEntry, InputNotFound, Location
+
+# A rollouts file at least twice this long is scanned in spans of this size by the attempt pool,
+# this many at a time (what the flow holds of the file's rows: their scanned lines, no bytes).
+SCAN_SPAN_BYTES = 32 * 2**20
+SCAN_SPANS_IN_FLIGHT = 4
 
 JSONL_SUFFIX = ".capture.jsonl"
 MARKER_SUFFIX = ".capture.incomplete"
@@ -181,21 +187,25 @@ def _shard_summaries(shards: Sequence[Shard], inputs: JobInputs, rows: Counter[t
     return summaries
 
 
-def discover(shards: Sequence[Shard], capture_dir: Location) -> JobPlan:
-    """Scan the rollouts file(s) once and the capture directory once; return the job plan."""
+def discover(shards: Sequence[Shard], capture_dir: Location, pool: Executor | None = None) -> JobPlan:
+    """Scan the rollouts file(s) once and the capture directory once; return the job plan.
+
+    With ``pool`` (the attempt pool, idle until the fan-out), spans of a long rollouts file are
+    scanned by its workers at once.
+    """
     started = time.perf_counter()
     inputs = list_inputs(shards, capture_dir)
     plan = JobPlan()
     sharded = len(shards) > 1
     sources = [
-        (k if sharded else None, source, location)
+        (k if sharded else None, source, location, inputs.files[location.name].size)
         for source in (MAIN, FAILURES)
         for k, shard in enumerate(shards)
         if (location := shard.main if source == MAIN else shard.failures) is not None
     ]
     accounts = [ShardAccount(shard.name, shard.materialized is not None) for shard in shards]
     try:
-        rows = _scan(plan, sources, inputs.captures, accounts)
+        rows = _scan(plan, sources, inputs.captures, accounts, pool)
         for shard, account in zip(shards, accounts, strict=True):
             if shard.materialized is not None:
                 _read_inventory(shard.materialized, account)
@@ -221,8 +231,74 @@ def _read_inventory(location: Location, account: ShardAccount) -> None:
                 account.expect(None)
 
 
+@dataclass(frozen=True, slots=True)
+class ScannedLine:
+    """What discovery learns from one non-blank line; ``skipped`` says why it cannot be a row."""
+
+    line: int  # 1-based within its span
+    offset: int
+    length: int
+    skipped: str | None
+    accounted: dict[str, Any]  # evidence.accounted_fields of the row
+    rollout_id: str | None
+    capture: FileEntry | None
+    incomplete: bool
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScannedSpan:
+    """The lines starting in one byte span of a rollouts file: how many, and the non-blank ones."""
+
+    lines: int
+    rows: list[ScannedLine]
+
+
+def scan_span(location: Location, listing: dict[str, FileEntry], start: int = 0, end: int | None = None) -> ScannedSpan:
+    """Parse every line starting in ``[start, end)`` once; runs in the flow or in an attempt worker."""
+    rows, lines = [], 0
+    for lines, offset, raw in location.iter_lines(start, end):
+        if raw.strip():
+            rows.append(_scan_line(lines, offset, raw, listing))
+    return ScannedSpan(lines, rows)
+
+
+def _scan_line(line: int, offset: int, raw: bytes, listing: dict[str, FileEntry]) -> ScannedLine:
+    try:
+        row = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return ScannedLine(line, offset, len(raw), f"invalid JSON: {exc}", {}, None, None, False, "")
+    if not isinstance(row, dict):
+        return ScannedLine(line, offset, len(raw), f"not a JSON object: {type(row).__name__}", {}, None, None, False, "")
+    rollout_id = capture_file_id(row)
+    capture = listing.get(rollout_id + JSONL_SUFFIX) if rollout_id is not None else None
+    incomplete = rollout_id is not None and (rollout_id + MARKER_SUFFIX) in listing
+    fingerprint = _attempt_fingerprint(raw, capture, incomplete)
+    return ScannedLine(line, offset, len(raw), None, accounted_fields(row), rollout_id, capture, incomplete, fingerprint)
+
+
+def _spans(location: Location, size: int, listing: dict[str, FileEntry], pool: Executor | None) -> Iterator[ScannedSpan]:
+    """The file's spans in order: scanned by the attempt pool's workers when there is one and
+    the file is worth cutting, else here. Parsing every row is discovery's whole cost (a second
+    per 400 MB), and the pool's workers are idle until the fan-out starts."""
+    if pool is None or size < 2 * SCAN_SPAN_BYTES:
+        yield scan_span(location, listing)
+        return
+    pending: deque[Future[ScannedSpan]] = deque()
+    for start in range(0, size, SCAN_SPAN_BYTES):
+        if len(pending) >= SCAN_SPANS_IN_FLIGHT:
+            yield pending.popleft().result()
+        pending.append(pool.submit(scan_span, location, listing, start, start + SCAN_SPAN_BYTES))
+    while pending:
+        yield pending.popleft().result()
+
+
 def _scan(
-    plan: JobPlan, sources: list[tuple[int | None, str, Location]], captures: list[FileEntry], accounts: list[ShardAccount]
+    plan: JobPlan,
+    sources: list[tuple[int | None, str, Location, int]],
+    captures: list[FileEntry],
+    accounts: list[ShardAccount],
+    pool: Executor | None,
 ) -> Counter[tuple[int | None, str]]:
     """One attempt per JSON-object row, with the capture it claims; then the orphan captures; rows per (shard, source).
 
@@ -234,45 +310,38 @@ def _scan(
     claimed: set[str] = set()
     out_lines = dict.fromkeys((MAIN, FAILURES), 0)
     rows: Counter[tuple[int | None, str]] = Counter()
-    for shard, source, location in sources:
+    for shard, source, location, size in sources:
         shard_name = location.name if shard is not None else None
-        for line_no, offset, raw in location.iter_lines():
-            if not raw.strip():
-                continue
-            try:
-                row = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                plan.skipped.append(SkippedLine(source, line_no, f"invalid JSON: {exc}", shard_name))
-                continue
-            if not isinstance(row, dict):
-                plan.skipped.append(SkippedLine(source, line_no, f"not a JSON object: {type(row).__name__}", shard_name))
-                continue
-            out_lines[source] += 1
-            rows[(shard, source)] += 1
-            if source == MAIN:
-                accounts[shard or 0].land(row)
-            else:
-                accounts[shard or 0].fail(row)
-            rollout_id = capture_file_id(row)
-            capture = incomplete = None
-            if rollout_id is not None:
-                claimed.add(rollout_id)
-                capture = listing.get(rollout_id + JSONL_SUFFIX)
-                incomplete = (rollout_id + MARKER_SUFFIX) in listing
-            plan.attempts.add(
-                AttemptRef(
-                    source=source,
-                    line=line_no,
-                    offset=offset,
-                    length=len(raw),
-                    out_line=out_lines[source],
-                    rollout_id=rollout_id,
-                    capture=capture,
-                    incomplete=bool(incomplete),
-                    fingerprint=_attempt_fingerprint(raw, capture, bool(incomplete)),
-                    shard=shard,
+        base = 0  # lines before the span
+        for span in _spans(location, size, listing, pool):
+            for scanned in span.rows:
+                line_no = base + scanned.line
+                if scanned.skipped is not None:
+                    plan.skipped.append(SkippedLine(source, line_no, scanned.skipped, shard_name))
+                    continue
+                out_lines[source] += 1
+                rows[(shard, source)] += 1
+                if source == MAIN:
+                    accounts[shard or 0].land(scanned.accounted)
+                else:
+                    accounts[shard or 0].fail(scanned.accounted)
+                if scanned.rollout_id is not None:
+                    claimed.add(scanned.rollout_id)
+                plan.attempts.add(
+                    AttemptRef(
+                        source=source,
+                        line=line_no,
+                        offset=scanned.offset,
+                        length=scanned.length,
+                        out_line=out_lines[source],
+                        rollout_id=scanned.rollout_id,
+                        capture=scanned.capture,
+                        incomplete=scanned.incomplete,
+                        fingerprint=scanned.fingerprint,
+                        shard=shard,
+                    )
                 )
-            )
+            base += span.lines
     plan.orphans = sorted(
         shown_name(name) for name in listing if _capture_id_of_file(name) is not None and _capture_id_of_file(name) not in claimed
     )

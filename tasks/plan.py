@@ -6,6 +6,8 @@ never import Prefect.
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
+
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
@@ -16,5 +18,5 @@ from tasks.storage import Location
 
 
 @task(name="discover-job", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_condition_fn=retry_on_transient)
-def discover_job(shards: tuple[Shard, ...], capture_dir: Location) -> JobPlan:
-    return discover(shards, capture_dir)
+def discover_job(shards: tuple[Shard, ...], capture_dir: Location, pool: Executor | None = None) -> JobPlan:
+    return discover(shards, capture_dir, pool)

@@ -194,32 +194,48 @@ class Location:
         found = retry.call_with_retries(self.url, lambda: self.fs.find(root))
         return sorted(p[len(root) + 1 :] for p in found if p.startswith(root + "/"))
 
-    def iter_lines(self) -> Iterator[tuple[int, int, bytes]]:
+    def iter_lines(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int, bytes]]:
         """Stream ``(line_no, offset, line)`` with 1-based numbers; ``line`` keeps no newline.
 
         Lines split on ``\\n`` only, as Gym's JSONL readers do. Streaming keeps memory at one block.
         Each block read is retried on its own: a buffered file reads a failed range again.
+
+        With ``start`` or ``end``, only the lines whose first byte lies in ``[start, end)``, numbered
+        from 1 within that span: spans cut anywhere in a file share its lines out exactly once.
         """
         with retry.call_with_retries(self.url, lambda: self.fs.open(self.path, "rb", block_size=READ_BLOCK)) as f:
-            position = 0  # file offset of the block's first byte
+            position = max(start - 1, 0)  # file offset of the block's first byte
+            if position:
+                f.seek(position)
+            to_line_start = start > 0  # drop what precedes the first line starting at or after ``start``
             line_no = 0
             pending = b""  # the unterminated end of the blocks before (usually part of one row)
             while block := retry.call_with_retries(self.url, lambda: f.read(READ_BLOCK)):
-                start = 0
+                begin = 0
+                if to_line_start:
+                    cut = block.find(b"\n")
+                    if cut < 0:
+                        position += len(block)
+                        continue
+                    begin, to_line_start = cut + 1, False
                 if pending:  # joined with the head of this block alone: no block-sized copies
-                    end = block.find(b"\n")
-                    if end < 0:
+                    cut = block.find(b"\n")
+                    if cut < 0:
                         pending += block
                         position += len(block)
                         continue
                     line_no += 1
-                    yield line_no, position - len(pending), pending + block[:end]
-                    start = end + 1
-                while (end := block.find(b"\n", start)) >= 0:
+                    yield line_no, position - len(pending), pending + block[:cut]
+                    begin = cut + 1
+                while (cut := block.find(b"\n", begin)) >= 0:
+                    if end is not None and position + begin >= end:
+                        return
                     line_no += 1
-                    yield line_no, position + start, block[start:end]
-                    start = end + 1
-                pending = block[start:]
+                    yield line_no, position + begin, block[begin:cut]
+                    begin = cut + 1
+                if end is not None and position + begin >= end:
+                    return
+                pending = block[begin:]
                 position += len(block)
             if pending:
                 yield line_no + 1, position - len(pending), pending

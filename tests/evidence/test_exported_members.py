@@ -25,7 +25,7 @@ EXPECTED = {
     "verdict_facts",
     "RUN_KEY_TAG", "SERVICE_NAME", "RunDocuments", "RunRecord", "SpanModel",
     "TraceIdentity", "TraceModel", "TraceSkipped", "main_identities", "rollout_trace", "run_metrics",
-    "ShardAccount", "accounting_markdown", "gate_markdown", "run_accounting",
+    "ShardAccount", "accounted_fields", "accounting_markdown", "gate_markdown", "run_accounting",
     "evaluate_gate", "gate_reason",
 }
 

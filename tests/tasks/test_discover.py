@@ -54,6 +54,28 @@ def test_attempts_keys_ids_captures_and_skipped_lines() -> None:
 
 
 @pytest.mark.usefixtures("memfs")
+@pytest.mark.parametrize("span", [1, 7, 40])
+def test_spans_scanned_by_a_pool_give_the_plan_of_one_scan(span: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cut anywhere (inside rows, at newlines, between blank lines), the plan is the same."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import tasks.discover
+
+    lines = [orjson.dumps(ROWS[0]), b"", b"[1, 2]", orjson.dumps(ROWS[1]), b"{broken", b"", orjson.dumps(ROWS[2]), orjson.dumps(ROWS[3])]
+    main, captures = _job(lines, {"0-0.capture.jsonl": b"{}\n", "0-1-a1.capture.incomplete": b"", "9-9.capture.jsonl": b"{}\n"})
+
+    def plan_of(pool: ThreadPoolExecutor | None) -> tuple:
+        with discover([Shard(main)], captures, pool) as plan:
+            return list(plan.attempts), plan.skipped, plan.orphans, plan.accounting, plan.shards
+
+    whole = plan_of(None)
+    monkeypatch.setattr(tasks.discover, "SCAN_SPAN_BYTES", span)
+    with ThreadPoolExecutor(2) as pool:
+        assert plan_of(pool) == whole
+    assert len(whole[0]) == 4 and len(whole[1]) == 2
+
+
+@pytest.mark.usefixtures("memfs")
 def test_fingerprints_follow_the_bytes() -> None:
     main, captures = _job([orjson.dumps(ROWS[0])], {"0-0.capture.jsonl": b"{}\n"})
     with discover([Shard(main)], captures) as before:

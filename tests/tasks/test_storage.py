@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import random
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -46,6 +47,25 @@ def test_iter_lines_across_block_boundaries(root: Location, monkeypatch: pytest.
     assert list(f.iter_lines()) == expected
     f.write_bytes(data + b"\n")
     assert list(f.iter_lines()) == expected
+
+
+@pytest.mark.parametrize("block", [1, 3, 64])
+def test_spans_cut_anywhere_share_out_every_line_once(root: Location, monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    """Parallel discovery reads a file in spans: together they are the whole file's lines, in order."""
+    monkeypatch.setattr(tasks.storage.fs, "READ_BLOCK", block)
+    rng = random.Random(block)
+    for data in (b"\n".join([b"", b"a", b"0123456789abcdef", b"", b"\n", b"xy" * 9, b"tail"]), b"one\ntwo\n", b"\n\n\n", b"x"):
+        f = root.child("spans.jsonl")
+        f.write_bytes(data)
+        whole = list(f.iter_lines())
+        for _ in range(20):
+            cuts = sorted({0, len(data), *(rng.randrange(len(data) + 1) for _ in range(rng.randrange(4)))})
+            joined, base = [], 0
+            for start, end in zip(cuts, cuts[1:]):
+                span = list(f.iter_lines(start, end))
+                joined += [(base + number, offset, line) for number, offset, line in span]
+                base += len(span)
+            assert joined == whole, (data, cuts)
 
 
 def test_iter_lines_retries_a_block_read_that_fails_once(root: Location, monkeypatch: pytest.MonkeyPatch) -> None:
