@@ -5,8 +5,8 @@ Usage (from the repository root):
     .venv/bin/python tests/bench/s3_latency.py [--rollouts 300] [--latency-ms 30] [--api-url URL]
 
 moto answers in well under a millisecond, so alone it hides what a real bucket costs: each
-request's first byte takes tens of milliseconds there. Here moto's S3 server (127.0.0.1) sits
-behind tests/reliability/faultproxy.py in its latency mode, which delays every request by
+request's first byte takes tens of milliseconds there. Here moto's S3 server (127.0.0.1, in a
+process of its own) sits behind tests/reliability/faultproxy.py in its latency mode, which delays every request by
 ``--latency-ms`` and counts them by kind. The same generated job runs first from and to local
 disk, then from and to the bucket; both are whole ``evidence-stage run`` wall times against
 one running Prefect server (``--api-url``, else one started here and not timed).
@@ -23,9 +23,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import logging
+import subprocess
 import sys
 import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +52,7 @@ from tests.reliability.faultproxy import FaultPlan, FaultProxy  # noqa: E402
 KINDS = ("HEAD", "GET", "LIST", "PUT", "POST", "DELETE")
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 RUN_ID = "s3-latency"
+MOTO_START_TIMEOUT_S = 60
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -74,19 +78,38 @@ def upload(job: Path, endpoint: str) -> None:
     fs.put(str(job) + "/", "jobs/job", recursive=True)
 
 
-def main(argv: list[str] | None = None) -> int:
-    from moto.server import ThreadedMotoServer
+@contextlib.contextmanager
+def moto_server() -> Iterator[str]:
+    """moto's S3 server in a process of its own (its endpoint), so it does not share this
+    process's interpreter lock with the latency proxy: each is one Python server on the same
+    two cores as the stage."""
+    port = free_port()
+    server = subprocess.Popen(
+        [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + MOTO_START_TIMEOUT_S
+        while True:
+            try:
+                urllib.request.urlopen(endpoint, timeout=1).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("moto_server did not start") from None
+                time.sleep(0.1)
+        yield endpoint
+    finally:
+        server.terminate()
+        server.wait(30)
 
+
+def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     job, _ = ensure_job(args)
     warm_page_cache(job)
-    port = free_port()
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no access log line per request
-    with contextlib.redirect_stdout(sys.stderr):  # moto announces itself on stdout, which holds only JSON lines
-        moto.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
+    with moto_server() as endpoint:
         with tempfile.TemporaryDirectory(prefix="evidence-stage-s3-latency-") as scratch, prefect_server(
             args.api_url, Path(scratch) / "prefect-home"
         ) as server:
@@ -105,8 +128,6 @@ def main(argv: list[str] | None = None) -> int:
                 s3_s = round(timed(command, cli_env(server.api_url, AWS_ENDPOINT_URL=proxy.url, **CREDENTIALS)), 2)
             requests = {kind: plan.by_method[kind] for kind in KINDS}
             emit({"side": "s3", "wall_s": s3_s, "latency_ms": args.latency_ms, "requests": requests, "timings": json.loads(moto_client(endpoint).cat(f"results/out/bench/runs/{RUN_ID}/manifest.json"))["timings"]})
-    finally:
-        moto.stop()
     per_attempt = {kind: round(n / attempts, 2) for kind, n in requests.items()}
     emit({
         "local_s": local_s, "s3_s": s3_s, "ratio": round(s3_s / local_s, 2), "rollouts": args.rollouts, "attempts": attempts,
