@@ -10,9 +10,11 @@ both sides run here one after the other on the same generated job: first the ora
 then the stage's whole ``evidence-stage run`` wall time, Python start-up and imports included,
 against a running Prefect server (``--api-url``, else one started here and not timed).
 
-Prints three JSON lines: ``{"side": "oracle", "oracle_s", ...}``, ``{"side": "stage",
-"stage_s", "timings", ...}`` (the run manifest's timings) and ``{"oracle_s", "stage_s",
-"ratio", "rollouts", "attempts", "load_average_1m"}``, where ratio = oracle_s / stage_s.
+Prints three JSON lines per pair: ``{"side": "oracle", "pair", "oracle_s"}``, ``{"side":
+"stage", "pair", "stage_s", "timings"}`` (the run manifest's timings) and ``{"pair", "oracle_s",
+"stage_s", "ratio", "rollouts", "attempts", "load_average_1m"}``, where ratio = oracle_s /
+stage_s; with ``--pairs N`` (N > 1) a last line ``{"pairs", "ratios", "median_ratio"}``. Each
+side starts after ``sync``, so neither pays for writing back the other's outputs.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -53,6 +57,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--oracle", type=Path, default=Path(os.environ.get("EVIDENCE_STAGE_ORACLE", DEFAULT_ORACLE)),
         help="0.7.0's baseline.sh (default: $EVIDENCE_STAGE_ORACLE, else ../shared/oracle/baseline.sh beside the repository)",
     )
+    parser.add_argument("--pairs", type=int, default=1, help="oracle-then-stage pairs to time, back to back (default 1)")
     parser.add_argument(
         "--oracle-venv", type=Path, default=Path(os.environ.get("ORACLE_VENV", DEFAULT_ORACLE_VENV)),
         help="the oracle interpreter's venv (default: $ORACLE_VENV, else ../.venv-gym beside the repository)",
@@ -73,19 +78,28 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     job, _ = ensure_job(args)
     warm_page_cache(job)
+    ratios = []
     with tempfile.TemporaryDirectory(prefix="evidence-stage-side-by-side-") as scratch:
         root = Path(scratch)
         with prefect_server(args.api_url, root / "prefect-home") as server:
-            oracle_s = run_oracle(args.oracle, args.oracle_venv, job, root / "oracle")["oracle_s"]
-            emit({"side": "oracle", "oracle_s": oracle_s})
-            command = job_run_args(str(job / "rollouts.jsonl"), str(job / "model-calls"), str(root / "stage"), "side-by-side")
-            stage_s = round(timed(command, cli_env(server.api_url)), 2)
-            manifest = local_manifest(root / "stage", "side-by-side")
-            emit({"side": "stage", "stage_s": stage_s, "timings": manifest["timings"]})
-    emit({
-        "oracle_s": oracle_s, "stage_s": stage_s, "ratio": round(oracle_s / stage_s, 2),
-        "rollouts": args.rollouts, "attempts": manifest["counts"]["attempts"], "load_average_1m": round(os.getloadavg()[0], 2),
-    })
+            for pair in range(1, args.pairs + 1):
+                out = root / f"pair-{pair}"
+                os.sync()  # neither side pays for writing back the other's outputs
+                oracle_s = run_oracle(args.oracle, args.oracle_venv, job, out / "oracle")["oracle_s"]
+                emit({"side": "oracle", "pair": pair, "oracle_s": oracle_s})
+                os.sync()
+                command = job_run_args(str(job / "rollouts.jsonl"), str(job / "model-calls"), str(out / "stage"), "side-by-side")
+                stage_s = round(timed(command, cli_env(server.api_url)), 2)
+                manifest = local_manifest(out / "stage", "side-by-side")
+                emit({"side": "stage", "pair": pair, "stage_s": stage_s, "timings": manifest["timings"]})
+                ratios.append(round(oracle_s / stage_s, 2))
+                emit({
+                    "pair": pair, "oracle_s": oracle_s, "stage_s": stage_s, "ratio": ratios[-1],
+                    "rollouts": args.rollouts, "attempts": manifest["counts"]["attempts"], "load_average_1m": round(os.getloadavg()[0], 2),
+                })
+                shutil.rmtree(out)
+    if args.pairs > 1:
+        emit({"pairs": args.pairs, "ratios": ratios, "median_ratio": statistics.median(ratios)})
     return 0
 
 
