@@ -2,7 +2,7 @@
 
 Usage (from the repository root; the oracle interpreter built with ../shared/oracle/setup.sh):
 
-    .venv/bin/python tests/bench/side_by_side.py [--rollouts 2000] [--api-url URL]
+    .venv/bin/python tests/bench/side_by_side.py [--rollouts 2000] [--pairs N] [--api-url URL]
 
 A speed claim is a ratio measured on one machine at one time (../shared/oracle/README.md), so
 both sides run here one after the other on the same generated job: first the oracle's
