@@ -159,7 +159,7 @@ def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool)
 
     rows = _group_rows(ctx, attempts)
     with WriteBehind(window=CAPTURE_WINDOW, budget=CAPTURE_BUDGET_BYTES) as writes:
-        segments = SegmentWriter(lambda name, data: writes.submit(functools.partial(folder.child(name).write_bytes, data), len(data)))
+        segments = SegmentWriter(lambda name, data: writes.submit(functools.partial(folder.child(name).write_chunks, lambda: data), sum(map(len, data))))
         for fetched in ordered_prefetch(fetch, rows, window=CAPTURE_WINDOW, cost=_fetch_cost, budget=CAPTURE_BUDGET_BYTES):
             if fetched.inputs is None:
                 summary.skipped += 1

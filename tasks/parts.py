@@ -59,27 +59,27 @@ def segment_folder(run_dir: Location, source: str) -> Location:
     return run_dir.child(ATTEMPTS_FOLDER, source)
 
 
-def encode_segment(parts: list[tuple[AttemptRef, bytes]]) -> bytes:
-    """The segment of ``parts`` (attempt, encoded part), in line order."""
-    index = [[attempt.line, attempt.fingerprint, len(data)] for attempt, data in parts]
-    return b"".join([_MAGIC, b"\n", orjson.dumps(index), b"\n", *(data for _, data in parts)])
+def encode_segment(parts: list[tuple[AttemptRef, list[bytes]]]) -> list[bytes]:
+    """The segment of ``parts`` (attempt, encoded part), in line order, in pieces (the parts' own)."""
+    index = [[attempt.line, attempt.fingerprint, sum(map(len, data))] for attempt, data in parts]
+    return [_MAGIC + b"\n" + orjson.dumps(index) + b"\n", *(piece for _, data in parts for piece in data)]
 
 
-def segment_name(parts: list[tuple[AttemptRef, bytes]]) -> str:
+def segment_name(parts: list[tuple[AttemptRef, list[bytes]]]) -> str:
     return f"{parts[0][0].line:09d}-{parts[-1][0].line:09d}{SEGMENT_SUFFIX}"
 
 
 class SegmentWriter:
-    """Collects a group's encoded parts and hands each full segment to ``write`` (name, bytes)."""
+    """Collects a group's encoded parts and hands each full segment to ``write`` (name, pieces)."""
 
-    def __init__(self, write: Callable[[str, bytes], None]) -> None:
+    def __init__(self, write: Callable[[str, list[bytes]], None]) -> None:
         self._write = write
-        self._parts: list[tuple[AttemptRef, bytes]] = []
+        self._parts: list[tuple[AttemptRef, list[bytes]]] = []
         self._bytes = 0
 
-    def add(self, attempt: AttemptRef, data: bytes) -> None:
+    def add(self, attempt: AttemptRef, data: list[bytes]) -> None:
         self._parts.append((attempt, data))
-        self._bytes += len(data)
+        self._bytes += sum(map(len, data))
         if len(self._parts) >= SEGMENT_PARTS or self._bytes >= SEGMENT_BYTES:
             self.flush()
 

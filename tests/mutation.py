@@ -447,7 +447,7 @@ def check_attempt(example: Example, config: AttemptConfig = CONFIG) -> AttemptOu
         assert outcome.line == example.row, "line: a rejected row is written unchanged"
     assert isinstance(parse(outcome.line), dict), "line: not a JSON object"
     part = AttemptPart("fingerprint", 0.25, outcome)
-    back = decode_part(encode_part(part))
+    back = decode_part(b"".join(encode_part(part)))
     assert back == part, "roundtrip: the decoded part differs"
     if outcome.main is not None and isinstance(outcome.main.atif, AtifFile):
         parse(outcome.main.atif.content)

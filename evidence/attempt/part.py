@@ -48,8 +48,12 @@ class AttemptPart:
     outcome: AttemptOutcome
 
 
-def encode_part(part: AttemptPart) -> bytes:
-    """The part's bytes; never raises for an outcome the engine made."""
+def encode_part(part: AttemptPart) -> list[bytes]:
+    """The part's bytes, in pieces whose concatenation is the part; never raises for an outcome the engine made.
+
+    The row line and the ATIF file are pieces of their own, the outcome's very objects: a long
+    row's part costs no copy of them until it is written.
+    """
     outcome = part.outcome
     blobs = [outcome.line]
     header: dict[str, Any] = {
@@ -65,7 +69,7 @@ def encode_part(part: AttemptPart) -> bytes:
     header["blob_lengths"] = [len(blob) for blob in blobs]
     compact = orjson_line(header)
     magic, text = (_MAGIC, compact) if compact is not None else (_EXACT, dumps(header))
-    return b"".join([magic, b"\n", text, b"\n", *blobs])
+    return [magic + b"\n" + text + b"\n", *blobs]
 
 
 def _main_header(main: MainDigests, blobs: list[bytes]) -> dict[str, Any]:

@@ -67,7 +67,7 @@ def test_shapes_the_campaign_found_keep_the_contract(name: str) -> None:
 
 
 def _part(outcome: AttemptOutcome) -> bytes:
-    return encode_part(AttemptPart("fingerprint", 0.25, outcome))
+    return b"".join(encode_part(AttemptPart("fingerprint", 0.25, outcome)))
 
 
 @pytest.mark.parametrize("seed", [5, 6])

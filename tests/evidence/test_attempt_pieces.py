@@ -17,7 +17,7 @@ from tests.mutation import CONFIG, examples, load_seeds
 
 
 def _part(row: bytes, capture: CaptureFiles | None, main_line: int | None) -> bytes:
-    return encode_part(AttemptPart("f", 0.0, process_attempt(AttemptInputs(row, capture), CONFIG, main_line=main_line)))
+    return b"".join(encode_part(AttemptPart("f", 0.0, process_attempt(AttemptInputs(row, capture), CONFIG, main_line=main_line))))
 
 
 def test_pieces_give_the_whole_outcome(monkeypatch: pytest.MonkeyPatch) -> None:
