@@ -10,8 +10,8 @@ both sides run here one after the other on the same generated job: first the ora
 then the stage's whole ``evidence-stage run`` wall time, Python start-up and imports included,
 against a running Prefect server (``--api-url``, else one started here and not timed).
 
-Prints three JSON lines per pair: ``{"side": "oracle", "pair", "oracle_s"}``, ``{"side":
-"stage", "pair", "stage_s", "timings"}`` (the run manifest's timings) and ``{"pair", "oracle_s",
+Prints three JSON lines per pair: ``{"side": "oracle", "pair", "oracle_s", "cpu_steal_s"}``,
+``{"side": "stage", "pair", "stage_s", "cpu_steal_s", "timings"}`` (the run manifest's timings) and ``{"pair", "oracle_s",
 "stage_s", "ratio", "rollouts", "attempts", "load_average_1m"}``, where ratio = oracle_s /
 stage_s; with ``--pairs N`` (N > 1) a last line ``{"pairs", "ratios", "median_ratio"}``. Each
 side starts after ``sync``, so neither pays for writing back the other's outputs.
@@ -74,6 +74,14 @@ def run_oracle(oracle: Path, venv: Path, job: Path, out: Path) -> dict[str, floa
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def steal_seconds() -> float:
+    """CPU time the hypervisor gave to others, all cores together (``/proc/stat``): a virtual
+    machine whose host is busy runs both sides slower, each by however much it lost."""
+    with open("/proc/stat") as stat:
+        fields = stat.readline().split()
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     job, _ = ensure_job(args)
@@ -85,13 +93,15 @@ def main(argv: list[str] | None = None) -> int:
             for pair in range(1, args.pairs + 1):
                 out = root / f"pair-{pair}"
                 os.sync()  # neither side pays for writing back the other's outputs
+                stolen = steal_seconds()
                 oracle_s = run_oracle(args.oracle, args.oracle_venv, job, out / "oracle")["oracle_s"]
-                emit({"side": "oracle", "pair": pair, "oracle_s": oracle_s})
+                emit({"side": "oracle", "pair": pair, "oracle_s": oracle_s, "cpu_steal_s": round(steal_seconds() - stolen, 1)})
                 os.sync()
                 command = job_run_args(str(job / "rollouts.jsonl"), str(job / "model-calls"), str(out / "stage"), "side-by-side")
+                stolen = steal_seconds()
                 stage_s = round(timed(command, cli_env(server.api_url)), 2)
                 manifest = local_manifest(out / "stage", "side-by-side")
-                emit({"side": "stage", "pair": pair, "stage_s": stage_s, "timings": manifest["timings"]})
+                emit({"side": "stage", "pair": pair, "stage_s": stage_s, "cpu_steal_s": round(steal_seconds() - stolen, 1), "timings": manifest["timings"]})
                 ratios.append(round(oracle_s / stage_s, 2))
                 emit({
                     "pair": pair, "oracle_s": oracle_s, "stage_s": stage_s, "ratio": ratios[-1],
