@@ -30,7 +30,7 @@ from evidence import (
 )
 from tasks.jobs import latest_manifest
 from tasks.retry import retry_on_transient
-from tasks.runs import run_dir_of
+from tasks.runs import read_document, run_dir_of
 from tasks.storage import InputNotFound, Location
 
 
@@ -47,10 +47,6 @@ class CompareResult:
     def summary(self) -> dict[str, Any]:
         """The verdict and where the files are (a flow's return value, a batch entry's ``compare``)."""
         return {"status": self.status, "trusted": self.trusted, "changed": self.changed, "output": self.output}
-
-
-def _json_or_none(location: Location) -> Any:
-    return orjson.loads(location.read_bytes()) if location.exists() else None
 
 
 def _objects(location: Location) -> Iterator[dict[str, Any]]:
@@ -72,11 +68,11 @@ def read_run(run_dir: Location) -> RunEvidence:
     return RunEvidence(
         location=run_dir.url,
         manifest=orjson.loads(manifest.read_bytes()),
-        quality_summary=_json_or_none(run_dir.child("health", "quality_summary.json")),
-        perf_summary=_json_or_none(run_dir.child("perf_summary.json")),
-        capabilities=_json_or_none(run_dir.child("capabilities.json")),
-        gate=_json_or_none(run_dir.child("gate.json")),
-        accounting=_json_or_none(run_dir.child("accounting.json")),
+        quality_summary=read_document(run_dir.child("health", "quality_summary.json")),
+        perf_summary=read_document(run_dir.child("perf_summary.json")),
+        capabilities=read_document(run_dir.child("capabilities.json")),
+        gate=read_document(run_dir.child("gate.json")),
+        accounting=read_document(run_dir.child("accounting.json")),
         rollouts=[rollout_facts(row) for row in _objects(run_dir.child("rollouts.jsonl"))],
         verdicts=[verdict_facts(line) for line in _objects(run_dir.child("health", "rollout_verdicts.jsonl"))],
         atif_accepted=[

@@ -6,6 +6,7 @@ report RUN_DIR`` (which recomputes them by streaming the run's rollouts once).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
@@ -22,7 +23,7 @@ from evidence import (
     perf_markdown,
     render_report,
 )
-from tasks.runs import ACCOUNTING_FILE, GATE_FILE
+from tasks.runs import ACCOUNTING_FILE, GATE_FILE, read_document
 from tasks.storage import Location
 
 LINKS = (
@@ -40,8 +41,20 @@ LINKS = (
 )
 
 
-def _json_or_none(location: Location) -> Any:
-    return orjson.loads(location.read_bytes()) if location.exists() else None
+DOCUMENTS = ("health/quality_summary.json", "capabilities.json", "perf_summary.json", ACCOUNTING_FILE, GATE_FILE)
+
+
+def _read_outputs(run_dir: Location) -> tuple[set[str], dict[str, Any]]:
+    """Which linked outputs exist, and the documents the page shows (None when absent).
+
+    Asked for all at once: on object storage each is a request with its own first-byte wait,
+    and one after another they were most of the report's time (0.9 s at 30 ms a request).
+    """
+    names = [name for _, name in LINKS]
+    with ThreadPoolExecutor(max_workers=len(names)) as pool:
+        exists = pool.map(lambda name: run_dir.child(name).exists(), names)
+        documents = pool.map(lambda name: read_document(run_dir.child(name)), DOCUMENTS)
+        return {name for name, there in zip(names, exists) if there}, dict(zip(DOCUMENTS, documents))
 
 
 def report_context(run_dir: Location, manifest: dict[str, Any], histograms: dict[str, list[float]]) -> ReportContext:
@@ -50,7 +63,8 @@ def report_context(run_dir: Location, manifest: dict[str, Any], histograms: dict
     inputs = {"rollouts": params["rollouts"], "capture dir": params["capture_dir"]}
     if params.get("failures"):
         inputs["failures"] = params["failures"]
-    present = {name for _, name in LINKS if run_dir.child(name).exists()} | {"manifest.json"}
+    present, documents = _read_outputs(run_dir)
+    present.add("manifest.json")
     return ReportContext(
         job_id=run["job_id"],
         run_id=run["run_id"],
@@ -58,14 +72,14 @@ def report_context(run_dir: Location, manifest: dict[str, Any], histograms: dict
         finished_at=run["finished_at"],
         inputs=inputs,
         parameters=params,
-        quality_summary=_json_or_none(run_dir.child("health", "quality_summary.json")),
-        capabilities=_json_or_none(run_dir.child("capabilities.json")) or {},
-        perf_summary=_json_or_none(run_dir.child("perf_summary.json")),
+        quality_summary=documents["health/quality_summary.json"],
+        capabilities=documents["capabilities.json"] or {},
+        perf_summary=documents["perf_summary.json"],
         latency_ms=histograms.get("latency_ms", []),
         tokens_per_turn=histograms.get("tokens_per_turn", []),
         links=[(label, name) for label, name in LINKS if name in present],
-        accounting=_json_or_none(run_dir.child(ACCOUNTING_FILE)),
-        gate=_json_or_none(run_dir.child(GATE_FILE)),
+        accounting=documents[ACCOUNTING_FILE],
+        gate=documents[GATE_FILE],
     )
 
 

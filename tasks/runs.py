@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from tasks.storage import Location
+from tasks.storage import InputNotFound, Location
 from tasks.storage.fs import TEMP_PREFIX
 
 PARAMS_FILE = "params.json"
@@ -31,6 +31,14 @@ GATE_FILE = "gate.json"
 class RunConflict(Exception):
     """The run cannot start: the run id is taken, a resume disagrees with the run, or the
     outputs would land among the inputs."""
+
+
+def read_document(location: Location) -> Any:
+    """A run's JSON output parsed, or None when it does not exist (one request: no HEAD first)."""
+    try:
+        return orjson.loads(location.read_bytes())
+    except InputNotFound:
+        return None
 
 
 def run_dir_of(output: Location, job_id: str, run_id: str) -> Location:

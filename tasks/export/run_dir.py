@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from evidence import RunDocuments, TraceModel, TraceSkipped, main_identities, rollout_trace
+from tasks.runs import read_document
 from tasks.storage import InputNotFound, Location
 
 __all__ = ["ExportError", "ExtraMissing", "finished_manifest", "require", "run_documents", "run_traces"]
@@ -46,18 +47,14 @@ def finished_manifest(run_dir: Location) -> dict[str, Any]:
     return orjson.loads(run_dir.child("manifest.json").read_bytes())
 
 
-def _json_or_none(location: Location) -> Any:
-    return orjson.loads(location.read_bytes()) if location.exists() else None
-
-
 def run_documents(run_dir: Location, manifest: dict[str, Any]) -> RunDocuments:
     """The small files the metrics come from (the optional ones are None when absent)."""
     return RunDocuments(
         manifest=manifest,
-        quality_summary=_json_or_none(run_dir.child("health", "quality_summary.json")),
-        perf_summary=_json_or_none(run_dir.child("perf_summary.json")),
-        accounting=_json_or_none(run_dir.child("accounting.json")),
-        gate=_json_or_none(run_dir.child("gate.json")),
+        quality_summary=read_document(run_dir.child("health", "quality_summary.json")),
+        perf_summary=read_document(run_dir.child("perf_summary.json")),
+        accounting=read_document(run_dir.child("accounting.json")),
+        gate=read_document(run_dir.child("gate.json")),
     )
 
 
