@@ -86,8 +86,8 @@ def collect_row(row: dict[str, Any], lookup: CaptureLookup) -> CollectedRow:
     if not no_result:
         try:
             merge_model_call_capture(result, lookup, include_payloads=not _payloads_redacted(result))
-        except RowRejected as exc:
-            return CollectedRow(row=row, rejected=exc, repaired=False)
+        except RowRejected as exc:  # kept without traceback or cause, whose frames would hold the row in a cycle
+            return CollectedRow(row=row, rejected=RowRejected(exc.kind, exc.message), repaired=False)
     if any(key in result for key in _EVIDENCE_KEYS):
         projected = attach_trajectory(row, result)
     attach_ng_perf(result, _rollout_latency_ms(row), projected)

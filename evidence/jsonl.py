@@ -104,22 +104,24 @@ def json_dump_decodes_to_itself(model: BaseModel) -> bool:
     """``decodes_to_itself`` for ``model.model_dump(mode="json")``, read off the model instead of the dump.
 
     A JSON-mode dump already makes untyped (``Any``) content native and finite (tuples become
-    lists, NaN becomes None); only a field typed ``float`` (or a list or dict of them) keeps a
-    non-finite value. Walking the models and their typed containers costs a few hundred
+    lists, NaN becomes None); only a field typed ``float``, or typed containers of them at any
+    depth, keeps a non-finite value. Walking the models and their typed containers costs a few hundred
     attribute reads where the dump itself holds every message of a long rollout.
     """
-    stack = [model]
+    stack: list[Any] = [model]
     while stack:
-        current = stack.pop()
-        fields = current.__dict__  # a pydantic model's field values
-        for name in _typed_fields(type(current)):
-            value = fields[name]
-            kind = type(value)
-            for item in value if kind is list or kind is tuple else value.values() if kind is dict else (value,):
-                if isinstance(item, BaseModel):
-                    stack.append(item)
-                elif type(item) is float and not math.isfinite(item):
-                    return False
+        item = stack.pop()
+        kind = type(item)
+        if kind is float:
+            if not math.isfinite(item):
+                return False
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        elif kind is dict:
+            stack.extend(item.values())
+        elif isinstance(item, BaseModel):
+            fields = item.__dict__  # a pydantic model's field values
+            stack.extend(fields[name] for name in _typed_fields(type(item)))
     return True
 
 

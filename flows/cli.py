@@ -79,13 +79,20 @@ def entry() -> NoReturn:
     module a run loaded, which took 0.3 s of each run's wall time (measured on the example job).
     """
     code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    _flush()
     threading._shutdown()  # type: ignore[attr-defined]  # what interpreter shutdown calls first
     atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    _flush()
     os._exit(code)
+
+
+def _flush() -> None:
+    """Flush stdout and stderr; a reader that went away (``| head``) is not an error here."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):  # closed by the reader, or already closed
+            pass
 
 
 if __name__ == "__main__":

@@ -157,17 +157,19 @@ def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool)
             return _Fetched(attempt, AttemptInputs(raw, None), capture)
         return _Fetched(attempt, AttemptInputs(raw, capture))
 
-    rows = _group_rows(ctx, attempts)
-    with WriteBehind(window=CAPTURE_WINDOW, budget=CAPTURE_BUDGET_BYTES) as writes:
-        segments = SegmentWriter(lambda name, data: writes.submit(functools.partial(folder.child(name).write_chunks, lambda: data), sum(map(len, data))))
-        for fetched in ordered_prefetch(fetch, rows, window=CAPTURE_WINDOW, cost=_fetch_cost, budget=CAPTURE_BUDGET_BYTES):
-            if fetched.inputs is None:
-                summary.skipped += 1
-                continue
-            segments.add(fetched.attempt, encode_part(process(config, fetched.attempt, fetched.inputs, fetched.gone)))
-            summary.processed += 1
-        segments.flush()
-    if not gc.isenabled():  # an attempt-pool worker (tasks.lifeline): whatever cycles the group left
-        gc.collect()
+    try:
+        rows = _group_rows(ctx, attempts)
+        with WriteBehind(window=CAPTURE_WINDOW, budget=CAPTURE_BUDGET_BYTES) as writes:
+            segments = SegmentWriter(lambda name, data: writes.submit(functools.partial(folder.child(name).write_chunks, lambda: data), sum(map(len, data))))
+            for fetched in ordered_prefetch(fetch, rows, window=CAPTURE_WINDOW, cost=_fetch_cost, budget=CAPTURE_BUDGET_BYTES):
+                if fetched.inputs is None:
+                    summary.skipped += 1
+                    continue
+                segments.add(fetched.attempt, encode_part(process(config, fetched.attempt, fetched.inputs, fetched.gone)))
+                summary.processed += 1
+            segments.flush()
+    finally:
+        if not gc.isenabled():  # an attempt-pool worker (tasks.lifeline): whatever cycles the group left
+            gc.collect()
     summary.seconds = time.perf_counter() - started
     return summary

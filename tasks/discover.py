@@ -284,13 +284,19 @@ def _spans(location: Location, size: int, listing: dict[str, FileEntry], pool: E
     if pool is None or size < 2 * SCAN_SPAN_BYTES:
         yield scan_span(location, listing)
         return
+    starts = range(0, size, SCAN_SPAN_BYTES)
     pending: deque[Future[ScannedSpan]] = deque()
-    for start in range(0, size, SCAN_SPAN_BYTES):
-        if len(pending) >= SCAN_SPANS_IN_FLIGHT:
+    try:
+        for start in starts:
+            if len(pending) >= SCAN_SPANS_IN_FLIGHT:
+                yield pending.popleft().result()
+            end = None if start == starts[-1] else start + SCAN_SPAN_BYTES  # the last span reads to the end, as one scan would
+            pending.append(pool.submit(scan_span, location, listing, start, end))
+        while pending:
             yield pending.popleft().result()
-        pending.append(pool.submit(scan_span, location, listing, start, start + SCAN_SPAN_BYTES))
-    while pending:
-        yield pending.popleft().result()
+    finally:
+        for future in pending:  # a failed span (Prefect retries discovery): the pool is not kept busy
+            future.cancel()
 
 
 def _scan(

@@ -3,7 +3,8 @@
 The pool's workers are children of a forkserver, not of the flow process, and hold the pipes
 that would tell them it is gone; after a ``kill -9`` of the CLI they kept writing parts and
 never exited. Each worker watches the owner through a pidfd (Linux 5.3+) on a daemon thread
-and exits the moment the owner does; the forkserver then exits with its last worker.
+and exits the moment the owner does; the forkserver then exits with its last worker. Workers
+also run without the automatic cycle collector (``start_worker``).
 """
 
 from __future__ import annotations

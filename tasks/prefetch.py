@@ -74,9 +74,14 @@ class WriteBehind:
     def __enter__(self) -> WriteBehind:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def drain(self) -> None:
+        """Wait for every write handed over so far; raise the first failure."""
+        while self._pending:
+            self._wait_oldest()
+
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
         try:
-            while self._pending:
-                self._wait_oldest()
+            if exc_type is None:  # leaving on an error: that error, not a write's, is what propagates
+                self.drain()
         finally:
             self._pool.shutdown(wait=True, cancel_futures=True)

@@ -108,6 +108,7 @@ class _AtifState:
     manifest: Spill  # manifest lines, input order
     rejections: Spill  # {"line", "rollout_id", "error"}, input order
     held: Spill | None = None  # the accepted files of an all-or-nothing run, input order
+    writes: WriteBehind | None = None  # the accepted files being written (any other run)
     accepted: int = 0
     keys: FirstKeyWins = field(default_factory=FirstKeyWins)
 
@@ -123,7 +124,7 @@ class _AtifState:
         def write(name: str, content: bytes) -> None:
             writes.submit(functools.partial(folder.child(name).write_bytes, content), len(content))
 
-        return cls(write, manifest, rejections)
+        return cls(write, manifest, rejections, writes=writes)
 
     def decide(self, attempt: AttemptRef, outcome: AttemptOutcome, atif: AtifFile | AtifRefusal) -> None:
         refusal = atif.message if isinstance(atif, AtifRefusal) else self.keys.refusal(atif.key)
@@ -217,6 +218,8 @@ def _write_perf(ctx: RunContext, spill: Spill[PerfDigest]) -> list[str]:
 def _write_atif(ctx: RunContext, atif: _AtifState) -> bool:
     """The rejections and the manifest; for an all-or-nothing run, its held files or (with a rejection) only error.txt."""
     folder = ctx.run_dir.child("atif")
+    if atif.writes is not None:
+        atif.writes.drain()  # the manifest lists only files that are written
     folder.child("rejections.jsonl").write_chunks(lambda: (dumps(r) + b"\n" for r in atif.rejections))
     if atif.held is not None:
         if atif.rejections.count:

@@ -1,4 +1,4 @@
-"""The part format: one attempt's outcome as bytes, versioned, read back by the reduce and resume.
+"""The part format: one attempt's outcome as bytes (made in pieces), versioned, read back by the reduce and resume.
 
 Layout::
 

@@ -3,8 +3,10 @@
 The sequence is 0.7.0's per-row collection (:func:`evidence.collect.collect_row`), the writing
 of the output line, then, for a main row, the digests the run's folds need: rollout-level
 health, the capability digest, the perf group and record, and the ATIF conversion. All digests
-read one decoded value: the written line as a reader of ``rollouts.jsonl`` sees it (non-finite
-floats are null there), as 0.7.0's health check and exporter see the file.
+read one value: the written line as a reader of ``rollouts.jsonl`` decodes it (non-finite
+floats are null there), as 0.7.0's health check and exporter see the file. For a short row that
+reads back as itself (:meth:`~evidence.collect.CollectedRow.decodes_to_itself`) that value is the
+enriched row, and the line is not parsed again.
 
 Memory: a long unicode row is several times larger as objects than as bytes, so the engine
 keeps no more than one copy of anything alive at a time. It takes its inputs over
@@ -33,7 +35,7 @@ from evidence.atif.encode import encode_rollout
 from evidence.attempt.outcome import AtifFile, AtifRefusal, AttemptOutcome, MainDigests, PerfDigest, Status
 from evidence.capabilities import capability_digest
 from evidence.capture import CaptureFiles
-from evidence.collect import collect_row
+from evidence.collect import CollectedRow, collect_row
 from evidence.errors import AtifExportError
 from evidence.health import evaluate_row
 from evidence.identity import capture_file_id
@@ -110,7 +112,9 @@ class AttemptInputs:
 
 
 def process_attempt(inputs: AttemptInputs, config: AttemptConfig, *, main_line: int | None) -> AttemptOutcome:
-    """Process one attempt, taking over its inputs; never raises.
+    """Process one attempt, taking over its inputs; never raises for what the inputs hold.
+
+    (Inputs already taken are a caller's error: ``AttemptInputs.take_row`` raises ``ValueError``.)
 
     Args:
         inputs: the row and its capture files, handed over (see :class:`AttemptInputs`).
@@ -133,7 +137,7 @@ def process_attempt(inputs: AttemptInputs, config: AttemptConfig, *, main_line: 
     try:
         # A short row that reads back as itself feeds the digests directly; a long one is written
         # in pieces, which takes its members out as they are written.
-        reads_as_itself = not long_inputs and main_line is not None and collected.decodes_to_itself()
+        reads_as_itself = not long_inputs and main_line is not None and _decodes_to_itself(collected)
         del collected
         notes = _notes(enriched, rollout_id)
         written = write_row(enriched, in_pieces=long_inputs)
@@ -145,6 +149,14 @@ def process_attempt(inputs: AttemptInputs, config: AttemptConfig, *, main_line: 
         Status.OK, None, notes, repaired, rollout_id, written,
         projected=projected and written.canonical, config=config, main_line=main_line, as_read=as_read,
     )
+
+
+def _decodes_to_itself(collected: CollectedRow) -> bool:
+    """The shortcut's check; a failure of it only means the line is parsed instead."""
+    try:
+        return collected.decodes_to_itself()
+    except Exception:  # noqa: BLE001 - an optimisation never fails an attempt
+        return False
 
 
 def unprocessed_attempt(row: bytes, reason: str, config: AttemptConfig, *, main_line: int | None) -> AttemptOutcome:

@@ -16,6 +16,7 @@ found are kept below as regression cases.
 
 from __future__ import annotations
 
+import gc
 import random
 from collections import Counter
 
@@ -114,3 +115,17 @@ def _takes_shortcut(example: Example) -> bool:
     except orjson.JSONDecodeError:
         return False
     return collected.rejected is None and collected.decodes_to_itself() and orjson_line(collected.row) is not None
+
+
+def test_attempts_leave_no_reference_cycles(seeds: list[Seed]) -> None:
+    """Attempt workers run without the automatic collector (tasks.lifeline): an attempt must free
+    everything by reference counting, or a group of long rows would hold them all."""
+    attempts = [example for batch in examples(random.Random(8), seeds, 200, BATCH) for example in batch.examples]
+    gc.collect()
+    gc.disable()
+    try:
+        for example in attempts:
+            process_attempt(AttemptInputs(example.row, example.capture), CONFIG, main_line=example.main_line)
+            assert gc.collect() == 0, "the attempt left objects only the cycle collector frees"
+    finally:
+        gc.enable()

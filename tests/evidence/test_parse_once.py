@@ -8,6 +8,7 @@ import math
 import orjson
 import pytest
 from hypothesis import given
+from pydantic import BaseModel
 from hypothesis import strategies as st
 
 from evidence.atif import convert_rollout
@@ -104,6 +105,12 @@ def test_a_model_dump_reads_back_unless_a_typed_float_is_not_finite() -> None:
         TrajectoryModelCall(response_metadata={"latency_ttft_ms": float("inf")}),
         FileSearchResult(attributes={"score": float("nan")}),
     )
-    for model in typed:
+    for model in (*typed, _Nested(grid=[[1.0, float("inf")]]), _Nested(series={"a": [float("nan")]})):
         assert not json_dump_decodes_to_itself(model)
         assert not decodes_to_itself(model.model_dump(mode="json"))
+    assert json_dump_decodes_to_itself(_Nested(grid=[[1.0]], series={"a": [2.0]}))
+
+
+class _Nested(BaseModel):
+    grid: list[list[float]] = []
+    series: dict[str, list[float]] = {}

@@ -114,3 +114,21 @@ def test_a_capture_file_name_that_is_not_utf8_is_an_orphan(tmp_path: Path) -> No
     os.rename(os.path.join(os.fsencode(calls), b"\xff\xfe.capture.jsonl"), os.path.join(os.fsencode(calls), b"\xfe\xff.capture.jsonl"))
     with discover([Shard(main)], captures) as renamed:
         assert renamed.fingerprint != plan.fingerprint, "names are fingerprinted by their bytes"
+
+
+def test_spans_scanned_by_worker_processes_give_the_plan_of_one_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What crosses to a worker process (the file's location, the listing) and back (the spans) pickles."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    import tasks.discover
+
+    root = Location(str(tmp_path))
+    root.child("rollouts.jsonl").write_bytes(b"\n".join([orjson.dumps(ROWS[0]), b"{broken", orjson.dumps(ROWS[1]), b""]))
+    root.child("model-calls", "0-0.capture.jsonl").write_bytes(b"{}\n")
+    main, captures = root.child("rollouts.jsonl"), root.child("model-calls")
+    with discover([Shard(main)], captures) as plan:
+        whole = list(plan.attempts), plan.skipped
+    monkeypatch.setattr(tasks.discover, "SCAN_SPAN_BYTES", 16)
+    with ProcessPoolExecutor(2) as pool, discover([Shard(main)], captures, pool) as plan:
+        assert (list(plan.attempts), plan.skipped) == whole
+    assert len(whole[0]) == 2 and len(whole[1]) == 1
