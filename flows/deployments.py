@@ -47,6 +47,7 @@ EVAL_COMPLETED = "gym.eval.completed"
 ON_RUN_COMPLETED = "on-run-completed"
 CRASH_AUTOMATION = "evidence-stage: crash flow runs without heartbeats"
 HEARTBEAT = "prefect.flow-run.heartbeat"
+RUNNING = "prefect.flow-run.Running"
 FINAL_EVENTS = {f"prefect.flow-run.{state}" for state in ("Completed", "Failed", "Cancelled", "Crashed")}
 # A run is dead after this many heartbeat periods without one: one late heartbeat is not a crash.
 MISSED_HEARTBEATS = 3
@@ -217,14 +218,19 @@ def crash_automation(heartbeat_seconds: int) -> AutomationCore:
     Every flow run sends ``prefect.flow-run.heartbeat`` every ``heartbeat_seconds``
     (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY``, alias ``PREFECT_RUNNER_HEARTBEAT_FREQUENCY``) from its
     own process; a process killed with ``-9`` can report nothing, so only the server can notice.
+    The watch starts at the server's own ``Running`` event as well as at each heartbeat: the
+    first heartbeat leaves the process through a background sender, so a process killed within
+    its first second may never have sent one. Only this project's flows (named
+    ``evidence-stage*``) are watched, since other flows on the server may run without heartbeats.
     """
     return AutomationCore(
         name=CRASH_AUTOMATION,
         description=f"Marks a flow run Crashed when {MISSED_HEARTBEATS} heartbeat periods pass without a heartbeat or a final state.",
         trigger=EventTrigger(
-            after={HEARTBEAT},
+            after={RUNNING, HEARTBEAT},
             expect={HEARTBEAT, *FINAL_EVENTS},
             match=ResourceSpecification({"prefect.resource.id": ["prefect.flow-run.*"]}),
+            match_related=ResourceSpecification({"prefect.resource.role": "flow", "prefect.resource.name": f"{stage_flow.name}*"}),
             for_each={"prefect.resource.id"},
             posture=Posture.Proactive,
             threshold=1,
