@@ -184,7 +184,7 @@ class PartIndex:
 
         def load(item: tuple[str, list[tuple[AttemptRef, PartEntry]]]) -> list[tuple[AttemptRef, AttemptPart]]:
             name, run = item
-            data = self._folder.child(name).read_bytes()
+            data = self._folder.child(name).read_view()  # segments are immutable once renamed into place
             return [(attempt, decode_part(data[e.offset : e.offset + e.length])) for attempt, e in run]
 
         for parts in ordered_prefetch(load, runs(), window=4):

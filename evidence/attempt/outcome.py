@@ -76,7 +76,8 @@ class AttemptOutcome:
         notes: what the manifest says about an ok row: no capture id, its capture gap codes.
         repaired: the input said ``model_call_capture_no_records`` and the rebuilt capture has calls.
         rollout_id: the capture rollout id the row names (None when it has none or an invalid one).
-        line: the output row line, without newline: the enriched row, or the input row unchanged.
+        line: the output row line, without newline: the enriched row, or the input row unchanged
+            (bytes from the engine; a view of the part's bytes once decoded, see ``decode_part``).
         main: the digests of a main row; None for a sidecar row.
     """
 
@@ -85,5 +86,5 @@ class AttemptOutcome:
     notes: tuple[str, ...]
     repaired: bool
     rollout_id: str | None
-    line: bytes
+    line: bytes | memoryview
     main: MainDigests | None

@@ -87,8 +87,11 @@ def _main_header(main: MainDigests, blobs: list[bytes]) -> dict[str, Any]:
     }
 
 
-def decode_part(data: bytes) -> AttemptPart:
+def decode_part(data: bytes | memoryview) -> AttemptPart:
     """Inverse of :func:`encode_part`.
+
+    The outcome's line is a view of ``data`` (no copy: the reduce writes it straight on); every
+    other field is copied out, so nothing else keeps ``data`` alive.
 
     Raises:
         PartError: not a part of this version, truncated or damaged.
@@ -101,20 +104,21 @@ def decode_part(data: bytes) -> AttemptPart:
         raise PartError(f"damaged part: {type(exc).__name__}: {exc}") from exc
 
 
-def _decode(data: bytes) -> AttemptPart:
-    magic_end = data.find(b"\n")
-    header_end = data.find(b"\n", magic_end + 1)
-    magic = data[:magic_end]
+def _decode(data: bytes | memoryview) -> AttemptPart:
+    view = memoryview(data)
+    magic_end = _newline(view, 0)
+    header_end = _newline(view, magic_end + 1)
+    magic = bytes(view[: max(magic_end, 0)])
     if magic_end < 0 or header_end < 0 or magic not in (_MAGIC, _EXACT):
         raise PartError("not an evidence-stage part of version %d" % PART_VERSION)
-    text = data[magic_end + 1 : header_end]
-    header = loads_exact(text) if magic == _EXACT else orjson.loads(text)
-    blobs: list[bytes] = []
+    text = view[magic_end + 1 : header_end]
+    header = loads_exact(bytes(text)) if magic == _EXACT else orjson.loads(text)
+    blobs: list[memoryview] = []
     position = header_end + 1
     for length in header["blob_lengths"]:
-        blobs.append(data[position : position + length])
+        blobs.append(view[position : position + length])
         position += length
-    if position != len(data):
+    if position != len(view):
         raise PartError("part length does not match its header")
     main = None if header["main"] is None else _main(header["main"], blobs)
     outcome = AttemptOutcome(
@@ -129,14 +133,24 @@ def _decode(data: bytes) -> AttemptPart:
     return AttemptPart(header["fingerprint"], header["seconds"], outcome)
 
 
-def _main(data: dict[str, Any], blobs: list[bytes]) -> MainDigests:
+def _newline(view: memoryview, start: int) -> int:
+    """The position of the first newline at or after ``start`` in ``view``; -1 when there is none."""
+    block = 64 * 1024
+    for begin in range(start, len(view), block):
+        found = bytes(view[begin : begin + block]).find(b"\n")
+        if found >= 0:
+            return begin + found
+    return -1
+
+
+def _main(data: dict[str, Any], blobs: list[memoryview]) -> MainDigests:
     atif_data = data["atif"]
     atif: AtifFile | AtifRefusal
     if "refusal" in atif_data:
         atif = AtifRefusal(atif_data["refusal"])
     else:
         key = atif_data["key"]
-        atif = AtifFile((key[0], key[1]), atif_data["name"], blobs[1], atif_data["manifest_line"].encode())
+        atif = AtifFile((key[0], key[1]), atif_data["name"], bytes(blobs[1]), atif_data["manifest_line"].encode())
     perf = data["perf"]
     return MainDigests(
         health=None if data["health"] is None else RowDigest.from_json(data["health"]),

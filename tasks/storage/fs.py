@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import mmap
 import os
 import posixpath
 import secrets
@@ -145,6 +146,25 @@ class Location:
         fs, path = self._resolved()
         options = {"max_concurrency": 1} if "s3" in fs.protocol else {}
         return retry.call_with_retries(self.url, lambda: fs.cat_file(path, **options))
+
+    def read_view(self) -> bytes | memoryview:
+        """The whole object, to be sliced: locally a read-only memory map, elsewhere its bytes (one GET).
+
+        A slice of the map is a view of the page cache, so a long row read from a segment is
+        written on without being copied through Python (a third of the reduce's time went to
+        that copy). Only for files that are never changed in place once written: a file
+        truncated under a map faults its reader.
+        """
+        if not self.is_local:
+            return self.read_bytes()
+
+        def mapped() -> bytes | memoryview:
+            with open(self.path, "rb") as f:
+                if os.fstat(f.fileno()).st_size == 0:
+                    return b""
+                return memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+
+        return retry.call_with_retries(self.url, mapped)
 
     def read_range(self, start: int, end: int) -> bytes:
         """Bytes ``[start, end)``: one ranged GET on object stores."""

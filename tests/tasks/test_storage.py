@@ -99,6 +99,18 @@ def test_read_range_returns_exact_slice(root: Location) -> None:
     assert f.read_range(2, 5) == b"234"
 
 
+@pytest.mark.parametrize("data", [b"", b"0123456789"])
+def test_read_view_holds_the_whole_object_and_outlives_a_replacement(root: Location, data: bytes) -> None:
+    """A view taken before an atomic replacement still reads the bytes it was taken of."""
+    f = root.child("v.bin")
+    f.write_bytes(data)
+    view = f.read_view()
+    f.write_bytes(b"replaced")
+    assert bytes(view) == data
+    with pytest.raises(InputNotFound):
+        root.child("absent.bin").read_view()
+
+
 def test_atomic_writer_publishes_nothing_on_error(root: Location) -> None:
     target = root.child("out", "file.json")
     target.write_bytes(b"old")
