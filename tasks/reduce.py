@@ -104,7 +104,7 @@ class _AtifState:
     accepted files to local disk until its last row is seen.
     """
 
-    accept: Callable[[str, bytes], None]  # (file name, file bytes) of each accepted main attempt, input order
+    accept: Callable[[AtifFile], None]  # each accepted main attempt's file, input order
     manifest: Spill  # manifest lines, input order
     rejections: Spill  # {"line", "rollout_id", "error"}, input order
     held: Spill | None = None  # the accepted files of an all-or-nothing run, input order
@@ -117,12 +117,12 @@ class _AtifState:
         """Files written into ``folder``, or held until the end for an all-or-nothing run."""
         manifest, rejections = stack.enter_context(Spill()), stack.enter_context(Spill())
         if all_or_nothing:
-            held: Spill[tuple[str, bytes]] = stack.enter_context(Spill())
-            return cls(lambda name, content: held.add((name, content)), manifest, rejections, held)
+            held: Spill[AtifFile] = stack.enter_context(Spill())
+            return cls(held.add, manifest, rejections, held)
         writes = stack.enter_context(WriteBehind(window=ATIF_WRITE_WINDOW, budget=ATIF_WRITE_BUDGET_BYTES))
 
-        def write(name: str, content: bytes) -> None:
-            writes.submit(functools.partial(folder.child(name).write_bytes, content), len(content))
+        def write(accepted: AtifFile) -> None:
+            writes.submit(functools.partial(_write_file, folder, accepted), accepted.size)
 
         return cls(write, manifest, rejections, writes=writes)
 
@@ -132,7 +132,7 @@ class _AtifState:
             self.rejections.add({"line": attempt.out_line, "rollout_id": outcome.rollout_id, "error": refusal})
             return
         assert isinstance(atif, AtifFile)
-        self.accept(atif.name, atif.content)
+        self.accept(atif)
         self.accepted += 1
         self.manifest.add(atif.manifest_line)
 
@@ -215,6 +215,10 @@ def _write_perf(ctx: RunContext, spill: Spill[PerfDigest]) -> list[str]:
     return fold.problems
 
 
+def _write_file(folder: Location, accepted: AtifFile) -> None:
+    folder.child(accepted.name).write_chunks(accepted.chunks)
+
+
 def _write_atif(ctx: RunContext, atif: _AtifState) -> bool:
     """The rejections and the manifest; for an all-or-nothing run, its held files or (with a rejection) only error.txt."""
     folder = ctx.run_dir.child("atif")
@@ -227,11 +231,7 @@ def _write_atif(ctx: RunContext, atif: _AtifState) -> bool:
             folder.child("error.txt").write_bytes(text.encode())
             return False
 
-        def publish(accepted: tuple[str, bytes]) -> None:
-            name, content = accepted
-            folder.child(name).write_bytes(content)
-
-        for _ in ordered_prefetch(publish, iter(atif.held)):
+        for _ in ordered_prefetch(functools.partial(_write_file, folder), iter(atif.held)):
             pass
     with atomic_writer(folder.child("manifest.jsonl")) as out:
         for entry in atif.manifest:

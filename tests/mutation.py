@@ -450,7 +450,7 @@ def check_attempt(example: Example, config: AttemptConfig = CONFIG) -> AttemptOu
     back = decode_part(b"".join(encode_part(part)))
     assert back == part, "roundtrip: the decoded part differs"
     if outcome.main is not None and isinstance(outcome.main.atif, AtifFile):
-        parse(outcome.main.atif.content)
+        parse(b"".join(outcome.main.atif.text))
         parse(outcome.main.atif.manifest_line)
     return back.outcome
 

@@ -15,26 +15,71 @@ import pydantic_core
 
 from evidence.models.atif import AtifRollout
 
-__all__ = ["encode_rollout", "encode_trajectory", "manifest_bytes"]
+__all__ = ["FINAL_NEWLINE", "encode_file", "encode_rollout", "encode_trajectory", "manifest_bytes", "text_pieces"]
+
+FINAL_NEWLINE = b"\n"
+"""Every file ends with it, written after the text's pieces (appending it would copy the text)."""
+_STEPS = "steps"
 
 
 def encode_trajectory(document: dict[str, Any]) -> bytes:
     """The exact file bytes: 2-space indented JSON plus a final newline."""
-    return pydantic_core.to_json(document, indent=2) + b"\n"
+    return pydantic_core.to_json(document, indent=2) + FINAL_NEWLINE
 
 
-def encode_rollout(document: dict[str, Any], task_index: int, rollout_index: int) -> AtifRollout:
-    """Name the file ``<task>-<rollout>.json`` and pin its sha256 in the manifest line."""
+def text_pieces(document: dict[str, Any]) -> tuple[bytes, ...]:
+    """``to_json(document, indent=2)`` in pieces, one per step; empties ``document["steps"]``.
+
+    The pretty printer indents by depth alone, and JSON text holds no raw newline (strings
+    escape theirs), so a value's own pretty text with the parent's indent added after each
+    newline is exactly its text inside the document. Each step is dropped once encoded, so a
+    long document and its whole text never coexist (together they were a long attempt's peak).
+    """
+    pieces = [b"{\n"]
+    for position, (key, value) in enumerate(document.items()):
+        pieces.append(b'%s  %s: ' % (b",\n" if position else b"", pydantic_core.to_json(key)))
+        if key == _STEPS and isinstance(value, list) and value:
+            pieces.extend(_list_pieces(value))
+        else:
+            pieces.append(_nested(value, b"\n  "))
+    pieces.append(b"\n}")
+    return tuple(pieces)
+
+
+def _list_pieces(items: list[Any]) -> list[bytes]:
+    """A non-empty list at depth 1, item by item, emptying ``items`` as it goes."""
+    items.reverse()
+    pieces = [b"[\n"]
+    while items:
+        pieces.append(b"    " + _nested(items.pop(), b"\n    ") + (b",\n" if items else b"\n  ]"))
+    return pieces
+
+
+def _nested(value: Any, indent: bytes) -> bytes:
+    return pydantic_core.to_json(value, indent=2).replace(b"\n", indent)
+
+
+def encode_file(document: dict[str, Any], task_index: int, rollout_index: int) -> tuple[str, tuple[bytes, ...], bytes]:
+    """Name the file ``<task>-<rollout>.json``; its text in pieces (:func:`text_pieces`, without
+    ``FINAL_NEWLINE``); the manifest line pinning its sha256."""
     file_name = f"{task_index}-{rollout_index}.json"
-    content = encode_trajectory(document)
+    text = text_pieces(document)
+    digest = hashlib.sha256()
+    for piece in (*text, FINAL_NEWLINE):
+        digest.update(piece)
     entry = {
         "_ng_rollout_index": rollout_index,
         "_ng_task_index": task_index,
-        "expected_sha256": hashlib.sha256(content).hexdigest(),
+        "expected_sha256": digest.hexdigest(),
         "trajectory_path": file_name,
     }
-    line = json.dumps(entry, sort_keys=True, separators=(",", ":")).encode()
-    return AtifRollout(key=(task_index, rollout_index), file_name=file_name, content=content, manifest_line=line)
+    return file_name, text, json.dumps(entry, sort_keys=True, separators=(",", ":")).encode()
+
+
+def encode_rollout(document: dict[str, Any], task_index: int, rollout_index: int) -> AtifRollout:
+    """:func:`encode_file` as one whole file (the batch exporter's form)."""
+    file_name, text, line = encode_file(document, task_index, rollout_index)
+    return AtifRollout(key=(task_index, rollout_index), file_name=file_name, content=b"".join((*text, FINAL_NEWLINE)), manifest_line=line)
 
 
 def manifest_bytes(rollouts: list[AtifRollout]) -> bytes:

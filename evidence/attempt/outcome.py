@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from evidence.atif.encode import FINAL_NEWLINE
 from evidence.health import RowDigest
 
 __all__ = ["AtifFile", "AtifRefusal", "AttemptOutcome", "MainDigests", "PerfDigest", "Status"]
@@ -38,14 +39,32 @@ class PerfDigest:
     record: dict[str, Any] | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class AtifFile:
-    """A main row converted to an ATIF v1.7 file (accepted unless an earlier row has its key)."""
+    """A main row converted to an ATIF v1.7 file (accepted unless an earlier row has its key).
+
+    ``text`` is the file without its final newline, in pieces (one per step from the engine,
+    one once decoded from a part); ``chunks`` adds the newline.
+    """
 
     key: tuple[int, int]
     name: str
-    content: bytes
+    text: tuple[bytes, ...]
     manifest_line: bytes
+
+    def chunks(self) -> tuple[bytes, ...]:
+        """The file's bytes, in pieces."""
+        return (*self.text, FINAL_NEWLINE)
+
+    @property
+    def size(self) -> int:
+        return sum(map(len, self.text)) + len(FINAL_NEWLINE)
+
+    def __eq__(self, other: object) -> bool:
+        """The same file: equal whatever the cut of its pieces."""
+        if not isinstance(other, AtifFile):
+            return NotImplemented
+        return (self.key, self.name, self.manifest_line, b"".join(self.text)) == (other.key, other.name, other.manifest_line, b"".join(other.text))
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,9 +2,10 @@
 
 Layout::
 
-    evidence-part/2[ exact]\\n     magic and version; "exact" when the header holds wide integers
+    evidence-part/3[ exact]\\n     magic and version; "exact" when the header holds wide integers
     <header JSON>\\n               every field of the outcome but the blobs, plus blob lengths
-    <row line><ATIF file>          the blobs back to back, raw bytes (no JSON-in-JSON escaping)
+    <row line><ATIF text>          the blobs back to back, raw bytes (no JSON-in-JSON escaping);
+                                   the ATIF file is its text plus a final newline
 
 A part that cannot be decoded (another version, damage) is reported by :class:`PartError`, so
 resume treats it as absent and redoes the attempt. The header goes through the library's one
@@ -24,7 +25,7 @@ from evidence.jsonl import dumps, loads_exact, orjson_line
 
 __all__ = ["PART_VERSION", "AttemptPart", "PartError", "decode_part", "encode_part"]
 
-PART_VERSION = 2
+PART_VERSION = 3
 _MAGIC = f"evidence-part/{PART_VERSION}".encode()
 _EXACT = _MAGIC + b" exact"
 
@@ -55,7 +56,7 @@ def encode_part(part: AttemptPart) -> list[bytes]:
     row's part costs no copy of them until it is written.
     """
     outcome = part.outcome
-    blobs = [outcome.line]
+    blobs: list[tuple[bytes, ...]] = [(outcome.line,)]
     header: dict[str, Any] = {
         "fingerprint": part.fingerprint,
         "seconds": part.seconds,
@@ -66,16 +67,16 @@ def encode_part(part: AttemptPart) -> list[bytes]:
         "rollout_id": outcome.rollout_id,
         "main": None if outcome.main is None else _main_header(outcome.main, blobs),
     }
-    header["blob_lengths"] = [len(blob) for blob in blobs]
+    header["blob_lengths"] = [sum(map(len, blob)) for blob in blobs]
     compact = orjson_line(header)
     magic, text = (_MAGIC, compact) if compact is not None else (_EXACT, dumps(header))
-    return [magic + b"\n" + text + b"\n", *blobs]
+    return [magic + b"\n" + text + b"\n", *(piece for blob in blobs for piece in blob)]
 
 
-def _main_header(main: MainDigests, blobs: list[bytes]) -> dict[str, Any]:
+def _main_header(main: MainDigests, blobs: list[tuple[bytes, ...]]) -> dict[str, Any]:
     atif: dict[str, Any]
     if isinstance(main.atif, AtifFile):
-        blobs.append(main.atif.content)
+        blobs.append(main.atif.text)
         atif = {"key": list(main.atif.key), "name": main.atif.name, "manifest_line": main.atif.manifest_line.decode()}
     else:
         atif = {"refusal": main.atif.message}
@@ -150,7 +151,7 @@ def _main(data: dict[str, Any], blobs: list[memoryview]) -> MainDigests:
         atif = AtifRefusal(atif_data["refusal"])
     else:
         key = atif_data["key"]
-        atif = AtifFile((key[0], key[1]), atif_data["name"], bytes(blobs[1]), atif_data["manifest_line"].encode())
+        atif = AtifFile((key[0], key[1]), atif_data["name"], (bytes(blobs[1]),), atif_data["manifest_line"].encode())
     perf = data["perf"]
     return MainDigests(
         health=None if data["health"] is None else RowDigest.from_json(data["health"]),

@@ -30,8 +30,9 @@ from typing import Any, TypeVar
 
 import orjson
 
-from evidence.atif import convert_rollout, rollout_to_atif
-from evidence.atif.encode import encode_rollout
+from evidence.atif import rollout_to_atif
+from evidence.atif.convert import row_document
+from evidence.atif.encode import encode_file
 from evidence.attempt.outcome import AtifFile, AtifRefusal, AttemptOutcome, MainDigests, PerfDigest, Status
 from evidence.capabilities import capability_digest
 from evidence.capture import CaptureFiles
@@ -40,7 +41,7 @@ from evidence.errors import AtifExportError
 from evidence.health import evaluate_row
 from evidence.identity import capture_file_id
 from evidence.jsonl import WrittenRow, write_row
-from evidence.models.atif import AtifRollout, Exporter
+from evidence.models.atif import Exporter
 from evidence.perf_summary import perf_group, summary_input
 
 __all__ = ["AttemptConfig", "AttemptInputs", "process_attempt", "unprocessed_attempt"]
@@ -247,7 +248,7 @@ def _digests(
     identity = {"session_id": config.session_id, "agent_version": config.agent_version, "exporter": config.exporter}
     if not written.canonical:  # an input row passed through, a fallback rendering: the strict loader reads it again
         del value
-        return MainDigests(health, capability, perf, _atif(lambda: _file(convert_rollout(written.line, **identity)), failures))
+        return MainDigests(health, capability, perf, _atif(lambda: _file(*row_document(written.line, **identity)), failures))
     # orjson's own line passes every rule of the strict loader and holds no lone surrogate, so
     # its orjson value is the strict one and the surrogate walk (hygiene) cannot fail.
     document = _atif(
@@ -257,7 +258,7 @@ def _digests(
     del value
     if isinstance(document, AtifRefusal):
         return MainDigests(health, capability, perf, document)
-    return MainDigests(health, capability, perf, _atif(lambda: _file(encode_rollout(*document)), failures))
+    return MainDigests(health, capability, perf, _atif(lambda: _file(*document), failures))
 
 
 def _atif(convert: Callable[[], T], failures: list[str]) -> T | AtifRefusal:
@@ -273,8 +274,8 @@ def _atif(convert: Callable[[], T], failures: list[str]) -> T | AtifRefusal:
         return AtifRefusal(f"conversion failed: {reason}")
 
 
-def _file(rollout: AtifRollout) -> AtifFile:
-    return AtifFile(rollout.key, rollout.file_name, rollout.content, rollout.manifest_line)
+def _file(document: dict[str, Any], task_index: int, rollout_index: int) -> AtifFile:
+    return AtifFile((task_index, rollout_index), *encode_file(document, task_index, rollout_index))
 
 
 def _notes(row: dict[str, Any], rollout_id: str | None) -> tuple[str, ...]:
