@@ -9,13 +9,17 @@ request's first byte takes tens of milliseconds there. Here moto's S3 server (12
 process of its own) sits behind tests/reliability/faultproxy.py in its latency mode, which delays every request by
 ``--latency-ms`` and counts them by kind. The same generated job runs first from and to local
 disk, then from and to the bucket; both are whole ``evidence-stage run`` wall times against
-one running Prefect server (``--api-url``, else one started here and not timed).
+one running Prefect server (``--api-url``, else one started here and not timed). The S3 side
+runs twice, through the proxy with no delay and then with ``--latency-ms``: the first is what
+moto and the proxy themselves cost (Python servers on the same cores, carrying every byte), so
+the difference is what the latency costs.
 
-Prints three JSON lines: ``{"side": "local", "wall_s", "timings"}``, ``{"side": "s3", "wall_s",
-"latency_ms", "requests": {kind: count}, "timings"}`` and ``{"local_s", "s3_s", "ratio",
-"rollouts", "attempts", "requests_per_attempt": {HEAD, GET, LIST, PUT, POST, DELETE, total}}``,
-where ratio = s3_s / local_s and the counts are every request of the S3 run (uploading the job
-to the bucket beforehand is not counted).
+Prints four JSON lines: ``{"side": "local", "wall_s", "timings"}``, ``{"side": "s3", "wall_s",
+"latency_ms", "requests": {kind: count}, "timings"}`` for 0 ms and for ``--latency-ms``, and
+``{"local_s", "s3_0ms_s", "s3_s", "ratio", "latency_ratio", "rollouts", "attempts",
+"requests_per_attempt": {HEAD, GET, LIST, PUT, POST, DELETE, total}}``, where ratio = s3_s /
+local_s, latency_ratio = s3_s / s3_0ms_s and the counts are every request of the delayed run
+(uploading the job to the bucket beforehand is not counted).
 """
 
 from __future__ import annotations
@@ -119,18 +123,24 @@ def main(argv: list[str] | None = None) -> int:
             attempts = manifest["counts"]["attempts"]
             emit({"side": "local", "wall_s": local_s, "timings": manifest["timings"]})
             upload(job, endpoint)
-            plan = FaultPlan(latency_s=args.latency_ms / 1000)
-            with FaultProxy(endpoint, plan) as proxy:
-                command = [
-                    *job_run_args("s3://jobs/job/rollouts.jsonl", "s3://jobs/job/model-calls", "s3://results/out", RUN_ID),
-                    "--storage-option", f"endpoint_url={proxy.url}",
-                ]
-                s3_s = round(timed(command, cli_env(server.api_url, AWS_ENDPOINT_URL=proxy.url, **CREDENTIALS)), 2)
-            requests = {kind: plan.by_method[kind] for kind in KINDS}
-            emit({"side": "s3", "wall_s": s3_s, "latency_ms": args.latency_ms, "requests": requests, "timings": json.loads(moto_client(endpoint).cat(f"results/out/bench/runs/{RUN_ID}/manifest.json"))["timings"]})
+            walls = {}
+            for latency_ms in (0.0, args.latency_ms):
+                plan = FaultPlan(latency_s=latency_ms / 1000)
+                output = f"results/out-{latency_ms:g}ms"
+                with FaultProxy(endpoint, plan) as proxy:
+                    command = [
+                        *job_run_args("s3://jobs/job/rollouts.jsonl", "s3://jobs/job/model-calls", f"s3://{output}", RUN_ID),
+                        "--storage-option", f"endpoint_url={proxy.url}",
+                    ]
+                    walls[latency_ms] = round(timed(command, cli_env(server.api_url, AWS_ENDPOINT_URL=proxy.url, **CREDENTIALS)), 2)
+                requests = {kind: plan.by_method[kind] for kind in KINDS}
+                timings = json.loads(moto_client(endpoint).cat(f"{output}/bench/runs/{RUN_ID}/manifest.json"))["timings"]
+                emit({"side": "s3", "wall_s": walls[latency_ms], "latency_ms": latency_ms, "requests": requests, "timings": timings})
+    s3_s = walls[args.latency_ms]
     per_attempt = {kind: round(n / attempts, 2) for kind, n in requests.items()}
     emit({
-        "local_s": local_s, "s3_s": s3_s, "ratio": round(s3_s / local_s, 2), "rollouts": args.rollouts, "attempts": attempts,
+        "local_s": local_s, "s3_0ms_s": walls[0.0], "s3_s": s3_s, "ratio": round(s3_s / local_s, 2),
+        "latency_ratio": round(s3_s / walls[0.0], 2), "rollouts": args.rollouts, "attempts": attempts,
         "requests_per_attempt": {**per_attempt, "total": round(sum(requests.values()) / attempts, 2)},
     })
     return 0
