@@ -79,7 +79,7 @@ def stage_flow(params: StageParams) -> dict[str, Any] | State:
             if gate is not None:
                 manifest["gate"] = gate
             clock = time.perf_counter()
-            report_html, tables = render_run_report(ctx.run_dir, manifest, reduced.histograms)
+            report_html, tables, outputs = render_run_report(ctx.run_dir, manifest, reduced.histograms)
             manifest["timings"]["report_s"] = round(time.perf_counter() - clock, 3)
             publish_run(ctx.run_dir, job_dir, manifest, report_html, not subset, params.keep_parts)
         publish_artifacts(manifest, ctx.run_dir, tables)
@@ -89,7 +89,7 @@ def stage_flow(params: StageParams) -> dict[str, Any] | State:
             reason = emit_gate_failed(manifest, gate)
             logger.error("%s; LATEST left as it was", reason)
             return Failed(message=reason, data=GateFailed(reason, {**result, "gate": gate}))
-        emit_run_completed(manifest, ctx.run_dir)
+        emit_run_completed(manifest, ctx.run_dir, outputs)
         return result
     except Exception as exc:
         emit_run_failed(params.job_id or job_id_for(params.rollouts), run_id, exc)

@@ -15,7 +15,6 @@ from prefect.events import emit_event
 
 from evidence import gate_reason
 
-from tasks.report import LINKS
 from tasks.storage import Location
 
 RUN_COMPLETED = "evidence-stage.run.completed"
@@ -35,11 +34,12 @@ def run_resource(job_id: str, run_id: str | None) -> dict[str, str]:
     }
 
 
-def emit_run_completed(manifest: dict[str, Any], run_dir: Location) -> None:
-    """``evidence-stage.run.completed``: scope, counts, and the URL of every output the run wrote."""
+def emit_run_completed(manifest: dict[str, Any], run_dir: Location, outputs: list[str]) -> None:
+    """``evidence-stage.run.completed``: scope, counts, and the URL of every output the run wrote
+    (``outputs``, the names the report found: asking again cost a request each)."""
     run = manifest["run"]
-    outputs = {name: run_dir.child(name).url for _, name in LINKS if run_dir.child(name).exists()}
-    payload = {"scope": run["scope"], "run_dir": run_dir.url, "report": run_dir.child("report.html").url, "outputs": outputs, "counts": manifest["counts"]}
+    urls = {name: run_dir.child(name).url for name in outputs}
+    payload = {"scope": run["scope"], "run_dir": run_dir.url, "report": run_dir.child("report.html").url, "outputs": urls, "counts": manifest["counts"]}
     emit_event(RUN_COMPLETED, resource=run_resource(run["job_id"], run["run_id"]), payload=payload)
 
 

@@ -97,10 +97,12 @@ def artifact_tables(context: ReportContext) -> dict[str, Any]:
     }
 
 
-def render_run_report(run_dir: Location, manifest: dict[str, Any], histograms: dict[str, list[float]]) -> tuple[str, dict[str, Any]]:
-    """``report.html`` text and the artifact tables for a finished run."""
+def render_run_report(
+    run_dir: Location, manifest: dict[str, Any], histograms: dict[str, list[float]]
+) -> tuple[str, dict[str, Any], list[str]]:
+    """``report.html`` text, the artifact tables and the names of the linked outputs the run has."""
     context = report_context(run_dir, manifest, histograms)
-    return render_report(context), artifact_tables(context)
+    return render_report(context), artifact_tables(context), [name for _, name in context.links]
 
 
 def rebuild_histograms(run_dir: Location) -> dict[str, list[float]]:

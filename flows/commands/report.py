@@ -25,7 +25,7 @@ def handle(args: argparse.Namespace) -> int:
     manifest_file = run_dir.child("manifest.json")
     if not manifest_file.exists():
         raise InputNotFound(manifest_file.url, "no manifest.json: not a finished run directory")
-    html, _ = render_run_report(run_dir, orjson.loads(manifest_file.read_bytes()), rebuild_histograms(run_dir))
+    html, _, _ = render_run_report(run_dir, orjson.loads(manifest_file.read_bytes()), rebuild_histograms(run_dir))
     run_dir.child("report.html").write_bytes(html.encode())
     print(run_dir.child("report.html").url)
     return 0
