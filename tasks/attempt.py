@@ -171,5 +171,6 @@ def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool)
     finally:
         if not gc.isenabled():  # an attempt-pool worker (tasks.lifeline): whatever cycles the group left
             gc.collect()
+            gc.freeze()  # what outlived the group (modules, schemas, caches) is never scanned again
     summary.seconds = time.perf_counter() - started
     return summary

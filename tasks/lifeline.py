@@ -39,7 +39,8 @@ def start_worker(environment: dict[str, str], owner_pid: int) -> None:
 
     The engine's values hold no reference cycles, yet CPython's collector scanned a row's whole
     live tree again every few tens of thousands of allocations: about a tenth of a worker's CPU
-    on realistic rows.
+    on realistic rows. Each group's collection then freezes what survived it: a worker's
+    modules, schemas and caches are ~120,000 objects, and scanning them took 80 ms a group.
     """
     adopt_environment(environment)
     exit_with(owner_pid)

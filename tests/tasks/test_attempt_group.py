@@ -36,3 +36,19 @@ def test_chunked_reads_give_the_same_parts(tmp_path: Path, monkeypatch: pytest.M
     chunked = _parts_of_one_group(tmp_path / "chunked")
     assert whole[0] == len(whole[1]) > 1
     assert chunked == whole
+
+
+def test_a_worker_group_collects_its_cycles_and_freezes_what_outlives_it(tmp_path: Path) -> None:
+    """In an attempt-pool worker (no automatic collector), the next group's collection scans only
+    what that group made: the survivors of this one (modules, caches) are frozen."""
+    import gc
+
+    gc.collect()
+    gc.disable()
+    try:
+        _parts_of_one_group(tmp_path)
+        assert gc.get_freeze_count() > 0
+        assert gc.collect() == 0  # nothing the group made was left for the collector
+    finally:
+        gc.unfreeze()
+        gc.enable()
