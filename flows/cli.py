@@ -21,6 +21,12 @@ from flows.commands import COMMANDS
 
 EXIT_USAGE = 2
 ERROR_PREFIX = "evidence-stage: error: "
+EPHEMERAL_STARTUP_TIMEOUT = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+EPHEMERAL_STARTUP_DEFAULT_S = "120"
+"""Without ``PREFECT_API_URL`` a run starts Prefect's ephemeral server, which Prefect waits 20 s
+for. Its first start creates the database, and on a busy 2-core machine that took longer: the
+README's example command failed with "Timed out while attempting to connect". A value the user
+set is kept."""
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -47,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault(EPHEMERAL_STARTUP_TIMEOUT, EPHEMERAL_STARTUP_DEFAULT_S)  # read when Prefect is imported
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -142,3 +142,22 @@ def test_an_s3_output_among_the_inputs_is_refused(s3: str, capsys: pytest.Captur
         assert "overlap (inputs are read-only)" in _refusal(argv, capsys)
     fs.invalidate_cache()
     assert sorted(fs.find("jobs")) == before
+
+
+@pytest.mark.parametrize(("given", "kept"), [(None, "120"), ("7", "7")])
+def test_the_ephemeral_server_gets_two_minutes_to_start_unless_the_user_says(
+    given: str | None, kept: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Prefect's 20 s were too few for a first start on a busy machine; a user's own value stands."""
+    import os
+
+    from flows.cli import EPHEMERAL_STARTUP_TIMEOUT
+
+    if given is None:
+        monkeypatch.delenv(EPHEMERAL_STARTUP_TIMEOUT, raising=False)
+    else:
+        monkeypatch.setenv(EPHEMERAL_STARTUP_TIMEOUT, given)
+    with pytest.raises(SystemExit):
+        main(["run"])  # a usage error: nothing runs
+    assert os.environ[EPHEMERAL_STARTUP_TIMEOUT] == kept
+    capsys.readouterr()
