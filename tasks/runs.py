@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from tasks.storage import InputNotFound, Location
-from tasks.storage.fs import TEMP_PREFIX
+from tasks.storage.writes import TEMP_PREFIX
 
 PARAMS_FILE = "params.json"
 MANIFEST_FILE = "manifest.json"

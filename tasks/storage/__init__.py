@@ -6,7 +6,8 @@ from tasks.storage.base import (
     StorageError,
     TransientStorageError,
 )
-from tasks.storage.fs import FileEntry, Location, atomic_writer
+from tasks.storage.fs import FileEntry, Location
+from tasks.storage.writes import atomic_writer
 
 __all__ = [
     "FileEntry",
