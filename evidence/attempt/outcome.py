@@ -58,7 +58,7 @@ class AtifFile:
 
     @property
     def size(self) -> int:
-        return sum(map(len, self.text)) + len(FINAL_NEWLINE)
+        return sum(map(len, self.chunks()))
 
     def __eq__(self, other: object) -> bool:
         """The same file: equal whatever the cut of its pieces."""
