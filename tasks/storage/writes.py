@@ -12,11 +12,12 @@ import io
 import os
 import secrets
 from collections.abc import Iterator
-from typing import IO, TYPE_CHECKING, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from fsspec.implementations.local import LocalFileSystem
 
 from tasks import retry  # the module, not its names: importing tasks.retry first imports this package
+from tasks.prefetch import WriteBehind
 from tasks.storage.base import classify
 
 if TYPE_CHECKING:
@@ -24,6 +25,11 @@ if TYPE_CHECKING:
 
 TEMP_PREFIX = ".tmp-"
 """Local atomic writes stage their bytes in ``<folder>/.tmp-*`` files; a crash can leave some."""
+
+PART_BYTES = 16 * 2**20
+"""An S3 upload longer than this goes in parts of this size (S3's minimum part is 5 MiB)."""
+PARTS_IN_FLIGHT = 4
+"""Parts uploaded behind the writer at once: the writer's memory stays within this many parts plus one."""
 
 
 def _temp_file(folder: str) -> tuple[int, str]:
@@ -84,17 +90,78 @@ class _ClassifiedWriter:
             raise classify(self._url, exc) from exc
 
 
+class _S3Upload:
+    """An S3 object written in parts uploaded behind the writer, visible only once committed.
+
+    A write over ``PART_BYTES`` starts a multipart upload and hands each full part to ``behind``
+    (background threads), so producing the next bytes (the reduce's pass) overlaps with sending
+    the last ones; s3fs's own writer uploads each part inline and waits for it. A shorter object
+    is one PUT at the commit. Each request retries itself.
+    """
+
+    def __init__(self, location: Location, behind: WriteBehind) -> None:
+        self._location = location
+        self._bucket, self._key, _ = location.fs.split_path(location.path)
+        self._behind = behind
+        self._buffer = bytearray()
+        self._upload_id: str | None = None
+        self._etags: dict[int, str] = {}
+
+    def _call(self, method: str, **kwargs: Any) -> dict[str, Any]:
+        fs = self._location.fs
+        return retry.call_with_retries(self._location.url, lambda: fs.call_s3(method, Bucket=self._bucket, Key=self._key, **kwargs))
+
+    def write(self, data: bytes) -> int:
+        self._buffer += data
+        while len(self._buffer) >= PART_BYTES:
+            self._send(bytes(memoryview(self._buffer)[:PART_BYTES]))
+            del self._buffer[:PART_BYTES]
+        return len(data)
+
+    def _send(self, body: bytes) -> None:
+        if self._upload_id is None:
+            self._upload_id = self._call("create_multipart_upload")["UploadId"]
+        number = len(self._etags) + 1
+        self._etags[number] = ""
+
+        def upload() -> None:
+            self._etags[number] = self._call("upload_part", PartNumber=number, UploadId=self._upload_id, Body=body)["ETag"]
+
+        self._behind.submit(upload, len(body))
+
+    def finish(self) -> None:
+        """Send the tail as the last part once a multipart upload has begun."""
+        if self._upload_id is not None and self._buffer:
+            self._send(bytes(self._buffer))
+            self._buffer = bytearray()
+
+    def commit(self) -> None:
+        """Make the object visible: complete the upload (every part stored), else one PUT."""
+        if self._upload_id is None:
+            self._call("put_object", Body=bytes(self._buffer))
+        else:
+            parts = [{"PartNumber": n, "ETag": etag} for n, etag in sorted(self._etags.items())]
+            self._call("complete_multipart_upload", UploadId=self._upload_id, MultipartUpload={"Parts": parts})
+        self._location.fs.invalidate_cache(self._location.path)
+
+    def abort(self) -> None:
+        """Drop the parts stored so far (best effort: S3's lifecycle rules catch what a failure leaves)."""
+        if self._upload_id is not None:
+            with contextlib.suppress(Exception):
+                self._call("abort_multipart_upload", UploadId=self._upload_id)
+
+
 @contextlib.contextmanager
 def atomic_writer(location: Location) -> Iterator[Writer]:
     """A binary writer whose content appears at ``location`` only if the block succeeds.
 
-    Locally: a temp file in the same folder, then ``os.replace``. On object stores: an upload
-    with ``autocommit=False`` that is committed on success and discarded on error (an exception
-    inside a plain ``fs.open(..., "wb")`` would publish the partial object). Once a multipart
-    upload has begun (output over one block), the buffered tail must be flushed as the last
-    part before the commit, or the object would silently lose it. The commit is retried;
-    a failed part upload raises a ``StorageError`` so the task-level retry can redo the write.
-    The in-memory filesystem (tests) gets the whole buffer in one ``pipe``.
+    Locally: a temp file in the same folder, then ``os.replace``. On S3: ``_S3Upload``, committed
+    on success and aborted on error; a failed part raises a ``StorageError`` so the task-level
+    retry can redo the write. On other object stores: fsspec's upload with ``autocommit=False``
+    (an exception inside a plain ``fs.open(..., "wb")`` would publish the partial object); once
+    its multipart upload has begun, the buffered tail must be flushed as the last part before
+    the commit, or the object would silently lose it. The in-memory filesystem (tests) gets the
+    whole buffer in one ``pipe``.
     """
     fs, path = location.fs, location.path
     if isinstance(fs, LocalFileSystem):
@@ -111,6 +178,18 @@ def atomic_writer(location: Location) -> Iterator[Writer]:
         buffer = io.BytesIO()
         yield buffer
         fs.pipe_file(path, buffer.getvalue())
+    elif "s3" in fs.protocol:
+        upload = None
+        try:
+            with WriteBehind(window=PARTS_IN_FLIGHT, budget=PARTS_IN_FLIGHT * PART_BYTES) as behind:
+                upload = _S3Upload(location, behind)
+                yield upload
+                upload.finish()
+            upload.commit()  # leaving the block above waited for every part and raised a failed one
+        except BaseException:
+            if upload is not None:
+                upload.abort()
+            raise
     else:
         upload = retry.call_with_retries(location.url, lambda: fs.open(path, "wb", autocommit=False))
         writer = _ClassifiedWriter(location.url, upload)
