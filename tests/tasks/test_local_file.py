@@ -1,4 +1,4 @@
-"""Local atomic writes through ``LocalFile``: bytes in order from a writer thread, writeback started, failures kept."""
+"""Local atomic writes through ``LocalFile``: bytes in order from a writer thread, failures kept."""
 
 from __future__ import annotations
 
@@ -16,10 +16,9 @@ from tasks.storage import Location, atomic_writer
 
 @pytest.fixture
 def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Batches of 1 KiB, at most 4 KiB behind, writeback every 8 KiB: a short file crosses all three."""
+    """Batches of 1 KiB, at most 4 KiB behind: a short file crosses both."""
     monkeypatch.setattr(local_file, "BATCH_BYTES", 1024)
     monkeypatch.setattr(local_file, "BEHIND_BYTES", 4096)
-    monkeypatch.setattr(local_file, "WRITEBACK_BYTES", 8192)
 
 
 def _pieces(seed: int) -> list[bytes]:
@@ -43,18 +42,6 @@ def test_file_is_the_pieces_in_order_whatever_their_kind(tmp_path: Path, small_b
                 out.write(scratch)
                 scratch[:] = b"\xff" * len(piece)  # the caller reuses its buffer at once
     assert (tmp_path / "out.jsonl").read_bytes() == b"".join(pieces)
-
-
-def test_writeback_is_started_for_every_byte_once(tmp_path: Path, small_batches: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    ranges: list[tuple[int, int]] = []
-    monkeypatch.setattr(local_file, "_sync_file_range", lambda: lambda fd, start, length, flags: ranges.append((start, length)) or 0)
-    data = b"".join(_pieces(7))
-    with atomic_writer(Location(str(tmp_path / "out.jsonl"))) as out:
-        for start in range(0, len(data), 999):
-            out.write(data[start : start + 999])
-    assert len(ranges) > 2
-    assert [start for start, _ in ranges] == [0] + [start + length for start, length in ranges[:-1]]
-    assert sum(length for _, length in ranges) == len(data)
 
 
 def test_a_failed_write_in_the_writer_thread_raises_and_publishes_nothing(tmp_path: Path, small_batches: None, monkeypatch: pytest.MonkeyPatch) -> None:
