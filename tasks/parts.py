@@ -187,7 +187,7 @@ class PartIndex:
             data = self._folder.child(name).read_view()  # segments are immutable once renamed into place
             return [(attempt, decode_part(data[e.offset : e.offset + e.length])) for attempt, e in run]
 
-        for parts in ordered_prefetch(load, runs(), window=4):
+        for parts in ordered_prefetch(load, runs(), window=2):
             yield from parts
 
 

@@ -50,12 +50,11 @@ class WriteBehind:
 
     Used as a context manager: leaving it waits for every write and raises the first failure,
     so a group returns only once all its parts are stored. One write larger than ``budget``
-    still goes, alone. With ``threads=1`` the writes run one after another in the order given
-    (the pieces of one file).
+    still goes, alone.
     """
 
-    def __init__(self, *, window: int, budget: int, threads: int | None = None) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=threads or window)
+    def __init__(self, *, window: int, budget: int) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=window)
         self._window = window
         self._budget = budget
         self._pending: deque[tuple[Future[None], int]] = deque()

@@ -40,9 +40,21 @@ def _entry_of(info: dict[str, Any]) -> FileEntry:
 
 
 def _local_files(path: str) -> list[FileEntry]:
-    """A directory scan: what ``_entry_of`` makes of fsspec's local infos (version: the mtime)."""
+    """A directory scan: what ``_entry_of`` makes of fsspec's local infos (version: the mtime).
+
+    A file renamed or deleted between the scan and its ``stat`` is left out, as if it had gone
+    first: the reduce lists a segment folder while workers rename new segments into it.
+    """
+    entries = []
     with os.scandir(path) as found:
-        return [FileEntry(e.name, e.stat().st_size, str(e.stat().st_mtime)) for e in found if e.is_file()]
+        for entry in found:
+            try:
+                if entry.is_file():
+                    status = entry.stat()
+                    entries.append(FileEntry(entry.name, status.st_size, str(status.st_mtime)))
+            except FileNotFoundError:
+                continue
+    return entries
 
 
 def _s3_files(fs: fsspec.AbstractFileSystem, path: str) -> list[FileEntry]:

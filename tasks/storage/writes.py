@@ -19,7 +19,6 @@ from fsspec.implementations.local import LocalFileSystem
 from tasks import retry  # the module, not its names: importing tasks.retry first imports this package
 from tasks.prefetch import WriteBehind
 from tasks.storage.base import classify
-from tasks.storage.local_file import LocalFile
 
 if TYPE_CHECKING:
     from tasks.storage.fs import Location
@@ -168,8 +167,8 @@ def atomic_writer(location: Location) -> Iterator[Writer]:
     if isinstance(fs, LocalFileSystem):
         fd, tmp = _temp_file(os.path.dirname(path))
         try:
-            with LocalFile(fd) as local:
-                yield local
+            with os.fdopen(fd, "wb") as f:
+                yield f
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):

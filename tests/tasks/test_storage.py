@@ -284,3 +284,25 @@ def _aiohttp(name: str) -> BaseException:
 )
 def test_classify_by_type_and_status(make: Callable[[], BaseException], kind: type) -> None:
     assert type(classify("s3://b/k", make())) is kind
+
+
+def test_a_file_renamed_while_a_folder_is_listed_is_left_out_not_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reduce lists a segment folder while workers rename temp files into it."""
+    for name in ("a.seg", ".tmp-1.part", "b.seg"):
+        (tmp_path / name).write_bytes(b"x")
+    real_scandir = os.scandir
+
+    class RenamedDuringScan:
+        def __init__(self, path: str) -> None:
+            with real_scandir(path) as scan:
+                self._entries = list(scan)
+            (tmp_path / ".tmp-1.part").rename(tmp_path / "c.seg")  # after the scan, before the stats
+
+        def __enter__(self) -> list[os.DirEntry[str]]:
+            return self._entries
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+    monkeypatch.setattr(tasks.storage.fs.os, "scandir", RenamedDuringScan)
+    assert [e.name for e in Location(str(tmp_path)).list_files()] == ["a.seg", "b.seg"]
