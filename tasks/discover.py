@@ -111,9 +111,9 @@ def check_inputs(shards: Sequence[Shard], capture_dir: Location) -> None:
     discovery, after its run directory was claimed).
     """
     for shard in shards:
-        if not shard.main.exists():
+        if not shard.main.is_file():
             raise InputNotFound(shard.main.url, "rollouts file not found")
-        if shard.failures is not None and not shard.failures.exists():  # an explicit --failures
+        if shard.failures is not None and not shard.failures.is_file():  # an explicit --failures
             raise InputNotFound(shard.failures.url, "failures sidecar not found")
     if not capture_dir.is_dir():
         raise InputNotFound(capture_dir.url, "capture directory not found")

@@ -88,4 +88,4 @@ def find_shards(urls: Sequence[str], options: dict[str, Any], failures: str | No
 
 def _present(url: str, options: dict[str, Any]) -> Location | None:
     location = Location(url, options)
-    return location if location.exists() else None
+    return location if location.is_file() else None

@@ -57,6 +57,23 @@ def _local_files(path: str) -> list[FileEntry]:
     return entries
 
 
+def _s3_has_objects_under(fs: fsspec.AbstractFileSystem, path: str) -> bool:
+    bucket, key, _ = fs.split_path(path)
+    prefix = f"{key.rstrip('/')}/" if key else ""
+    return bool(fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=prefix, MaxKeys=1).get("KeyCount"))
+
+
+def _s3_head_found(fs: fsspec.AbstractFileSystem, path: str) -> bool:
+    bucket, key, _ = fs.split_path(path)
+    if not key:
+        return False
+    try:
+        fs.call_s3("head_object", Bucket=bucket, Key=key)
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def _s3_files(fs: fsspec.AbstractFileSystem, path: str) -> list[FileEntry]:
     """s3fs's own page iterator (the one its ``ls`` uses), one page of infos in memory at a time."""
     from botocore.exceptions import ClientError  # s3fs's stack, imported only when S3 is used
@@ -147,7 +164,18 @@ class Location:
         return retry.call_with_retries(self.url, lambda: self.fs.exists(self.path))
 
     def is_dir(self) -> bool:
-        return retry.call_with_retries(self.url, lambda: self.fs.isdir(self.path))
+        """Whether this is a folder (on S3: a prefix holding an object; one small LIST, not s3fs's whole listing)."""
+        fs = self.fs
+        if "s3" in fs.protocol:
+            return retry.call_with_retries(self.url, lambda: _s3_has_objects_under(fs, self.path))
+        return retry.call_with_retries(self.url, lambda: fs.isdir(self.path))
+
+    def is_file(self) -> bool:
+        """Whether a file is here (on S3 one HEAD: s3fs's ``exists`` adds a LIST when there is none)."""
+        fs = self.fs
+        if "s3" in fs.protocol:
+            return retry.call_with_retries(self.url, lambda: _s3_head_found(fs, self.path))
+        return retry.call_with_retries(self.url, lambda: fs.isfile(self.path))
 
     def read_bytes(self) -> bytes:
         """The whole object: one GET on S3 (s3fs would first HEAD it to split a large read)."""

@@ -193,6 +193,29 @@ def test_streamed_s3_listing_spans_pages(s3: str) -> None:
     assert len(listed) == 1005 and listed == _fsspec_listing(folder)
 
 
+def test_s3_file_and_folder_checks_cost_one_request_each(s3: str) -> None:
+    """A missing sidecar is one HEAD (s3fs's exists adds a LIST); a capture folder is one small
+    LIST however many captures it holds (s3fs's isdir lists it whole, page after page)."""
+    import s3fs
+
+    from tests.reliability.faultproxy import FaultPlan, FaultProxy
+
+    s3fs.S3FileSystem().mkdir("bucket")
+    s3fs.S3FileSystem().pipe({f"bucket/job/calls/{i:04d}.capture.jsonl": b"{}\n" for i in range(1005)} | {"bucket/job/rollouts.jsonl": b"{}\n"})
+    plan = FaultPlan()
+    with FaultProxy(s3, plan) as proxy:
+        options = {"endpoint_url": proxy.url}
+        checks = {
+            "s3://bucket/job/rollouts.jsonl": (True, False),
+            "s3://bucket/job/rollouts_failures.jsonl": (False, False),
+            "s3://bucket/job/calls": (False, True),
+            "s3://bucket/job/absent": (False, False),
+        }
+        for url, (is_file, is_dir) in checks.items():
+            assert (Location(url, options).is_file(), Location(url, options).is_dir()) == (is_file, is_dir), url
+    assert sum(plan.by_method.values()) == 2 * len(checks)
+
+
 def _client_error(code: str, status: int) -> BaseException:
     from botocore.exceptions import ClientError
 
