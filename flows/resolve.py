@@ -149,7 +149,7 @@ def preflight(params: StageParams) -> None:
     run_dir = run_dir_of(output, job_id, run_id)
     if params.resume:
         check_resume(recorded_params(run_dir), _explicit(params, output_params(params, job_id, recorded_rollouts(shards))))
-    elif run_dir.child(PARAMS_FILE).exists():
+    elif run_dir.child(PARAMS_FILE).is_file():
         raise RunConflict(f"run id already exists: {run_dir.url} (use --resume to continue it)")
 
 

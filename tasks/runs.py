@@ -63,7 +63,7 @@ def claim(run_dir: Location, recorded: dict[str, Any]) -> None:
 def recorded_params(run_dir: Location) -> dict[str, Any]:
     """The parameters an existing run was started with."""
     location = run_dir.child(PARAMS_FILE)
-    if not location.exists():
+    if not location.is_file():
         raise RunConflict(f"no such run to resume: {run_dir.url}")
     return orjson.loads(location.read_bytes())
 
@@ -93,11 +93,11 @@ def discard_temporaries(run_dir: Location) -> list[str]:
 def gate_passed(run_dir: Location) -> bool:
     """Whether a run may stand as LATEST: it had no gate, or its ``gate.json`` says it passed."""
     location = run_dir.child(GATE_FILE)
-    return not location.exists() or bool(orjson.loads(location.read_bytes())["passed"])
+    return not location.is_file() or bool(orjson.loads(location.read_bytes())["passed"])
 
 
 def is_complete(run_dir: Location) -> bool:
-    return run_dir.child(SUCCESS_FILE).exists()
+    return run_dir.child(SUCCESS_FILE).is_file()
 
 
 def mark_complete(run_dir: Location) -> None:
@@ -107,7 +107,7 @@ def mark_complete(run_dir: Location) -> None:
 def finished_at(run_dir: Location) -> datetime | None:
     """When a complete run finished (its manifest's ``run.finished_at``); None without a readable manifest."""
     manifest = run_dir.child(MANIFEST_FILE)
-    if not is_complete(run_dir) or not manifest.exists():
+    if not is_complete(run_dir) or not manifest.is_file():
         return None
     try:
         return datetime.fromisoformat(orjson.loads(manifest.read_bytes())["run"]["finished_at"])
@@ -124,7 +124,7 @@ def update_latest(job_dir: Location, run_id: str, finished: datetime, passed: bo
     publishing gives the same LATEST. A LATEST naming a run without a manifest is replaced.
     """
     latest = job_dir.child(LATEST_FILE if passed else FAILED_GATE_FILE)
-    if latest.exists():
+    if latest.is_file():
         current = latest.read_bytes().decode().strip()
         current_finished = finished_at(job_dir.child(RUNS_FOLDER, current))
         if current != run_id and current_finished is not None and (current_finished, current) > (finished, run_id):

@@ -63,7 +63,9 @@ def _s3_has_objects_under(fs: fsspec.AbstractFileSystem, path: str) -> bool:
     return bool(fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=prefix, MaxKeys=1).get("KeyCount"))
 
 
-def _s3_head_found(fs: fsspec.AbstractFileSystem, path: str) -> bool:
+def _file_found(fs: fsspec.AbstractFileSystem, path: str) -> bool:
+    if "s3" not in fs.protocol:
+        return fs.isfile(path)
     bucket, key, _ = fs.split_path(path)
     if not key:
         return False
@@ -172,10 +174,7 @@ class Location:
 
     def is_file(self) -> bool:
         """Whether a file is here (on S3 one HEAD: s3fs's ``exists`` adds a LIST when there is none)."""
-        fs = self.fs
-        if "s3" in fs.protocol:
-            return retry.call_with_retries(self.url, lambda: _s3_head_found(fs, self.path))
-        return retry.call_with_retries(self.url, lambda: fs.isfile(self.path))
+        return retry.call_with_retries(self.url, lambda: _file_found(self.fs, self.path))
 
     def read_bytes(self) -> bytes:
         """The whole object: one GET on S3 (s3fs would first HEAD it to split a large read)."""
@@ -322,7 +321,7 @@ class Location:
             nonlocal tried
             if self.is_local:
                 return create_local(self.path, data)
-            if self.fs.exists(self.path):
+            if _file_found(self.fs, self.path):
                 return tried and self.fs.cat_file(self.path) == data
             tried = True
             try:
@@ -339,5 +338,5 @@ class Location:
 
     def remove_tree(self) -> None:
         """Remove this folder and everything below it (nothing to do when it does not exist)."""
-        if self.exists():
+        if self.is_dir():
             retry.call_with_retries(self.url, lambda: self.fs.rm(self.path, recursive=True))
