@@ -15,8 +15,10 @@ moto and the proxy themselves cost (Python servers on the same cores, carrying e
 the difference is what the latency costs.
 
 Prints four JSON lines: ``{"side": "local", "wall_s", "timings"}``, ``{"side": "s3", "wall_s",
-"latency_ms", "requests": {kind: count}, "timings"}`` for 0 ms and for ``--latency-ms``, and
-``{"local_s", "s3_0ms_s", "s3_s", "ratio", "latency_ratio", "rollouts", "attempts",
+"latency_ms", "store_cpu_s", "requests": {kind: count}, "timings"}`` for 0 ms and for
+``--latency-ms`` (``store_cpu_s``: CPU seconds moto's server and the proxy used during the
+run, on the same two cores as the stage), and
+``{"local_s", "s3_0ms_s", "s3_s", "ratio", "latency_ratio", "store_cpu_s", "rollouts", "attempts",
 "requests_per_attempt": {HEAD, GET, LIST, PUT, POST, DELETE, total}}``, where ratio = s3_s /
 local_s, latency_ratio = s3_s / s3_0ms_s and the counts are every request of the delayed run
 (uploading the job to the bucket beforehand is not counted).
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -35,6 +38,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -82,11 +87,17 @@ def upload(job: Path, endpoint: str) -> None:
     fs.put(str(job) + "/", "jobs/job", recursive=True)
 
 
+def store_cpu_s(moto: psutil.Process) -> float:
+    """CPU seconds used so far by the store's side: moto's server and this process (the proxy's threads)."""
+    moto_times, own = moto.cpu_times(), resource.getrusage(resource.RUSAGE_SELF)
+    return moto_times.user + moto_times.system + own.ru_utime + own.ru_stime
+
+
 @contextlib.contextmanager
-def moto_server() -> Iterator[str]:
-    """moto's S3 server in a process of its own (its endpoint), so it does not share this
-    process's interpreter lock with the latency proxy: each is one Python server on the same
-    two cores as the stage."""
+def moto_server() -> Iterator[tuple[str, psutil.Process]]:
+    """moto's S3 server in a process of its own (its endpoint, and the process), so it does not
+    share this process's interpreter lock with the latency proxy: each is one Python server on
+    the same two cores as the stage."""
     port = free_port()
     server = subprocess.Popen(
         [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
@@ -103,7 +114,7 @@ def moto_server() -> Iterator[str]:
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("moto_server did not start") from None
                 time.sleep(0.1)
-        yield endpoint
+        yield endpoint, psutil.Process(server.pid)
     finally:
         server.terminate()
         server.wait(30)
@@ -113,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     job, _ = ensure_job(args)
     warm_page_cache(job)
-    with moto_server() as endpoint:
+    with moto_server() as (endpoint, moto):
         with tempfile.TemporaryDirectory(prefix="evidence-stage-s3-latency-") as scratch, prefect_server(
             args.api_url, Path(scratch) / "prefect-home"
         ) as server:
@@ -132,15 +143,20 @@ def main(argv: list[str] | None = None) -> int:
                         *job_run_args("s3://jobs/job/rollouts.jsonl", "s3://jobs/job/model-calls", f"s3://{output}", RUN_ID),
                         "--storage-option", f"endpoint_url={proxy.url}",
                     ]
+                    cpu_before = store_cpu_s(moto)
                     walls[latency_ms] = round(timed(command, cli_env(server.api_url, AWS_ENDPOINT_URL=proxy.url, **CREDENTIALS)), 2)
+                    store_s = round(store_cpu_s(moto) - cpu_before, 2)
                 requests = {kind: plan.by_method[kind] for kind in KINDS}
                 timings = json.loads(moto_client(endpoint).cat(f"{output}/bench/runs/{RUN_ID}/manifest.json"))["timings"]
-                emit({"side": "s3", "wall_s": walls[latency_ms], "latency_ms": latency_ms, "requests": requests, "timings": timings})
+                emit({
+                    "side": "s3", "wall_s": walls[latency_ms], "latency_ms": latency_ms, "store_cpu_s": store_s,
+                    "requests": requests, "timings": timings,
+                })
     s3_s = walls[args.latency_ms]
     per_attempt = {kind: round(n / attempts, 2) for kind, n in requests.items()}
     emit({
         "local_s": local_s, "s3_0ms_s": walls[0.0], "s3_s": s3_s, "ratio": round(s3_s / local_s, 2),
-        "latency_ratio": round(s3_s / walls[0.0], 2), "rollouts": args.rollouts, "attempts": attempts,
+        "latency_ratio": round(s3_s / walls[0.0], 2), "store_cpu_s": store_s, "rollouts": args.rollouts, "attempts": attempts,
         "requests_per_attempt": {**per_attempt, "total": round(sum(requests.values()) / attempts, 2)},
     })
     return 0

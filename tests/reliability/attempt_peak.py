@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import mmap
+import multiprocessing
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import orjson
@@ -34,12 +36,21 @@ def _row(rollouts: Path, line: int) -> bytes:
         return view[start : end if end >= 0 else len(view)]
 
 
-def main(rollouts: str, capture_dir: str, line: str, repeat: str = "1") -> int:
-    from evidence import AttemptConfig, AttemptInputs, AttemptPart, CaptureFiles, Exporter, capture_file_id, encode_part, process_attempt
+def _row_facts(rollouts: str, line: int) -> tuple[int, str | None]:
+    """The row's length and capture id (run in a child process by ``main``)."""
+    from evidence import capture_file_id
 
-    row = _row(Path(rollouts), int(line))
-    row_bytes, rollout_id = len(row), capture_file_id(orjson.loads(row))
-    del row  # each attempt reads its row again and hands it over, as a worker does
+    row = _row(Path(rollouts), line)
+    return len(row), capture_file_id(orjson.loads(row))
+
+
+def main(rollouts: str, capture_dir: str, line: str, repeat: str = "1") -> int:
+    from evidence import AttemptConfig, AttemptInputs, AttemptPart, CaptureFiles, Exporter, encode_part, process_attempt
+
+    # Parsed in a child: a long row's objects would raise this process's peak, and leave memory
+    # with its allocator, before the attempt being measured begins.
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
+        row_bytes, rollout_id = child.submit(_row_facts, rollouts, int(line)).result()
     capture_path = Path(capture_dir) / f"{rollout_id}.capture.jsonl"
     config = AttemptConfig("bench", "1.0.0", Exporter(name="evidence-stage", version="0"), (), "rollouts.jsonl")
     baseline = psutil.Process().memory_info().rss / 2**20
