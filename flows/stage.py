@@ -17,7 +17,7 @@ from prefect import flow, get_run_logger
 from prefect.client.schemas.objects import State
 from prefect.states import Failed
 
-from flows.groups import fan_out, group_size, make_groups, reduce_alongside
+from flows.groups import fan_out, group_size, make_groups
 from flows.params import GateLimits, StageParams, config_fingerprint
 from flows.resolve import is_subset, resolve_run, run_record, subset_filter
 from flows.runners import attempt_pool
@@ -26,7 +26,7 @@ from tasks.gate import GateFailed, judge_run
 from tasks.naming import job_id_for
 from tasks.plan import discover_job
 from tasks.publish import build_manifest, publish_artifacts, publish_run, write_document
-from tasks.frontier import Frontier
+from tasks.reduce import reduce_run
 from tasks.report import render_run_report
 from tasks.runs import ACCOUNTING_FILE, is_complete
 
@@ -60,17 +60,15 @@ def stage_flow(params: StageParams) -> dict[str, Any] | State:
                 size = group_size(total, params.attempts_per_task)
                 logger.info("%d attempts in groups of %d; %d orphan captures; %d skipped lines", total, size, len(plan.orphans), len(plan.skipped))
                 clock = time.perf_counter()
-                frontier = Frontier()
-                with reduce_alongside(ctx, plan.attempts, recorded["atif_all_or_nothing"], frontier) as reducing:
-                    task_seconds, groups = fan_out(params, ctx, make_groups(plan.attempts, size), total, pool, frontier)
+                task_seconds, groups = fan_out(params, ctx, make_groups(plan.attempts, size), total, pool)
             timings["fan_out_s"] = time.perf_counter() - clock
             timings["in_task_s"] = task_seconds
             timings["fan_out_parallelism"] = min(params.max_workers, groups)
             clock = time.perf_counter()
-            reduced = reducing.result()
+            reduced = reduce_run(ctx, plan.attempts, recorded["atif_all_or_nothing"])
             stack.enter_context(reduced.log)
-            timings["reduce_s"] = time.perf_counter() - clock  # what is left of it once the fan-out is done
-            timings["reduce_task_s"] = reduced.seconds  # the whole task, alongside the fan-out
+            timings["reduce_s"] = time.perf_counter() - clock
+            timings["reduce_task_s"] = reduced.seconds
             write_document(ctx.run_dir, ACCOUNTING_FILE, plan.accounting)
             gate = judge_run(ctx.run_dir, GateLimits.model_validate(recorded.get("gate", {})).named(), plan.accounting)
             run = run_record(params, recorded, ctx, run_id, started_at, subset)

@@ -1,7 +1,6 @@
 """The reduce: per-attempt parts -> the run's outputs, streaming in input order.
 
-It runs alongside the fan-out (``tasks.frontier``): parts are read as soon as the groups before
-them are done, once each (with bounded read-ahead), and each output is written atomically. The
+Parts are read once each (with bounded read-ahead) and each output is written atomically. The
 one pass over the main parts writes ``rollouts.jsonl`` and spills every per-attempt record a
 fold needs (health digests, perf records, capability digests, accepted ATIF files) to local
 temporary files; each fold then streams its spill. Memory holds only the folds' own state:
@@ -12,6 +11,7 @@ verdict lines, so it does not grow by kilobytes per attempt (DESIGN.md invariant
 from __future__ import annotations
 
 import functools
+import itertools
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -41,7 +41,6 @@ from evidence import (
 )
 from tasks.context import RunContext
 from tasks.discover import FAILURES, MAIN, AttemptRef
-from tasks.frontier import Frontier
 from tasks.manifest import AttemptLog
 from tasks.parts import PartIndex, segment_folder
 from tasks.prefetch import WriteBehind, ordered_prefetch
@@ -51,7 +50,8 @@ from tasks.storage import Location, atomic_writer
 
 
 # Accepted ATIF files written behind the main pass: this many at once, this many bytes waiting.
-# Small, because the reduce's buffers now add to the fan-out's (the two run at once).
+# Small: at 32 MiB this budget filled only on large jobs and was 7 MiB of the flow process's
+# peak at 20,000 attempts (tests/reliability/test_memory.py compares with 2,000).
 ATIF_WRITE_WINDOW = 8
 ATIF_WRITE_BUDGET_BYTES = 8 * 1024 * 1024
 
@@ -71,40 +71,21 @@ class ReduceSummary:
     fold_problems: list[str] = field(default_factory=list)  # values no fold could use, and missing digests
 
 
-READY_RUN_ATTEMPTS = 256
-"""Attempts read through one index of their folder at most (the reduce's memory does not grow with the job)."""
+def _parts(ctx: RunContext, attempts: Iterable[AttemptRef]) -> Iterator[tuple[AttemptRef, AttemptPart]]:
+    """The current part of each attempt, in input order (segments read ahead; one index per shard's source folder)."""
+    for folder, run in itertools.groupby(attempts, key=_part_folder):
+        yield from PartIndex(segment_folder(ctx.run_dir, folder)).read(run)
 
 
-def _ready_runs(attempts: Iterable[tuple[int, AttemptRef]], frontier: Frontier) -> Iterator[list[AttemptRef]]:
-    """Runs of consecutive attempts of one part folder, each handed on once all its parts are stored.
-
-    ``attempts`` are (index in the plan, attempt); the fan-out stores parts in plan order.
-    """
-    ready = 0
-    run: list[AttemptRef] = []
-    for index, attempt in attempts:
-        if run and (index >= ready or len(run) >= READY_RUN_ATTEMPTS or run[-1].part_folder != attempt.part_folder):
-            yield run
-            run = []
-        if index >= ready:
-            ready = frontier.wait_beyond(index)
-        run.append(attempt)
-    if run:
-        yield run
+def _part_folder(attempt: AttemptRef) -> str:
+    return attempt.part_folder
 
 
-def _parts(ctx: RunContext, attempts: Iterable[tuple[int, AttemptRef]], frontier: Frontier) -> Iterator[tuple[AttemptRef, AttemptPart]]:
-    """The current part of each attempt, in input order, as soon as it is stored (segments read ahead)."""
-    for run in _ready_runs(attempts, frontier):
-        folder = segment_folder(ctx.run_dir, run[0].part_folder)
-        yield from PartIndex(folder, range(run[0].line, run[-1].line + 1)).read(run)
-
-
-def _write_rows(ctx: RunContext, attempts: Iterable[tuple[int, AttemptRef]], frontier: Frontier, name: str, log: AttemptLog) -> int:
+def _write_rows(ctx: RunContext, attempts: Iterable[AttemptRef], name: str, log: AttemptLog) -> int:
     """Concatenate the output lines of one source, in input order."""
     count = 0
     with atomic_writer(ctx.run_dir.child(name)) as out:
-        for attempt, part in _parts(ctx, attempts, frontier):
+        for attempt, part in _parts(ctx, attempts):
             out.write(part.outcome.line)
             out.write(b"\n")
             log.add(attempt, part)
@@ -112,9 +93,8 @@ def _write_rows(ctx: RunContext, attempts: Iterable[tuple[int, AttemptRef]], fro
     return count
 
 
-def _of_source(attempts: Iterable[AttemptRef], source: str) -> Iterator[tuple[int, AttemptRef]]:
-    """(index in the plan, attempt) of the plan's attempts from ``source``."""
-    return ((index, attempt) for index, attempt in enumerate(attempts) if attempt.source == source)
+def _of_source(attempts: Iterable[AttemptRef], source: str) -> Iterator[AttemptRef]:
+    return (attempt for attempt in attempts if attempt.source == source)
 
 
 @dataclass(slots=True)
@@ -193,11 +173,11 @@ class _MainFold:
         self.atif.decide(attempt, outcome, digests.atif)
 
 
-def _fold_main(ctx: RunContext, attempts: Iterable[tuple[int, AttemptRef]], frontier: Frontier, fold: _MainFold, log: AttemptLog) -> int:
+def _fold_main(ctx: RunContext, attempts: Iterable[AttemptRef], fold: _MainFold, log: AttemptLog) -> int:
     """One streaming pass over the main parts: rollouts.jsonl plus every fold's spill; the row count."""
     count = 0
     with atomic_writer(ctx.rollouts_out) as out:
-        for attempt, part in _parts(ctx, attempts, frontier):
+        for attempt, part in _parts(ctx, attempts):
             out.write(part.outcome.line)
             out.write(b"\n")
             log.add(attempt, part)
@@ -262,16 +242,15 @@ def _write_atif(ctx: RunContext, atif: _AtifState) -> bool:
 
 
 @task(name="reduce-run", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_condition_fn=retry_on_transient)
-def reduce_run(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool, frontier: Frontier) -> ReduceSummary:
-    """Write every run-level output from the parts, reading each as soon as ``frontier`` says it is stored.
+def reduce_run(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool) -> ReduceSummary:
+    """Write every run-level output from the parts; the summary's ``log`` holds each attempt's manifest entry.
 
-    The summary's ``log`` holds each attempt's manifest entry. A retried reduce starts over
-    with a new log, so no entry is recorded twice.
+    A retried reduce starts over with a new log, so no entry is recorded twice.
     """
     started = time.perf_counter()
     result = ReduceSummary(AttemptLog())
     try:
-        _reduce(ctx, attempts, all_or_nothing, frontier, result)
+        _reduce(ctx, attempts, all_or_nothing, result)
     except BaseException:
         result.log.close()
         raise
@@ -279,12 +258,12 @@ def reduce_run(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: boo
     return result
 
 
-def _reduce(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool, frontier: Frontier, result: ReduceSummary) -> None:
+def _reduce(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool, result: ReduceSummary) -> None:
     with ExitStack() as stack:
         fold = _MainFold.open(stack, _AtifState.open(stack, ctx.run_dir.child("atif"), all_or_nothing))
-        result.rows[MAIN] = _fold_main(ctx, _of_source(attempts, MAIN), frontier, fold, result.log)
+        result.rows[MAIN] = _fold_main(ctx, _of_source(attempts, MAIN), fold, result.log)
         if ctx.has_failures:
-            result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), frontier, "rollouts_failures.jsonl", result.log)
+            result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), "rollouts_failures.jsonl", result.log)
         result.verdicts = _write_health(ctx, fold.health)
         result.fold_problems = [f"perf_summary: {problem}" for problem in _write_perf(ctx, fold.perf)]
         result.fold_problems += [f"{name}: {count} main rows without a digest" for name, count in sorted(fold.unavailable.items())]

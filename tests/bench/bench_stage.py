@@ -13,8 +13,8 @@ the flow call to its return, so Python and Prefect import times are not counted 
 Fields: rows (input rows processed), input_mb (every input byte), wall_s, rows_per_s, mb_per_s,
 peak_rss_mb (the stage's process tree, summed, sampled every 20 ms), stage_process_rss_mb (the
 flow process alone, VmHWM), prefect_overhead_s and _pct (wall time minus in-task time: the
-discover task body, the group task bodies divided by the workers that ran them in parallel, the
-reduce's tail after the fan-out, and the flow's own report rendering), orjson_parse_s (reading and parsing every input
+discover and reduce task bodies, the group task bodies divided by the workers that ran them in
+parallel, and the flow's own report rendering), orjson_parse_s (reading and parsing every input
 line once with orjson: the floor), stage_cpu_s (CPU seconds of the stage's process tree, which
 includes Python start-up and imports; the load average tells how busy the machine was), plus
 the shape and settings used; server_cpu_s is the Prefect server's CPU during the stage when
@@ -188,13 +188,9 @@ def _cpu_seconds(server: Server) -> float:
 
 
 def in_task_seconds(timings: dict[str, float]) -> float:
-    """Work done inside task bodies (and the flow's own rendering), parallel fan-out divided out.
-
-    The reduce runs alongside the fan-out; only its tail after the fan-out (``reduce_s``) adds
-    to the run's wall time.
-    """
+    """Work done inside task bodies (and the flow's own rendering), parallel fan-out divided out."""
     fan_out = timings["in_task_s"] / max(1, timings["fan_out_parallelism"])
-    return timings["discover_task_s"] + fan_out + timings["reduce_s"] + timings["report_s"]
+    return timings["discover_task_s"] + fan_out + timings["reduce_task_s"] + timings["report_s"]
 
 
 def main(argv: list[str] | None = None) -> int:

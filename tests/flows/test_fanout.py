@@ -12,7 +12,6 @@ from flows.runners import runner_slots
 from flows.groups import fan_out, make_groups
 from tasks.attempt import GroupSummary
 from tasks.discover import FAILURES, MAIN, AttemptRef
-from tasks.frontier import Frontier
 
 
 def _attempt(source: str, line: int) -> AttemptRef:
@@ -43,21 +42,6 @@ class _Runner:
                 return GroupSummary(processed=len(parameters["attempts"]), seconds=1.0)
 
         return Future()
-
-
-class _RecordedFrontier(Frontier):
-    def __init__(self) -> None:
-        super().__init__()
-        self.steps: list[int] = []
-        self.stopped = False
-
-    def advance(self, attempts: int) -> None:
-        self.steps.append(attempts)
-        super().advance(attempts)
-
-    def stop(self) -> None:
-        self.stopped = True
-        super().stop()
 
 
 class _Progress:
@@ -91,27 +75,6 @@ def test_fan_out_keeps_one_group_beyond_the_runner_slots_in_flight(monkeypatch: 
             assert runner.in_flight <= runner_slots(params)  # never read ahead of the window
             yield [_attempt(MAIN, i)]
 
-    frontier = _RecordedFrontier()
-    seconds, count = fan_out(params, None, groups(), 40, None, frontier)
+    seconds, count = fan_out(params, None, groups(), 40, None)
     assert (seconds, count, pulled, runner.in_flight) == (40.0, 40, 40, 0)
     assert runner.most == runner_slots(params) + 1
-    assert frontier.steps == [1] * 40 and frontier.stopped
-
-
-def test_the_frontier_advances_by_each_group_oldest_first_and_stops_when_the_fan_out_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The reduce reads parts up to the frontier: it must never pass a group that is not done."""
-    runner = _Runner()
-    monkeypatch.setattr(flows.groups, "build_runner", lambda params: runner)
-    monkeypatch.setattr(flows.groups, "Progress", _Progress)
-    params = StageParams(rollouts="r", capture_dir="c", output="o", task_runner="thread", max_workers=1)
-
-    def groups() -> Any:
-        yield [_attempt(MAIN, 1), _attempt(MAIN, 2), _attempt(MAIN, 3)]
-        yield [_attempt(MAIN, 4)]
-        raise OSError("the plan's spill could not be read")
-
-    frontier = _RecordedFrontier()
-    with pytest.raises(OSError):
-        fan_out(params, None, groups(), 4, None, frontier)
-    assert frontier.steps == [3] and frontier.stopped  # the second group was submitted, never finished
-
