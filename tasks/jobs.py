@@ -103,10 +103,10 @@ def _finished(manifest: dict[str, Any]) -> tuple[str, str]:
 def latest_manifest(output: Location, job_id: str, pointer: str = LATEST_FILE) -> dict[str, Any] | None:
     """The manifest of the complete run the job's ``pointer`` file names (LATEST by default), or None."""
     latest = output.child(job_id, pointer)
-    if not latest.exists():
+    if not latest.is_file():
         return None
     run_dir = run_dir_of(output, job_id, latest.read_bytes().decode().strip())
     manifest = run_dir.child(MANIFEST_FILE)
-    if not is_complete(run_dir) or not manifest.exists():
+    if not is_complete(run_dir) or not manifest.is_file():
         return None
     return orjson.loads(manifest.read_bytes())

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from evidence import RunDocuments, TraceModel, TraceSkipped, main_identities, rollout_trace
-from tasks.runs import read_document
+from tasks.runs import MANIFEST_FILE, SUCCESS_FILE, is_complete, read_document
 from tasks.storage import InputNotFound, Location
 
 __all__ = ["ExportError", "ExtraMissing", "finished_manifest", "require", "run_documents", "run_traces"]
@@ -42,9 +42,9 @@ def require(module: str) -> Any:
 
 def finished_manifest(run_dir: Location) -> dict[str, Any]:
     """The run's manifest; a run directory without ``_SUCCESS`` is not finished and is refused."""
-    if not run_dir.child("_SUCCESS").exists():
-        raise InputNotFound(run_dir.child("_SUCCESS").url, "no _SUCCESS: not a finished run directory")
-    return orjson.loads(run_dir.child("manifest.json").read_bytes())
+    if not is_complete(run_dir):
+        raise InputNotFound(run_dir.child(SUCCESS_FILE).url, "no _SUCCESS: not a finished run directory")
+    return orjson.loads(run_dir.child(MANIFEST_FILE).read_bytes())
 
 
 def run_documents(run_dir: Location, manifest: dict[str, Any]) -> RunDocuments:

@@ -57,7 +57,9 @@ def _local_files(path: str) -> list[FileEntry]:
     return entries
 
 
-def _s3_has_objects_under(fs: fsspec.AbstractFileSystem, path: str) -> bool:
+def _folder_found(fs: fsspec.AbstractFileSystem, path: str) -> bool:
+    if "s3" not in fs.protocol:
+        return fs.isdir(path)
     bucket, key, _ = fs.split_path(path)
     prefix = f"{key.rstrip('/')}/" if key else ""
     return bool(fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=prefix, MaxKeys=1).get("KeyCount"))
@@ -167,10 +169,7 @@ class Location:
 
     def is_dir(self) -> bool:
         """Whether this is a folder (on S3: a prefix holding an object; one small LIST, not s3fs's whole listing)."""
-        fs = self.fs
-        if "s3" in fs.protocol:
-            return retry.call_with_retries(self.url, lambda: _s3_has_objects_under(fs, self.path))
-        return retry.call_with_retries(self.url, lambda: fs.isdir(self.path))
+        return retry.call_with_retries(self.url, lambda: _folder_found(self.fs, self.path))
 
     def is_file(self) -> bool:
         """Whether a file is here (on S3 one HEAD: s3fs's ``exists`` adds a LIST when there is none)."""

@@ -105,7 +105,8 @@ class _S3Upload:
         self._behind = behind
         self._buffer = bytearray()
         self._upload_id: str | None = None
-        self._etags: dict[int, str] = {}
+        self._parts_sent = 0
+        self._etags: dict[int, str] = {}  # part number -> ETag, as each upload returns
 
     def _call(self, method: str, **kwargs: Any) -> dict[str, Any]:
         fs = self._location.fs
@@ -121,8 +122,8 @@ class _S3Upload:
     def _send(self, body: bytes) -> None:
         if self._upload_id is None:
             self._upload_id = self._call("create_multipart_upload")["UploadId"]
-        number = len(self._etags) + 1
-        self._etags[number] = ""
+        self._parts_sent += 1
+        number = self._parts_sent
 
         def upload() -> None:
             self._etags[number] = self._call("upload_part", PartNumber=number, UploadId=self._upload_id, Body=body)["ETag"]
