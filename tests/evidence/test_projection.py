@@ -5,10 +5,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
 import pytest
 from pydantic import ValidationError
 
 from evidence.projection import attach_trajectory, build_trajectory
+from evidence.projection.attach import trajectory_json
 from evidence.projection.turns import turn_content
 
 ROW = {"_ng_task_index": 3, "_ng_rollout_index": 1}
@@ -221,6 +223,30 @@ def test_attach_success_sets_trajectory_and_strips_payloads_without_touching_the
     assert "request_raw" not in result["ng_model_call_capture"]["calls"][0]
     assert result["ng_model_call_capture"]["calls"][1] == "junk"
     assert row == before
+
+
+def test_the_attached_trajectory_is_pydantics_json_dump_byte_for_byte_sharing_the_conversation() -> None:
+    response = {"output": [{"type": "function_call", "name": "f"}, {"type": "reasoning", "summary": []}]}
+    conversation = [{"type": "function_call_output", "call_id": "t1", "output": "rows: 1, 2.5"}]
+    result = {
+        **ROW,
+        "ng_agent_observations": {
+            "source": "x",
+            "records": [
+                invocation("root", "c1", "c2", conversation=conversation),
+                {"kind": "tool_call", "invocation_id": "root", "tool_call_id": "t1", "tool_name": "calc"},
+            ],
+        },
+        "ng_model_call_capture": {"calls": [capture_call("c1", response=response), capture_call("c2")]},
+    }
+    record = build_trajectory(ROW, result)
+    assert record.turns[0].reasoning_content and record.tool_calls[0].output == "rows: 1, 2.5"
+
+    dump = trajectory_json(record)
+
+    assert orjson.dumps(dump) == orjson.dumps(record.model_dump(mode="json"))
+    assert dump["model_calls"][0]["request"] is record.model_calls[0].request
+    assert dump["turns"][0]["question"] is record.turns[0].question
 
 
 def test_attach_failure_appends_the_gap_to_the_capture_and_removes_the_trajectory() -> None:
