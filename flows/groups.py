@@ -6,10 +6,11 @@ import math
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor
+from dataclasses import dataclass
 
 from prefect.futures import PrefectFuture
 
-from flows.params import MAX_TASK_RUNS, MIN_GROUP, StageParams
+from flows.params import MAX_GROUP, MAX_TASK_RUNS, MIN_GROUP, StageParams
 from flows.progress import Progress
 from flows.runners import build_runner, runner_slots, shared_api
 from tasks.attempt import GroupSummary
@@ -17,18 +18,47 @@ from tasks.context import RunContext
 from tasks.discover import AttemptRef
 from tasks.fanout import process_group
 
-def group_size(total: int, requested: int | None) -> int:
-    """Attempts per task: as asked, else MIN_GROUP, or more to keep a run at ≤ MAX_TASK_RUNS task runs."""
-    return requested or max(MIN_GROUP, math.ceil(total / MAX_TASK_RUNS))
+GUIDED_SHARES = 2
+"""Without a requested size, a group takes ``1 / (GUIDED_SHARES * workers)`` of the attempts not yet grouped."""
 
 
-def make_groups(attempts: Iterable[AttemptRef], size: int) -> Iterator[list[AttemptRef]]:
+@dataclass(frozen=True, slots=True)
+class GroupSizes:
+    """How many attempts each group task gets, in turn.
+
+    As asked (``requested``), else guided self-scheduling: each group takes a share of what is
+    left, so a job is a few large groups that shrink to ``MIN_GROUP`` at its end, where a
+    worker would otherwise wait for another's last large group. Never more than ``MAX_GROUP``
+    (the flow holds the attempts of the groups in flight), nor more task runs than
+    ``MAX_TASK_RUNS`` (that bound wins over ``MAX_GROUP``).
+    """
+
+    total: int
+    requested: int | None
+    workers: int
+
+    def next(self, grouped: int) -> int:
+        """The size of the next group once ``grouped`` attempts are in groups."""
+        if self.requested:
+            return self.requested
+        guided = math.ceil((self.total - grouped) / (GUIDED_SHARES * self.workers))
+        return max(MIN_GROUP, math.ceil(self.total / MAX_TASK_RUNS), min(MAX_GROUP, guided))
+
+    def describe(self) -> str:
+        """The sizes for the run's log: ``100``, or ``530 down to 100``."""
+        first, last = self.next(0), self.next(self.total)
+        return str(first) if first == last else f"{first} down to {last}"
+
+
+def make_groups(attempts: Iterable[AttemptRef], sizes: GroupSizes) -> Iterator[list[AttemptRef]]:
     """Contiguous groups from one input file each, so a group's rows are one ranged read."""
     group: list[AttemptRef] = []
+    grouped, size = 0, sizes.next(0)
     for attempt in attempts:
         if group and (len(group) >= size or (group[-1].shard, group[-1].source) != (attempt.shard, attempt.source)):
             yield group
-            group = []
+            grouped += len(group)
+            group, size = [], sizes.next(grouped)
         group.append(attempt)
     if group:
         yield group

@@ -34,11 +34,14 @@ def _canonical_rollouts(value: str | list[str]) -> str | list[str]:
 # The rollouts file of a job, or its shards: URLs, globs or comma-separated globs (tasks.shards).
 Rollouts = Annotated[str | list[str], AfterValidator(_canonical_rollouts)]
 
-# The fan-out's default group size (flows/groups.py): a task run costs ~50 ms of CPU in the flow
-# process and as much in the Prefect server (measured with tests/bench on two cores), so a run
-# has at most MAX_TASK_RUNS task runs, of at least MIN_GROUP attempts (~0.7 s of work) each.
+# The fan-out's default group sizes (flows/groups.py): a task run costs ~40 ms of CPU in the
+# Prefect server and about as much in the flow process (measured with tests/bench on two cores),
+# on the cores the attempts need, so a run has few task runs: at most MAX_TASK_RUNS, of at least
+# MIN_GROUP attempts (~0.3 s of a worker's time) and, unless that bound needs more, at most
+# MAX_GROUP each.
 MAX_TASK_RUNS = 32
 MIN_GROUP = 100
+MAX_GROUP = 1000
 
 
 def _blank_is_none(value: Any) -> Any:
@@ -225,7 +228,10 @@ class StageParams(BaseModel):
         ge=1,
         le=100_000,
         title="Attempts per task",
-        description=f"Group size of the fan-out; blank: at least {MIN_GROUP}, and more to keep a run at ≤ {MAX_TASK_RUNS} task runs.",
+        description=(
+            f"Group size of the fan-out; blank: large groups first, shrinking to {MIN_GROUP} at the end so no worker waits long"
+            f" for another's last group (at most {MAX_GROUP}, and more where needed to keep a run at ≤ {MAX_TASK_RUNS} task runs)."
+        ),
     )
     task_runner: TaskRunnerKind = Field(
         default=TaskRunnerKind.process,

@@ -45,13 +45,18 @@ def build_runner(params: StageParams) -> TaskRunner:
     return ThreadPoolTaskRunner(max_workers=params.max_workers)
 
 
+def parallel_groups(params: StageParams) -> int:
+    """Group tasks that compute at once: the workers (threads, attempt processes, Dask workers)."""
+    if params.task_runner is TaskRunnerKind.dask and not params.dask_address:
+        return params.dask_workers
+    return params.max_workers
+
+
 def runner_slots(params: StageParams) -> int:
     """Group tasks the runner executes at once: the flow keeps one more in flight, so none waits for it."""
     if params.task_runner is TaskRunnerKind.process:
-        return params.max_workers * TASKS_PER_WORKER
-    if params.task_runner is TaskRunnerKind.dask:
-        return params.max_workers if params.dask_address else params.dask_workers
-    return params.max_workers
+        return parallel_groups(params) * TASKS_PER_WORKER
+    return parallel_groups(params)
 
 
 @contextmanager

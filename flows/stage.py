@@ -17,10 +17,10 @@ from prefect import flow, get_run_logger
 from prefect.client.schemas.objects import State
 from prefect.states import Failed
 
-from flows.groups import fan_out, group_size, make_groups
+from flows.groups import GroupSizes, fan_out, make_groups
 from flows.params import GateLimits, StageParams, config_fingerprint
 from flows.resolve import is_subset, resolve_run, run_record, subset_filter
-from flows.runners import attempt_pool
+from flows.runners import attempt_pool, parallel_groups
 from tasks.events import emit_gate_failed, emit_run_completed, emit_run_failed
 from tasks.gate import GateFailed, judge_run
 from tasks.naming import job_id_for
@@ -57,13 +57,13 @@ def stage_flow(params: StageParams) -> dict[str, Any] | State:
                 if subset:
                     plan.select(subset_filter(recorded["rollout_ids"], recorded["rollout_glob"]))
                 total = plan.attempts.count
-                size = group_size(total, params.attempts_per_task)
-                logger.info("%d attempts in groups of %d; %d orphan captures; %d skipped lines", total, size, len(plan.orphans), len(plan.skipped))
+                sizes = GroupSizes(total, params.attempts_per_task, parallel_groups(params))
+                logger.info("%d attempts in groups of %s; %d orphan captures; %d skipped lines", total, sizes.describe(), len(plan.orphans), len(plan.skipped))
                 clock = time.perf_counter()
-                task_seconds, groups = fan_out(params, ctx, make_groups(plan.attempts, size), total, pool)
+                task_seconds, groups = fan_out(params, ctx, make_groups(plan.attempts, sizes), total, pool)
             timings["fan_out_s"] = time.perf_counter() - clock
             timings["in_task_s"] = task_seconds
-            timings["fan_out_parallelism"] = min(params.max_workers, groups)
+            timings["fan_out_parallelism"] = min(parallel_groups(params), groups)
             clock = time.perf_counter()
             reduced = reduce_run(ctx, plan.attempts, recorded["atif_all_or_nothing"])
             stack.enter_context(reduced.log)

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 import flows.groups
-from flows.params import StageParams
+from flows.params import MAX_GROUP, MAX_TASK_RUNS, MIN_GROUP, StageParams
 from flows.runners import runner_slots
-from flows.groups import fan_out, make_groups
+from flows.groups import GroupSizes, fan_out, make_groups
 from tasks.attempt import GroupSummary
 from tasks.discover import FAILURES, MAIN, AttemptRef
 
@@ -54,10 +54,29 @@ class _Progress:
 
 def test_groups_are_contiguous_per_source_and_bounded() -> None:
     attempts = [_attempt(MAIN, i) for i in range(1, 6)] + [_attempt(FAILURES, i) for i in range(1, 3)]
-    groups = make_groups(iter(attempts), 2)
+    groups = make_groups(iter(attempts), GroupSizes(len(attempts), 2, workers=2))
     assert [[(a.source, a.line) for a in g] for g in groups] == [
         [(MAIN, 1), (MAIN, 2)], [(MAIN, 3), (MAIN, 4)], [(MAIN, 5)], [(FAILURES, 1), (FAILURES, 2)],
     ]
+
+
+def _guided(total: int, workers: int) -> list[int]:
+    return [len(group) for group in make_groups((_attempt(MAIN, i) for i in range(1, total + 1)), GroupSizes(total, None, workers))]
+
+
+def test_default_groups_start_large_and_shrink_to_the_minimum_at_the_end() -> None:
+    sizes = _guided(2_120, workers=2)
+    assert sizes[0] == 530 and sizes == sorted(sizes, reverse=True)
+    assert sizes[-3:-1] == [MIN_GROUP, MIN_GROUP] and sum(sizes) == 2_120
+    assert len(sizes) < 2_120 / MIN_GROUP / 2  # half the task runs of fixed minimum groups, or fewer
+
+
+@pytest.mark.parametrize(("total", "workers"), [(1, 2), (150, 2), (20_000, 2), (20_000, 16), (1_000_000, 2)])
+def test_default_groups_keep_their_bounds(total: int, workers: int) -> None:
+    sizes = _guided(total, workers)
+    assert sum(sizes) == total and len(sizes) <= MAX_TASK_RUNS
+    assert all(size >= MIN_GROUP for size in sizes[:-1])
+    assert all(size <= max(MAX_GROUP, -(-total // MAX_TASK_RUNS)) for size in sizes)
 
 
 @pytest.mark.parametrize("workers", [1, 3])

@@ -7,7 +7,7 @@ from prefect.utilities.callables import parameter_schema
 
 from flows.batch import batch_flow
 from flows.compare import compare_flow
-from flows.groups import group_size
+from flows.groups import GroupSizes
 from flows.params import MAX_TASK_RUNS, StageParams
 from flows.stage import stage_flow
 
@@ -36,4 +36,4 @@ def test_blank_optional_fields_take_their_defaults() -> None:
 def test_attempts_per_task_says_what_the_default_does() -> None:
     text = _properties(stage_flow, "StageParams")["attempts_per_task"]["description"]
     assert f"≤ {MAX_TASK_RUNS} task runs" in text
-    assert -(-1_000_000 // group_size(1_000_000, None)) == MAX_TASK_RUNS
+    assert -(-1_000_000 // GroupSizes(1_000_000, None, workers=2).next(0)) == MAX_TASK_RUNS
