@@ -27,9 +27,9 @@ from tasks.storage import InputNotFound, PermanentStorageError
 
 # A group's rows are read by ranged reads of about this size: few requests, bounded memory.
 READ_CHUNK_BYTES = 16 * 1024 * 1024
-# Captures are read ahead of the attempt being processed and parts written behind it (object-store
-# latency hidden): at most this many at once each way, and at most this many bytes waiting (a
-# larger one alone).
+# Captures on an object store are read ahead of the attempt being processed and parts written
+# behind it (latency hidden): at most this many at once each way, and at most this many bytes
+# waiting (a larger one alone). Local captures are read when their attempt comes (window 0).
 CAPTURE_WINDOW = 8
 CAPTURE_BUDGET_BYTES = 32 * 1024 * 1024
 
@@ -137,9 +137,9 @@ def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool)
 
     ``check_existing`` (resume, task retry) keeps the parts already written for this
     fingerprint. A segment is written every ``SEGMENT_PARTS`` attempts (or ``SEGMENT_BYTES``),
-    so a crash loses at most that much finished work. Captures (and the resume check) are fetched ahead in a bounded window while
-    attempts are processed in order. Runs in the group task's thread or in a worker process of
-    the attempt pool.
+    so a crash loses at most that much finished work. Captures on an object store (and the
+    resume check) are fetched ahead in a bounded window while attempts are processed in order.
+    Runs in the group task's thread or in a worker process of the attempt pool.
     """
     started = time.perf_counter()
     summary = GroupSummary()
@@ -161,7 +161,8 @@ def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool)
         rows = _group_rows(ctx, attempts)
         with WriteBehind(window=CAPTURE_WINDOW, budget=CAPTURE_BUDGET_BYTES) as writes:
             segments = SegmentWriter(lambda name, data: writes.submit(functools.partial(folder.child(name).write_chunks, lambda: data), sum(map(len, data))))
-            for fetched in ordered_prefetch(fetch, rows, window=CAPTURE_WINDOW, cost=_fetch_cost, budget=CAPTURE_BUDGET_BYTES):
+            read_ahead = 0 if ctx.capture_dir.is_local else CAPTURE_WINDOW
+            for fetched in ordered_prefetch(fetch, rows, window=read_ahead, cost=_fetch_cost, budget=CAPTURE_BUDGET_BYTES):
                 if fetched.inputs is None:
                     summary.skipped += 1
                     continue

@@ -28,7 +28,16 @@ def ordered_prefetch(
     Memory stays bounded by ``window`` results, unlike ``Executor.map`` which submits everything.
     With ``cost`` (e.g. an object's size), calls in flight also stay within ``budget`` in total,
     except that one call is always allowed: large objects are fetched one at a time.
+
+    ``window=0`` makes the calls in the caller's thread, one at a time: for local files, whose
+    reads wait for no network, a background thread only adds its wait for the GIL each time a
+    read returns (the attempt workers spent 10-15 % more time per attempt with one).
     """
+    if window == 0:
+        for item in items:
+            yield fn(item)
+            del item  # as below: the caller may hand the result's contents on
+        return
     with ThreadPoolExecutor(max_workers=window) as pool:
         pending: deque[tuple[Future[R], int]] = deque()
         in_flight = 0

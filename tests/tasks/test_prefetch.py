@@ -1,0 +1,35 @@
+"""Read-ahead: in order, bounded; with no window, in the caller's thread one item at a time."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tasks.prefetch import ordered_prefetch
+
+
+@pytest.mark.parametrize("window", [0, 1, 3])
+def test_results_come_in_input_order(window: int) -> None:
+    assert list(ordered_prefetch(lambda n: n * n, range(10), window=window)) == [n * n for n in range(10)]
+
+
+def test_no_window_calls_in_the_callers_thread_only_when_the_next_result_is_wanted() -> None:
+    calls: list[tuple[int, threading.Thread]] = []
+
+    def fetch(n: int) -> int:
+        calls.append((n, threading.current_thread()))
+        return n
+
+    results = ordered_prefetch(fetch, range(3), window=0)
+    assert next(results) == 0 and [n for n, _ in calls] == [0]
+    assert list(results) == [1, 2]
+    assert {thread for _, thread in calls} == {threading.current_thread()}
+
+
+def test_a_window_keeps_at_most_that_many_calls_ahead() -> None:
+    started: list[int] = []
+    results = ordered_prefetch(lambda n: started.append(n) or n, range(10), window=3)
+    assert next(results) == 0
+    assert len(started) <= 4  # the one returned and at most three in flight behind it
+    assert list(results) == list(range(1, 10))
