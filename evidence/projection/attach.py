@@ -27,6 +27,8 @@ _UNTYPED = {
     "tool_calls": frozenset({"output"}),
 }
 """The trajectory's untyped (``Any``) fields, by the list of models that holds them."""
+_TYPED_ONLY = {name: {"__all__": set(fields)} for name, fields in _UNTYPED.items()}
+"""``model_dump``'s ``exclude`` that leaves those fields out."""
 
 
 def attach_trajectory(row: Mapping[str, Any], result: dict[str, Any]) -> TrajectoryRecord | None:
@@ -60,7 +62,7 @@ def trajectory_json(record: TrajectoryRecord) -> dict[str, Any]:
     the projection builds from those, so they are already what a JSON-mode dump makes of
     them (native types, finite floats): sharing them changes no byte and no value.
     """
-    dump = record.model_dump(mode="json", exclude={name: {"__all__": set(fields)} for name, fields in _UNTYPED.items()})
+    dump = record.model_dump(mode="json", exclude=_TYPED_ONLY)
     for name, untyped in _UNTYPED.items():
         dump[name] = [
             {field: getattr(model, field) if field in untyped else typed[field] for field in type(model).model_fields}
