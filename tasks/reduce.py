@@ -119,7 +119,7 @@ class _AtifState:
         """Files written into ``folder``, or held until the end for an all-or-nothing run."""
         manifest, rejections = stack.enter_context(Spill()), stack.enter_context(Spill())
         if all_or_nothing:
-            held: Spill[AtifFile] = stack.enter_context(Spill())
+            held: Spill[AtifFile] = stack.enter_context(Spill(batch=1))  # a file can be megabytes
             return cls(held.add, manifest, rejections, held)
         writes = stack.enter_context(WriteBehind(window=ATIF_WRITE_WINDOW, budget=ATIF_WRITE_BUDGET_BYTES))
 

@@ -9,14 +9,23 @@ invariant 6).
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
+import operator
 import pickle
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, Generic, Self, TypeVar
 
 SORT_BUFFER = 4096
+SPILL_BATCH = 16
+"""Records a spill holds in memory before it pickles them to disk, as one list: one pickling
+call per batch, not per record, and a class named once per batch. With the dataclass reducer
+below, a record's round trip costs about a third of what one ``pickle.dump`` and ``load`` per
+record did (``AttemptRef`` and manifest entries: 3.7-6.0 us against 11.9-16.6 us). Small, because
+the flow's peak is in the reduce, where several spills fill at once and every sorted run is
+read at once: batches of 256 raised the peak at 20,000 attempts by ~1.5 MiB, of 16 by ~0.5."""
 T = TypeVar("T")
 K = TypeVar("K")
 
@@ -37,31 +46,88 @@ class TemporaryStore:
 class Spill(TemporaryStore, Generic[T]):
     """An append-only temporary file of picklable records, read back as a stream any number of times.
 
-    Each read opens its own handle, so reads may overlap each other and later appends.
+    Records are written in batches of ``batch`` (``SPILL_BATCH``; 1 for records that may be
+    large, such as held ATIF files). Each read opens its own handle, so reads may overlap each
+    other and later appends.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, batch: int | None = None) -> None:
         self._file = tempfile.NamedTemporaryFile(prefix="evidence-stage-spill-")
         # The wrapper's attribute access builds a new function on every call; the file it wraps does not.
         self._raw: IO[bytes] = self._file.file
+        self._batch_size = batch or SPILL_BATCH
+        self._batch: list[T] = []
         self.count = 0
 
     def add(self, record: T) -> None:
-        pickle.dump(record, self._raw, protocol=pickle.HIGHEST_PROTOCOL)
+        self._batch.append(record)
         self.count += 1
+        if len(self._batch) >= self._batch_size:
+            self._write_batch()
+
+    def _write_batch(self) -> None:
+        if self._batch:
+            _Pickler(self._raw, protocol=pickle.HIGHEST_PROTOCOL).dump(self._batch)
+            self._batch = []
 
     def __iter__(self) -> Iterator[T]:
+        self._write_batch()
         self._file.flush()
         return _records(self._file.name, self.count)
 
     def close(self) -> None:
+        self._batch = []
         self._file.close()
 
 
 def _records(path: str, count: int) -> Iterator[Any]:
+    """The first ``count`` records: whole batches, since a read starts after a batch is written."""
     with open(path, "rb") as file:
-        for _ in range(count):
-            yield pickle.load(file)
+        while count > 0:
+            batch = pickle.load(file)
+            count -= len(batch)
+            yield from batch
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles a dataclass as its class and field values, rebuilt by calling the class.
+
+    Slotted dataclasses otherwise pickle through ``dataclasses``' own Python ``__getstate__`` and
+    ``__setstate__``, which look the fields up again for every record: five times the cost of
+    this. Only a dataclass that its constructor rebuilds exactly (every field a positional
+    ``__init__`` argument, no ``__post_init__``) takes this path; any other object pickles as usual.
+    """
+
+    def reducer_override(self, obj: Any) -> Any:
+        fields = _field_getter(type(obj))
+        return NotImplemented if fields is None else (type(obj), fields(obj))
+
+
+_GETTERS: dict[type, Callable[[Any], tuple[Any, ...]] | None] = {}
+
+
+def _field_getter(cls: type) -> Callable[[Any], tuple[Any, ...]] | None:
+    """A function giving an instance's field values in ``__init__`` order, or None for a class
+    that does not qualify (not a dataclass; a field that is keyword-only or not an ``__init__``
+    argument; a ``__post_init__``)."""
+    try:
+        return _GETTERS[cls]
+    except KeyError:
+        pass
+    getter = None
+    if dataclasses.is_dataclass(cls) and not hasattr(cls, "__post_init__"):
+        fields = dataclasses.fields(cls)
+        if fields and all(field.init and not field.kw_only for field in fields):
+            names = [field.name for field in fields]
+            getter = operator.attrgetter(*names) if len(names) > 1 else _one(names[0])
+    _GETTERS[cls] = getter
+    return getter
+
+
+def _one(name: str) -> Callable[[Any], tuple[Any, ...]]:
+    """``attrgetter`` of one name gives the value itself, not a one-value tuple."""
+    get = operator.attrgetter(name)
+    return lambda obj: (get(obj),)
 
 
 class SortedSpill(TemporaryStore, Generic[T]):

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass, field
 
 import pytest
 
 from tasks import spill
 from tasks.spill import SortedSpill, Spill, count_repeats
+from tasks.storage import FileEntry
 
 
 def test_spill_reads_back_every_record_each_time() -> None:
@@ -43,3 +45,69 @@ def test_count_repeats_finds_only_keys_seen_more_than_once(monkeypatch: pytest.M
     keys = ["b", "a", "c", "b", "d", "b", "a"] * 3 + ["e"]
     assert count_repeats(keys, str) == {"a": 6, "b": 9, "c": 3, "d": 3}
     assert count_repeats(["x", "y"], str) == {}
+
+
+@dataclass(frozen=True, slots=True)
+class _Slotted:
+    name: str
+    entry: FileEntry | None
+    size: int = 0
+
+
+@dataclass
+class _Counted:
+    """Rebuilt by its constructor, it would count one build too many."""
+
+    builds: int = 0
+
+    def __post_init__(self) -> None:
+        self.builds += 1
+
+
+@dataclass
+class _Derived:
+    """Rebuilt by its constructor, it would lose ``note`` (set after construction)."""
+
+    value: int
+    note: str = field(init=False, default="")
+
+
+@dataclass(frozen=True)
+class _KeywordOnly:
+    a: int
+    b: int = field(kw_only=True)
+
+
+@pytest.mark.parametrize("batch", [None, 1, 3])
+def test_spill_reads_back_records_of_every_kind_equal_and_in_order(batch: int | None) -> None:
+    """Slotted dataclasses (rebuilt from their fields) and the kinds that must pickle as usual."""
+    derived = _Derived(3)
+    derived.note = "set later"
+    records: list[object] = [
+        _Slotted("a", FileEntry("a.capture.jsonl", 10, "v1"), 2),
+        _Slotted("b", None),
+        _Counted(),
+        derived,
+        _KeywordOnly(1, b=2),
+        {"line": 1, "error": "x"},
+        b"manifest line",
+        ("key", 2**70),
+        None,
+    ] * 3
+    with Spill(batch) as spilled:
+        for record in records:
+            spilled.add(record)
+        assert list(spilled) == records
+
+
+def test_a_read_sees_the_records_added_before_it_began(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spill, "SPILL_BATCH", 4)
+    with Spill() as records:
+        for i in range(10):
+            records.add(i)
+        reading = iter(records)
+        assert [next(reading), next(reading)] == [0, 1]
+        for i in range(10, 25):
+            records.add(i)
+        assert list(reading) == list(range(2, 10))
+        assert list(records) == list(range(25))
