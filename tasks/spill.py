@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import inspect
 import itertools
 import operator
 import pickle
@@ -47,15 +48,16 @@ class Spill(TemporaryStore, Generic[T]):
     """An append-only temporary file of picklable records, read back as a stream any number of times.
 
     Records are written in batches of ``batch`` (``SPILL_BATCH``; 1 for records that may be
-    large, such as held ATIF files). Each read opens its own handle, so reads may overlap each
-    other and later appends.
+    large, such as held ATIF files), so a record must not change once added, and one that
+    cannot be pickled raises when its batch is written. Each read opens its own handle, so
+    reads may overlap each other and later appends.
     """
 
     def __init__(self, batch: int | None = None) -> None:
         self._file = tempfile.NamedTemporaryFile(prefix="evidence-stage-spill-")
         # The wrapper's attribute access builds a new function on every call; the file it wraps does not.
         self._raw: IO[bytes] = self._file.file
-        self._batch_size = batch or SPILL_BATCH
+        self._batch_size = SPILL_BATCH if batch is None else batch
         self._batch: list[T] = []
         self.count = 0
 
@@ -94,8 +96,8 @@ class _Pickler(pickle.Pickler):
 
     Slotted dataclasses otherwise pickle through ``dataclasses``' own Python ``__getstate__`` and
     ``__setstate__``, which look the fields up again for every record: five times the cost of
-    this. Only a dataclass that its constructor rebuilds exactly (every field a positional
-    ``__init__`` argument, no ``__post_init__``) takes this path; any other object pickles as usual.
+    this. Only a class its constructor rebuilds exactly takes this path (``_field_getter``);
+    any other object pickles as usual.
     """
 
     def reducer_override(self, obj: Any) -> Any:
@@ -108,17 +110,20 @@ _GETTERS: dict[type, Callable[[Any], tuple[Any, ...]] | None] = {}
 
 def _field_getter(cls: type) -> Callable[[Any], tuple[Any, ...]] | None:
     """A function giving an instance's field values in ``__init__`` order, or None for a class
-    that does not qualify (not a dataclass; a field that is keyword-only or not an ``__init__``
-    argument; a ``__post_init__``)."""
+    its constructor might not rebuild: one that is not a dataclass with slots of its own
+    (without them an instance can hold more than its fields), one whose ``__init__`` does
+    not take exactly its fields, in order (keyword-only or non-init fields, ``InitVar``, a
+    hand-written one with other arguments), or one with a ``__post_init__``."""
     try:
         return _GETTERS[cls]
     except KeyError:
         pass
     getter = None
-    if dataclasses.is_dataclass(cls) and not hasattr(cls, "__post_init__"):
-        fields = dataclasses.fields(cls)
-        if fields and all(field.init and not field.kw_only for field in fields):
-            names = [field.name for field in fields]
+    if dataclasses.is_dataclass(cls) and "__slots__" in cls.__dict__:
+        names = [field.name for field in dataclasses.fields(cls)]
+        arguments = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        positional = all(argument.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for argument in arguments)
+        if names and positional and [argument.name for argument in arguments] == names and not hasattr(cls, "__post_init__"):
             getter = operator.attrgetter(*names) if len(names) > 1 else _one(names[0])
     _GETTERS[cls] = getter
     return getter

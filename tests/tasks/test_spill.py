@@ -54,7 +54,7 @@ class _Slotted:
     size: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class _Counted:
     """Rebuilt by its constructor, it would count one build too many."""
 
@@ -64,7 +64,7 @@ class _Counted:
         self.builds += 1
 
 
-@dataclass
+@dataclass(slots=True)
 class _Derived:
     """Rebuilt by its constructor, it would lose ``note`` (set after construction)."""
 
@@ -72,10 +72,27 @@ class _Derived:
     note: str = field(init=False, default="")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _KeywordOnly:
     a: int
     b: int = field(kw_only=True)
+
+
+@dataclass(slots=True)
+class _HandWritten:
+    """Its own ``__init__`` (which ``dataclass`` keeps) doubles what it is given."""
+
+    a: int
+
+    def __init__(self, doubled: int) -> None:
+        self.a = 2 * doubled
+
+
+@dataclass
+class _Open:
+    """Without slots, an instance can hold more than its fields."""
+
+    value: int
 
 
 @pytest.mark.parametrize("batch", [None, 1, 3])
@@ -83,12 +100,16 @@ def test_spill_reads_back_records_of_every_kind_equal_and_in_order(batch: int | 
     """Slotted dataclasses (rebuilt from their fields) and the kinds that must pickle as usual."""
     derived = _Derived(3)
     derived.note = "set later"
+    opened = _Open(1)
+    opened.note = "not a field"  # type: ignore[attr-defined]
     records: list[object] = [
         _Slotted("a", FileEntry("a.capture.jsonl", 10, "v1"), 2),
         _Slotted("b", None),
         _Counted(),
         derived,
         _KeywordOnly(1, b=2),
+        _HandWritten(5),
+        opened,
         {"line": 1, "error": "x"},
         b"manifest line",
         ("key", 2**70),
@@ -98,6 +119,7 @@ def test_spill_reads_back_records_of_every_kind_equal_and_in_order(batch: int | 
         for record in records:
             spilled.add(record)
         assert list(spilled) == records
+        assert [getattr(record, "note", None) for record in spilled if isinstance(record, _Open)] == ["not a field"] * 3
 
 
 def test_a_read_sees_the_records_added_before_it_began(monkeypatch: pytest.MonkeyPatch) -> None:
