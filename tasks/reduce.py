@@ -42,7 +42,7 @@ from evidence import (
 from tasks.context import RunContext
 from tasks.discover import FAILURES, MAIN, AttemptRef
 from tasks.manifest import AttemptLog
-from tasks.parts import PartIndex, segment_folder
+from tasks.parts import read_parts, segment_folder
 from tasks.prefetch import WriteBehind, ordered_prefetch
 from tasks.retry import retry_on_transient
 from tasks.spill import SortedSpill, Spill, count_repeats
@@ -74,7 +74,7 @@ class ReduceSummary:
 def _parts(ctx: RunContext, attempts: Iterable[AttemptRef]) -> Iterator[tuple[AttemptRef, AttemptPart]]:
     """The current part of each attempt, in input order (segments read ahead; one index per shard's source folder)."""
     for folder, run in itertools.groupby(attempts, key=_part_folder):
-        yield from PartIndex(segment_folder(ctx.run_dir, folder)).read(run)
+        yield from read_parts(segment_folder(ctx.run_dir, folder), run)
 
 
 def _part_folder(attempt: AttemptRef) -> str:
