@@ -142,8 +142,9 @@ class _Segment:
 
 
 def _segments(folder: Location, lines: range | None = None) -> list[_Segment]:
-    """The folder's segments in name order (first line, then last), those that may hold parts
-    of ``lines`` when given; a file whose name is not a segment's is no segment."""
+    """The folder's segments by first line, then last (name order while lines have nine digits),
+    those that may hold parts of ``lines`` when given; a file whose name is not a segment's is
+    no segment."""
     try:
         files = folder.list_files()
     except InputNotFound:
@@ -153,6 +154,7 @@ def _segments(folder: Location, lines: range | None = None) -> list[_Segment]:
         span = _span(entry.name)
         if span is not None and (lines is None or (span[0] <= lines.stop - 1 and span[1] >= lines.start)):
             found.append(_Segment(entry.name, span[0], span[1], entry.size))
+    found.sort(key=lambda segment: (segment.first, segment.last, segment.name))
     return found
 
 
@@ -178,17 +180,17 @@ def _head(folder: Location, segment: _Segment) -> bytes:
 
 def _entries(segment: _Segment, head: bytes) -> dict[int, PartEntry] | None:
     """Where each of the segment's parts is, by line; None for a damaged or foreign file (its
-    attempts are redone): no index, parts that do not add up to its size, or lines its name
-    does not cover."""
+    attempts are redone): no index, parts that do not add up to its size, a line twice, or
+    lines its name does not cover."""
     index = _index_of(head)
     offset = _index_start(head)
     if index is None or offset + sum(length for _, _, length in index) != segment.size:
         return None
     entries: dict[int, PartEntry] = {}
     for line, fingerprint, length in index:
-        if not segment.first <= line <= segment.last:
+        if not segment.first <= line <= segment.last or line in entries:
             return None
-        entries.setdefault(line, PartEntry(segment.name, offset, length, fingerprint))
+        entries[line] = PartEntry(segment.name, offset, length, fingerprint)
         offset += length
     return entries
 
@@ -199,8 +201,8 @@ class PartIndex:
 
     Built from one listing of the source's folder and one small ranged read per segment whose
     name overlaps the range; damaged or foreign files in the folder are ignored (their attempts
-    are redone). Where segments overlap (a retried group), the first by name with a current
-    part wins.
+    are redone). Where segments overlap (a retried group), the first (by first line, then last)
+    with a current part wins.
     """
 
     def __init__(self, folder: Location, lines: range) -> None:
@@ -232,7 +234,7 @@ class _OpenSegments:
         self._line = 0
 
     def current(self, attempt: AttemptRef) -> PartEntry | None:
-        """The entry of the attempt's current part, the first by segment name.
+        """The entry of the attempt's current part, from the first segment (by first line, then last).
 
         Raises:
             ValueError: the attempts do not come in line order.

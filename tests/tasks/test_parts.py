@@ -50,10 +50,15 @@ def test_each_attempt_gets_its_current_part_across_overlapping_segments(tmp_path
     ]
 
 
-def test_of_two_current_parts_the_first_segment_by_name_wins(tmp_path: Path) -> None:
+def test_of_two_current_parts_the_first_segment_by_lines_wins(tmp_path: Path) -> None:
+    """By first line, then last: names past nine digits sort otherwise."""
     _write(tmp_path, range(1, 5), "same")
     _write(tmp_path, range(2, 4), "same")
     assert _read(tmp_path, [_attempt(n, "same") for n in range(1, 5)]) == [f'{{"line": {n}, "from": "same@1-4"}}' for n in range(1, 5)]
+    _write(tmp_path / "long", range(1_000_000_001, 1_000_000_002), "same")  # 1000000001-1000000001.seg sorts first by name
+    _write(tmp_path / "long", range(200_000_000, 200_000_001), "same")
+    rows = _read(tmp_path / "long", [_attempt(n, "same") for n in (200_000_000, 1_000_000_001)])
+    assert [row.split('"from": ')[1] for row in rows] == ['"same@200000000-200000000"}', '"same@1000000001-1000000001"}']
 
 
 def test_damaged_and_foreign_files_are_not_read_as_parts(tmp_path: Path) -> None:
@@ -62,11 +67,14 @@ def test_damaged_and_foreign_files_are_not_read_as_parts(tmp_path: Path) -> None
     _write(tmp_path, range(5, 7), "ok", name="000000001-000000002x.seg")
     _write(tmp_path, range(7, 9), "ok", name="000000001-000000002.seg.bak")
     _write(tmp_path, range(16, 31, 14), "ok", name="000000015-000000018.seg")  # line 30 is not among the lines its name says
+    twice = tmp_path / "000000017-000000018.seg"  # an index that names a line twice
+    _write(tmp_path, range(17, 19), "ok")
+    twice.write_bytes(twice.read_bytes().replace(b"[[17,", b"[[18,", 1))
     truncated = tmp_path / "000000013-000000014.seg"
     _write(tmp_path, range(13, 15), "ok")
     truncated.write_bytes(truncated.read_bytes()[:-1])
     assert _read(tmp_path, [_attempt(n, "ok") for n in (1, 2)]) == [f'{{"line": {n}, "from": "ok@1-2"}}' for n in (1, 2)]
-    for line in (3, 5, 13, 16):
+    for line in (3, 5, 13, 16, 18):
         with pytest.raises(PartMissing, match=f"failures:{line}"):
             _read(tmp_path, [_attempt(line, "ok")])
 
