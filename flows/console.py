@@ -28,7 +28,7 @@ def run_with_progress(params: StageParams) -> int:
     if params.task_runner is TaskRunnerKind.process:
         from flows.forkserver import start_forkserver
 
-        start_forkserver()  # boots while Prefect is imported below
+        start_forkserver(params)  # boots while Prefect is imported below
     from flows.progress import add_listener, remove_listener
     from flows.resolve import preflight
     from flows.stage import stage_flow

@@ -12,22 +12,40 @@ import multiprocessing
 import multiprocessing.forkserver
 from multiprocessing.context import BaseContext
 
+from flows.params import StageParams
+
 # The worker code, and the watch that ends a worker with the pool's owner (tasks.lifeline).
 WORKER_MODULES = ["tasks.attempt", "tasks.lifeline"]
 
 
-def forkserver_context() -> BaseContext:
-    """The multiprocessing context of the attempt pool, its forkserver preloading the worker module."""
+def worker_modules(params: StageParams) -> list[str]:
+    """What the forkserver imports for every worker: the worker code, and s3fs when the run touches S3.
+
+    fsspec imports a filesystem's package at its first URL; s3fs and botocore cost about half a
+    second of CPU, which each worker would otherwise pay before its first read (on discovery's
+    path), and the forkserver pays once while the CLI imports Prefect.
+    """
+    rollouts = [params.rollouts] if isinstance(params.rollouts, str) else params.rollouts
+    urls = [*rollouts, params.capture_dir, params.output, params.failures or ""]
+    touches_s3 = any("s3://" in url for url in urls)
+    return [*WORKER_MODULES, "s3fs"] if touches_s3 else WORKER_MODULES
+
+
+def forkserver_context(params: StageParams) -> BaseContext:
+    """The multiprocessing context of the attempt pool, its forkserver preloading ``worker_modules``.
+
+    The preload counts only where the forkserver is not running yet: a process keeps its first one.
+    """
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(WORKER_MODULES)
+    context.set_forkserver_preload(worker_modules(params))
     return context
 
 
-def start_forkserver() -> None:
+def start_forkserver(params: StageParams) -> None:
     """Launch the forkserver without waiting for it: it imports while the caller goes on.
 
     The process keeps this one forkserver; the attempt pool started later in the flow connects
     to it and blocks only if it is still importing.
     """
-    forkserver_context()
+    forkserver_context(params)
     multiprocessing.forkserver.ensure_running()

@@ -130,8 +130,10 @@ class TreeSampler:
 def run_child(params_json: str) -> None:
     """In the child: run the flow once, print wall time, own peak RSS and the manifest timings.
 
-    The attempt pool's forkserver is started before Prefect is imported, as the CLI starts it
-    (flows/console.py), so the flow's start costs here what it costs a CLI run.
+    The flow is called as ``evidence-stage run`` calls it (flows/console.py): the attempt
+    pool's forkserver started before Prefect is imported, and the flow returning once its final
+    state is reported, without waiting up to a second for Prefect's heartbeat thread to wake.
+    So the flow's start and end cost here what they cost a CLI run.
     """
     sys.path.insert(0, str(REPO))
     from flows.params import StageParams, TaskRunnerKind
@@ -140,12 +142,14 @@ def run_child(params_json: str) -> None:
     if params.task_runner is TaskRunnerKind.process:
         from flows.forkserver import start_forkserver
 
-        start_forkserver()
+        start_forkserver(params)
+    from flows.console import heartbeat_thread_not_joined
     from flows.stage import stage_flow
     from tests.reliability.peak_rss import own_peak_rss_kib
 
     started = time.perf_counter()
-    result = stage_flow(params)
+    with heartbeat_thread_not_joined():
+        result = stage_flow(params)
     wall = time.perf_counter() - started
     manifest = json.loads((Path(result["run_dir"].removeprefix("file://")) / "manifest.json").read_text())
     print(json.dumps({

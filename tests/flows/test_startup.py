@@ -90,6 +90,34 @@ def test_run_starts_the_attempt_forkserver_before_importing_prefect() -> None:
     assert _running_when_prefect_is_imported(["--task-runner", "thread"]) is False
 
 
+WORKER_PROBE = """
+import json, sys
+from concurrent.futures import ProcessPoolExecutor
+from flows.forkserver import forkserver_context
+from flows.params import StageParams
+
+params = StageParams(**json.loads(sys.argv[1]))
+with ProcessPoolExecutor(1, mp_context=forkserver_context(params)) as pool:
+    print(json.dumps(pool.submit(eval, "'s3fs' in __import__('sys').modules").result()))
+"""
+
+
+@pytest.mark.parametrize(
+    ("urls", "s3fs_loaded"),
+    [
+        ({"rollouts": "s3://b/job/rollouts.jsonl", "capture_dir": "s3://b/job/model-calls", "output": "s3://b/out"}, True),
+        ({"rollouts": ["/job/a.jsonl", "s3://b/job/b.jsonl"], "capture_dir": "/job/model-calls", "output": "/out"}, True),
+        ({"rollouts": "/job/rollouts.jsonl", "capture_dir": "/job/model-calls", "output": "s3://b/out"}, True),
+        ({"rollouts": "/job/rollouts.jsonl", "capture_dir": "/job/model-calls", "output": "/out", "failures": "s3://b/f.jsonl"}, True),
+        ({"rollouts": "/job/rollouts.jsonl", "capture_dir": "/job/model-calls", "output": "/out"}, False),
+    ],
+)
+def test_attempt_workers_of_a_run_on_s3_fork_with_s3fs_imported(urls: dict[str, Any], s3fs_loaded: bool) -> None:
+    """Imported once in the forkserver, not by each worker before its first read (a local run does without)."""
+    done = subprocess.run([sys.executable, "-c", WORKER_PROBE, json.dumps(urls)], cwd=REPO, capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(done.stdout) is s3fs_loaded
+
+
 def test_a_cli_flow_run_returns_without_joining_the_heartbeat_thread(prefect_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Prefect's engine looks the heartbeat context up at call time, so the CLI's override reaches it."""
     import prefect.flow_engine as engine
