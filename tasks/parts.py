@@ -214,7 +214,7 @@ class PartIndex:
 
     def current(self, attempt: AttemptRef) -> PartEntry | None:
         """The entry of a part made from the attempt as it is now, if any."""
-        return next((e for e in self._entries.get(attempt.line, ()) if e.fingerprint == attempt.fingerprint), None)
+        return _current(self._entries.get(attempt.line, ()), attempt)
 
 
 class _OpenSegments:
@@ -229,8 +229,7 @@ class _OpenSegments:
         self._folder = folder
         self._heads = heads
         self._waiting = deque(segments)
-        self._open: list[dict[int, PartEntry]] = []
-        self._lasts: list[int] = []
+        self._open: list[tuple[int, dict[int, PartEntry]]] = []  # (last line, entries) of each open segment
         self._line = 0
 
     def current(self, attempt: AttemptRef) -> PartEntry | None:
@@ -247,17 +246,14 @@ class _OpenSegments:
             segment = self._waiting.popleft()
             entries = _entries(segment, next(self._heads))
             if entries is not None:
-                self._open.append(entries)
-                self._lasts.append(segment.last)
-        if self._lasts and min(self._lasts) < line:
-            kept = [k for k, last in enumerate(self._lasts) if last >= line]
-            self._open = [self._open[k] for k in kept]
-            self._lasts = [self._lasts[k] for k in kept]
-        for entries in self._open:
-            entry = entries.get(line)
-            if entry is not None and entry.fingerprint == attempt.fingerprint:
-                return entry
-        return None
+                self._open.append((segment.last, entries))
+        self._open = [(last, entries) for last, entries in self._open if last >= line]
+        return _current((entry for _, entries in self._open if (entry := entries.get(line)) is not None), attempt)
+
+
+def _current(entries: Iterable[PartEntry], attempt: AttemptRef) -> PartEntry | None:
+    """The first of a line's entries (segments taken by first line, then last) made from the attempt as it is now."""
+    return next((entry for entry in entries if entry.fingerprint == attempt.fingerprint), None)
 
 
 def read_parts(folder: Location, attempts: Iterable[AttemptRef]) -> Iterator[tuple[AttemptRef, AttemptPart]]:
