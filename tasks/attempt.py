@@ -13,7 +13,7 @@ import functools
 import gc
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from evidence import AttemptConfig, AttemptInputs, AttemptPart, CaptureFiles, encode_part, process_attempt, unprocessed_attempt
@@ -41,6 +41,16 @@ class GroupSummary:
     processed: int = 0
     skipped: int = 0
     seconds: float = 0.0
+
+    @classmethod
+    def total(cls, summaries: Iterable[GroupSummary]) -> GroupSummary:
+        """A group's summary from those of its chunks (tasks.fanout): counts and worker seconds added up."""
+        total = cls()
+        for summary in summaries:
+            total.processed += summary.processed
+            total.skipped += summary.skipped
+            total.seconds += summary.seconds
+        return total
 
 
 def adopt_environment(environment: dict[str, str]) -> None:

@@ -1,14 +1,14 @@
 """The fan-out task: one Prefect task run per group of attempts.
 
 The task itself is cheap orchestration. Its CPU-bound work (``tasks.attempt.run_group``) runs
-in the task's own thread, or, when the flow hands it an attempt pool, in one of the pool's
-worker processes: Prefect then keeps every task run in the flow process (about 10 ms each)
-while both cores parse, collect, check and convert.
+in the task's own thread, or, when the flow hands it an attempt pool, in the pool's worker
+processes, a chunk of the group each: Prefect then keeps every task run in the flow process
+(about 10 ms each) while both cores parse, collect, check and convert.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
+from concurrent.futures import Executor, wait
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -18,7 +18,14 @@ from prefect.tasks import exponential_backoff
 from tasks.attempt import GroupSummary, run_group
 from tasks.context import RunContext
 from tasks.discover import AttemptRef
+from tasks.parts import SEGMENT_PARTS
 from tasks.retry import retry_on_transient
+
+# In the attempt pool a group goes to the workers in chunks of at most this many attempts, so
+# the workers share each group: none waits at a run's end while another finishes the last
+# group alone. Each chunk is a ``run_group`` of its own (one ranged read of its rows) and
+# writes one segment.
+POOL_CHUNK = SEGMENT_PARTS
 
 
 @task(
@@ -34,9 +41,12 @@ def process_group(ctx: RunContext, attempts: list[AttemptRef], pool: Executor | 
     """Process one contiguous group of attempts from one input file, in ``pool`` when given.
 
     A retry or a resume keeps the parts already written; storage errors raised in a worker
-    process come back here unchanged, so Prefect's retry condition sees them.
+    process come back here unchanged, so Prefect's retry condition sees them. Every chunk ends
+    before the task does, so a retry never runs beside a chunk still writing.
     """
     check_existing = ctx.resume or (task_run_runtime.run_count or 1) > 1
     if pool is None:
         return run_group(ctx, attempts, check_existing)
-    return pool.submit(run_group, ctx, attempts, check_existing).result()
+    chunks = [pool.submit(run_group, ctx, attempts[i : i + POOL_CHUNK], check_existing) for i in range(0, len(attempts), POOL_CHUNK)]
+    wait(chunks)
+    return GroupSummary.total(chunk.result() for chunk in chunks)

@@ -33,6 +33,7 @@ from tasks.storage import InputNotFound, Location, PermanentStorageError
 
 __all__ = [
     "ATTEMPTS_FOLDER",
+    "SEGMENT_PARTS",
     "PartEntry",
     "PartIndex",
     "PartMissing",
