@@ -3,9 +3,9 @@
 A part (:mod:`evidence.attempt.part`) is one attempt's encoded outcome. A group task writes its
 parts in *segments*, each holding the parts of a run of consecutive attempts, so an object store
 sees one PUT per segment instead of one per attempt, and the reduce one GET. A segment is written
-atomically and named by its first and last line::
+atomically, never over another, and named by its first and last line and a random token::
 
-    attempts/<source>/<first:09d>-<last:09d>.seg
+    attempts/<source>/<first:09d>-<last:09d>-<token>.seg
 
     evidence-segment/1\\n
     [[line, fingerprint, length], ...]\\n      the index: one entry per part, in line order
@@ -20,6 +20,7 @@ is current.
 from __future__ import annotations
 
 import functools
+import secrets
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -70,7 +71,10 @@ def encode_segment(parts: list[tuple[AttemptRef, list[bytes]]]) -> list[bytes]:
 
 
 def segment_name(parts: list[tuple[AttemptRef, list[bytes]]]) -> str:
-    return f"{parts[0][0].line:09d}-{parts[-1][0].line:09d}{SEGMENT_SUFFIX}"
+    """``<first line>-<last line>-<token>.seg``: the random token keeps a segment written by a
+    resume from replacing an older one with the same first and last lines whose other parts are
+    still current (only the changed attempts are redone)."""
+    return f"{parts[0][0].line:09d}-{parts[-1][0].line:09d}-{secrets.token_hex(4)}{SEGMENT_SUFFIX}"
 
 
 class SegmentWriter:
@@ -160,14 +164,16 @@ def _segments(folder: Location, lines: range | None = None) -> list[_Segment]:
 
 
 def _span(name: str) -> tuple[int, int] | None:
-    """The first and last line a segment's name gives, or None for another file."""
+    """The first and last line a segment's name gives, or None for another file (a name without
+    the token is a segment of a run written before it had one)."""
     if not name.endswith(SEGMENT_SUFFIX):
         return None
+    fields = name[: -len(SEGMENT_SUFFIX)].split("-")
     try:
-        first, last = (int(n) for n in name[: -len(SEGMENT_SUFFIX)].split("-"))
-    except ValueError:
+        first, last = int(fields[0]), int(fields[1])
+    except (ValueError, IndexError):
         return None
-    return first, last
+    return (first, last) if len(fields) in (2, 3) else None
 
 
 def _head(folder: Location, segment: _Segment) -> bytes:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 
 import tasks.attempt
 from evidence import AttemptOutcome
 from tasks.attempt import run_group
 from tasks.context import RunContext
-from tasks.discover import discover
-from tasks.parts import segment_parts
+from tasks.discover import MAIN, discover
+from tasks.parts import read_parts, segment_folder, segment_parts
 from tasks.shards import Shard
 from tasks.storage import Location
 from tests.conftest import EXAMPLE_JOB
@@ -52,3 +53,28 @@ def test_a_worker_group_collects_its_cycles_and_freezes_what_outlives_it(tmp_pat
     finally:
         gc.unfreeze()
         gc.enable()
+
+
+def test_a_resumed_group_never_replaces_a_segment_whose_other_parts_are_current(tmp_path: Path) -> None:
+    """Only the changed attempts are redone; their new segment, though it spans the same first and
+    last line, must not take the place of the old one that still holds every other current part."""
+    main, capture_dir = Location(str(EXAMPLE_JOB / "rollouts.jsonl")), Location(str(EXAMPLE_JOB / "model-calls"))
+    ctx = RunContext(
+        run_dir=Location(str(tmp_path)), shards=(Shard(main),), capture_dir=capture_dir,
+        session_id="s", agent_version="1.0.0", exporter_version="0.0.0", ignored_checks=(),
+    )
+    with discover([Shard(main)], capture_dir) as plan:
+        attempts = [attempt for attempt in plan.attempts if attempt.source == MAIN]
+    run_group(ctx, attempts, check_existing=False)
+    (segment,) = (tmp_path / "attempts" / MAIN).glob("*.seg")
+    magic, index, body = segment.read_bytes().split(b"\n", 2)
+    entries = orjson.loads(index)
+    for changed in (entries[0], entries[-1]):  # as if these two inputs had changed since
+        changed[1] = "0" * 64
+    segment.write_bytes(b"\n".join([magic, orjson.dumps(entries), body]))
+
+    summary = run_group(ctx, attempts, check_existing=True)
+
+    assert (summary.processed, summary.skipped) == (2, len(attempts) - 2)
+    parts = list(read_parts(segment_folder(ctx.run_dir, MAIN), attempts))
+    assert [attempt.line for attempt, _ in parts] == [attempt.line for attempt in attempts]

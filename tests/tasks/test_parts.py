@@ -44,9 +44,8 @@ def test_each_attempt_gets_its_current_part_across_overlapping_segments(tmp_path
         *(f'{{"line": {n}, "from": "old@7-12"}}' for n in range(9, 13)),
     ]
     index = PartIndex(Location(str(tmp_path)), range(5, 10))
-    assert [index.current(attempt).segment for attempt in attempts[4:9]] == [  # type: ignore[union-attr]
-        "000000003-000000008.seg", "000000003-000000008.seg", "000000003-000000008.seg", "000000003-000000008.seg",
-        "000000007-000000012.seg",
+    assert [index.current(attempt).segment[:19] for attempt in attempts[4:9]] == [  # type: ignore[union-attr]
+        "000000003-000000008", "000000003-000000008", "000000003-000000008", "000000003-000000008", "000000007-000000012",
     ]
 
 
@@ -67,14 +66,18 @@ def test_damaged_and_foreign_files_are_not_read_as_parts(tmp_path: Path) -> None
     _write(tmp_path, range(5, 7), "ok", name="000000001-000000002x.seg")
     _write(tmp_path, range(7, 9), "ok", name="000000001-000000002.seg.bak")
     _write(tmp_path, range(16, 31, 14), "ok", name="000000015-000000018.seg")  # line 30 is not among the lines its name says
-    twice = tmp_path / "000000017-000000018.seg"  # an index that names a line twice
-    _write(tmp_path, range(17, 19), "ok")
+    _write(tmp_path, range(9, 11), "ok", name="000000009-000000010-ab-cd.seg")
+    _write(tmp_path, range(11, 13), "ok", name="000000011-000000012.seg")  # before names had a token: a segment
+    twice = tmp_path / "000000017-000000018-0a1b2c3d.seg"  # an index that names a line twice
+    _write(tmp_path, range(17, 19), "ok", name=twice.name)
     twice.write_bytes(twice.read_bytes().replace(b"[[17,", b"[[18,", 1))
-    truncated = tmp_path / "000000013-000000014.seg"
-    _write(tmp_path, range(13, 15), "ok")
+    truncated = tmp_path / "000000013-000000014-0a1b2c3d.seg"
+    _write(tmp_path, range(13, 15), "ok", name=truncated.name)
     truncated.write_bytes(truncated.read_bytes()[:-1])
-    assert _read(tmp_path, [_attempt(n, "ok") for n in (1, 2)]) == [f'{{"line": {n}, "from": "ok@1-2"}}' for n in (1, 2)]
-    for line in (3, 5, 13, 16, 18):
+    assert _read(tmp_path, [_attempt(n, "ok") for n in (1, 2, 11, 12)]) == [
+        *(f'{{"line": {n}, "from": "ok@1-2"}}' for n in (1, 2)), *(f'{{"line": {n}, "from": "ok@11-12"}}' for n in (11, 12)),
+    ]
+    for line in (3, 5, 9, 13, 16, 18):
         with pytest.raises(PartMissing, match=f"failures:{line}"):
             _read(tmp_path, [_attempt(line, "ok")])
 
