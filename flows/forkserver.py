@@ -1,7 +1,7 @@
 """The forkserver the ``process`` runner's attempt workers fork from, and starting it early.
 
-A forkserver is a fresh interpreter that imports ``tasks.attempt`` (no Prefect) once; every
-attempt worker is a fork of it, so workers start in milliseconds. Booting it takes about a
+A forkserver is a fresh interpreter that imports ``tasks.attempt`` (no Prefect), and s3fs for a
+run on S3, once; every attempt worker is a fork of it, so workers start in milliseconds. Booting it takes about a
 second, which a small job feels whole: the CLI starts it before it imports Prefect, so the two
 run at once on two cores instead of one after the other inside the flow (issue 14, start-up).
 """
@@ -27,7 +27,7 @@ def worker_modules(params: StageParams) -> list[str]:
     """
     rollouts = [params.rollouts] if isinstance(params.rollouts, str) else params.rollouts
     urls = [*rollouts, params.capture_dir, params.output, params.failures or ""]
-    touches_s3 = any("s3://" in url for url in urls)
+    touches_s3 = any(scheme in url for url in urls for scheme in ("s3://", "s3a://"))
     return [*WORKER_MODULES, "s3fs"] if touches_s3 else WORKER_MODULES
 
 

@@ -7,14 +7,11 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any
-
 from prefect.futures import PrefectFuture
-from prefect.utilities.annotations import quote
 
-from flows.params import MAX_GROUP, MAX_TASK_RUNS, MIN_GROUP, StageParams, TaskRunnerKind
+from flows.params import MAX_GROUP, MAX_TASK_RUNS, MIN_GROUP, StageParams
 from flows.progress import Progress
-from flows.runners import build_runner, runner_slots, shared_api
+from flows.runners import build_runner, runner_slots, shared_api, task_argument
 from tasks.attempt import GroupSummary
 from tasks.context import RunContext
 from tasks.discover import AttemptRef
@@ -68,37 +65,27 @@ def make_groups(attempts: Iterable[AttemptRef], sizes: GroupSizes) -> Iterator[l
 
 def fan_out(
     params: StageParams, ctx: RunContext, groups: Iterator[list[AttemptRef]], total: int, pool: Executor | None
-) -> tuple[float, int]:
-    """Run a task per group, a bounded window of them in flight; return the in-task seconds and the group count.
+) -> GroupSummary:
+    """Run a task per group, a bounded window of them in flight; return their summaries added up.
 
     Groups are read from the plan's spill as the window moves, so the flow holds the attempts
     of the groups in flight, not the job's. Each attempt's status is in its part.
     """
-    task_seconds = 0.0
-    count = 0
+    summaries: list[GroupSummary] = []  # one per task run: a few dozen at most
     progress = Progress(total=total)
     in_flight: deque[PrefectFuture[GroupSummary]] = deque()
 
     def finish_oldest() -> None:
-        nonlocal task_seconds
         summary = in_flight.popleft().result()
-        task_seconds += summary.seconds
+        summaries.append(summary)
         progress.advance(summary.processed + summary.skipped)
 
-    # Quoted for the runners of this process: Prefect would otherwise walk every attempt of a
-    # group, field by field, looking for futures (about 70 ms of the flow's CPU per task run).
-    # Not on Dask, whose transport turns a quote into a plain tuple.
-    wrap = _as_is if params.task_runner is TaskRunnerKind.dask else quote
     with shared_api(params), build_runner(params) as runner:
         for group in groups:
-            count += 1
-            in_flight.append(runner.submit(process_group, {"ctx": wrap(ctx), "attempts": wrap(group), "pool": pool}))
+            in_flight.append(runner.submit(process_group, {"ctx": task_argument(params, ctx), "attempts": task_argument(params, group), "pool": pool}))
             if len(in_flight) > runner_slots(params):
                 finish_oldest()
         while in_flight:
             finish_oldest()
-    return task_seconds, count
+    return GroupSummary.total(summaries)
 
-
-def _as_is(value: Any) -> Any:
-    return value

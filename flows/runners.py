@@ -5,7 +5,7 @@
 - ``process``: group tasks still run as threads of the flow process, so each Prefect task run
   costs what a thread task costs (Prefect's own process runner spent about 0.1 s of CPU per
   task run and ~2 s per worker start-up on Prefect imports, measured on two cores), and each
-  hands its group to an attempt pool of ``max_workers`` processes. The pool forks from a forkserver that imported
+  hands its group, in chunks, to an attempt pool of ``max_workers`` processes. The pool forks from a forkserver that imported
   ``tasks.attempt`` (no Prefect) once, so workers start in milliseconds and no worker ever
   talks to the Prefect API; each worker exits when the flow process does (``tasks.lifeline``).
 - ``dask``: task runs execute in Dask workers, which talk to the Prefect API themselves.
@@ -17,13 +17,17 @@ import os
 from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager
+from typing import TypeVar
 
 from prefect.settings import PREFECT_API_URL
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
 from flows.forkserver import forkserver_context
 from flows.params import StageParams, TaskRunnerKind
 from tasks.lifeline import start_worker
+
+T = TypeVar("T")
 
 # Group tasks in flight per pool worker: one computing, one queued behind it while its
 # task thread does Prefect's bookkeeping, so no worker waits for orchestration.
@@ -43,6 +47,16 @@ def build_runner(params: StageParams) -> TaskRunner:
             cluster_kwargs={"n_workers": params.dask_workers, "threads_per_worker": 1, "processes": True, "dashboard_address": None}
         )
     return ThreadPoolTaskRunner(max_workers=params.max_workers)
+
+
+def task_argument(params: StageParams, value: T) -> T | quote[T]:
+    """``value`` as a group task's parameter: quoted for the runners of this process, as is on Dask.
+
+    Prefect walks a parameter field by field looking for futures: about 70 ms of the flow's CPU
+    per task run for a group of attempts, which a quote skips. Dask's transport turns a quote
+    (a tuple) into a plain tuple, so the task would get the wrapper instead of the value.
+    """
+    return value if params.task_runner is TaskRunnerKind.dask else quote(value)
 
 
 def parallel_groups(params: StageParams) -> int:

@@ -60,10 +60,10 @@ def stage_flow(params: StageParams) -> dict[str, Any] | State:
                 sizes = GroupSizes(total, params.attempts_per_task, parallel_groups(params))
                 logger.info("%d attempts in groups of %s; %d orphan captures; %d skipped lines", total, sizes.describe(), len(plan.orphans), len(plan.skipped))
                 clock = time.perf_counter()
-                task_seconds, groups = fan_out(params, ctx, make_groups(plan.attempts, sizes), total, pool)
+                work = fan_out(params, ctx, make_groups(plan.attempts, sizes), total, pool)
             timings["fan_out_s"] = time.perf_counter() - clock
-            timings["in_task_s"] = task_seconds
-            timings["fan_out_parallelism"] = min(parallel_groups(params), groups)
+            timings["in_task_s"] = work.seconds
+            timings["fan_out_parallelism"] = min(parallel_groups(params), work.runs)
             clock = time.perf_counter()
             reduced = reduce_run(ctx, plan.attempts, recorded["atif_all_or_nothing"])
             stack.enter_context(reduced.log)

@@ -41,15 +41,17 @@ class GroupSummary:
     processed: int = 0
     skipped: int = 0
     seconds: float = 0.0
+    runs: int = 1  # the ``run_group`` calls behind it: the units of work that can run at once
 
     @classmethod
     def total(cls, summaries: Iterable[GroupSummary]) -> GroupSummary:
-        """A group's summary from those of its chunks (tasks.fanout): counts and worker seconds added up."""
-        total = cls()
+        """One summary for many (a group's chunks, a run's groups): everything added up."""
+        total = cls(runs=0)
         for summary in summaries:
             total.processed += summary.processed
             total.skipped += summary.skipped
             total.seconds += summary.seconds
+            total.runs += summary.runs
         return total
 
 
@@ -180,8 +182,8 @@ def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool)
                 summary.processed += 1
             segments.flush()
     finally:
-        if not gc.isenabled():  # an attempt-pool worker (tasks.lifeline): whatever cycles the group left
+        if not gc.isenabled():  # an attempt-pool worker (tasks.lifeline): whatever cycles the call left
             gc.collect()
-            gc.freeze()  # what outlived the group (modules, schemas, caches) is never scanned again
+            gc.freeze()  # what outlived the call (modules, schemas, caches) is never scanned again
     summary.seconds = time.perf_counter() - started
     return summary

@@ -23,8 +23,8 @@ from tasks.retry import retry_on_transient
 
 # In the attempt pool a group goes to the workers in chunks of at most this many attempts, so
 # the workers share each group: none waits at a run's end while another finishes the last
-# group alone. Each chunk is a ``run_group`` of its own (one ranged read of its rows) and
-# writes one segment.
+# group alone. Each chunk is a ``run_group`` of its own: one ranged read of its rows, and one
+# segment unless its parts pass the segment's byte limit first.
 POOL_CHUNK = SEGMENT_PARTS
 
 
@@ -42,11 +42,14 @@ def process_group(ctx: RunContext, attempts: list[AttemptRef], pool: Executor | 
 
     A retry or a resume keeps the parts already written; storage errors raised in a worker
     process come back here unchanged, so Prefect's retry condition sees them. Every chunk ends
-    before the task does, so a retry never runs beside a chunk still writing.
+    before the task does, so a retry never runs beside a chunk still writing. A group that checks
+    for parts already written stays whole: the check lists the source's folder, once per call.
     """
     check_existing = ctx.resume or (task_run_runtime.run_count or 1) > 1
     if pool is None:
         return run_group(ctx, attempts, check_existing)
+    if check_existing:
+        return pool.submit(run_group, ctx, attempts, check_existing).result()
     chunks = [pool.submit(run_group, ctx, attempts[i : i + POOL_CHUNK], check_existing) for i in range(0, len(attempts), POOL_CHUNK)]
     wait(chunks)
     return GroupSummary.total(chunk.result() for chunk in chunks)

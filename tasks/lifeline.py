@@ -35,12 +35,12 @@ def exit_with(owner_pid: int) -> None:
 
 def start_worker(environment: dict[str, str], owner_pid: int) -> None:
     """Attempt-pool initializer: the owner's environment, an exit when the owner exits, and no
-    automatic cycle collection (``tasks.attempt.run_group`` collects once per group instead).
+    automatic cycle collection (``tasks.attempt.run_group`` collects once per call instead).
 
     The engine's values hold no reference cycles, yet CPython's collector scanned a row's whole
     live tree again every few tens of thousands of allocations: about a tenth of a worker's CPU
     on realistic rows. Each group's collection then freezes what survived it: a worker's
-    modules, schemas and caches are ~120,000 objects, and scanning them took 80 ms a group.
+    modules, schemas and caches are ~120,000 objects, and scanning them took 80 ms a call.
     """
     adopt_environment(environment)
     exit_with(owner_pid)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from prefect.utilities.annotations import quote
 
 import flows.groups
 from flows.params import MAX_GROUP, MAX_TASK_RUNS, MIN_GROUP, StageParams
@@ -39,7 +40,8 @@ class _Runner:
         class Future:
             def result(self) -> GroupSummary:
                 runner.in_flight -= 1
-                return GroupSummary(processed=len(parameters["attempts"]), seconds=1.0)
+                assert isinstance(parameters["attempts"], quote), "Prefect must not walk the attempts"
+                return GroupSummary(processed=len(parameters["attempts"].unwrap()), seconds=1.0)
 
         return Future()
 
@@ -94,6 +96,6 @@ def test_fan_out_keeps_one_group_beyond_the_runner_slots_in_flight(monkeypatch: 
             assert runner.in_flight <= runner_slots(params)  # never read ahead of the window
             yield [_attempt(MAIN, i)]
 
-    seconds, count = fan_out(params, None, groups(), 40, None)
-    assert (seconds, count, pulled, runner.in_flight) == (40.0, 40, 40, 0)
+    work = fan_out(params, None, groups(), 40, None)
+    assert (work.seconds, work.runs, work.processed, pulled, runner.in_flight) == (40.0, 40, 40, 40, 0)
     assert runner.most == runner_slots(params) + 1

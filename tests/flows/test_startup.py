@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 
 from flows.cli import build_parser
+from flows.forkserver import WORKER_MODULES, worker_modules
+from flows.params import StageParams
 from tests.conftest import EXAMPLE_JOB, REPO
 
 # The orchestration stack, and the evidence library (its pydantic models take ~0.2 s to build).
@@ -102,20 +104,26 @@ with ProcessPoolExecutor(1, mp_context=forkserver_context(params)) as pool:
 """
 
 
+def test_attempt_workers_of_a_run_on_s3_fork_with_s3fs_imported() -> None:
+    """Imported once in the forkserver, not by each worker before its first read."""
+    urls = {"rollouts": "/job/rollouts.jsonl", "capture_dir": "/job/model-calls", "output": "s3://b/out"}
+    done = subprocess.run([sys.executable, "-c", WORKER_PROBE, json.dumps(urls)], cwd=REPO, capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(done.stdout) is True
+
+
 @pytest.mark.parametrize(
-    ("urls", "s3fs_loaded"),
+    ("urls", "s3"),
     [
         ({"rollouts": "s3://b/job/rollouts.jsonl", "capture_dir": "s3://b/job/model-calls", "output": "s3://b/out"}, True),
         ({"rollouts": ["/job/a.jsonl", "s3://b/job/b.jsonl"], "capture_dir": "/job/model-calls", "output": "/out"}, True),
-        ({"rollouts": "/job/rollouts.jsonl", "capture_dir": "/job/model-calls", "output": "s3://b/out"}, True),
+        ({"rollouts": "/job/a.jsonl,s3a://b/job/b-*.jsonl", "capture_dir": "/job/model-calls", "output": "/out"}, True),
+        ({"rollouts": "/job/rollouts.jsonl", "capture_dir": "s3://b/job/model-calls", "output": "/out"}, True),
         ({"rollouts": "/job/rollouts.jsonl", "capture_dir": "/job/model-calls", "output": "/out", "failures": "s3://b/f.jsonl"}, True),
         ({"rollouts": "/job/rollouts.jsonl", "capture_dir": "/job/model-calls", "output": "/out"}, False),
     ],
 )
-def test_attempt_workers_of_a_run_on_s3_fork_with_s3fs_imported(urls: dict[str, Any], s3fs_loaded: bool) -> None:
-    """Imported once in the forkserver, not by each worker before its first read (a local run does without)."""
-    done = subprocess.run([sys.executable, "-c", WORKER_PROBE, json.dumps(urls)], cwd=REPO, capture_output=True, text=True, timeout=120, check=True)
-    assert json.loads(done.stdout) is s3fs_loaded
+def test_the_forkserver_preloads_s3fs_only_for_a_run_that_touches_s3(urls: dict[str, Any], s3: bool) -> None:
+    assert worker_modules(StageParams(**urls)) == [*WORKER_MODULES, *(["s3fs"] if s3 else [])]
 
 
 def test_a_cli_flow_run_returns_without_joining_the_heartbeat_thread(prefect_server: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -62,6 +63,16 @@ def test_a_group_goes_to_the_pool_in_chunks_that_make_the_same_parts(tmp_path: P
     assert (summary.processed, summary.skipped) == (whole.processed, whole.skipped) == (len(lines), 0)
     assert summary.seconds > 0
     assert _parts(tmp_path / "chunked") == _parts(tmp_path / "whole")
+
+
+def test_a_resumed_group_goes_to_the_pool_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its check for parts already written lists the source's folder once per call, not per chunk."""
+    monkeypatch.setattr(tasks.fanout, "POOL_CHUNK", 10)
+    ctx, attempts = _job(tmp_path)
+    with RecordingPool() as pool:
+        summary = process_group.fn(dataclasses.replace(ctx, resume=True), attempts, pool)
+    assert pool.chunks == [[attempt.line for attempt in attempts]]
+    assert summary.processed == len(attempts)
 
 
 class FailingFirstChunk(ThreadPoolExecutor):
