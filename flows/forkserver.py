@@ -1,9 +1,10 @@
 """The forkserver the ``process`` runner's attempt workers fork from, and starting it early.
 
 A forkserver is a fresh interpreter that imports ``tasks.attempt`` (no Prefect), and s3fs for a
-run on S3, once; every attempt worker is a fork of it, so workers start in milliseconds. Booting it takes about a
-second, which a small job feels whole: the CLI starts it before it imports Prefect, so the two
-run at once on two cores instead of one after the other inside the flow (issue 14, start-up).
+run on S3, once; every attempt worker is a fork of it, so workers start in milliseconds.
+Booting it takes about a second, which a small job feels whole: the CLI starts it before it
+imports Prefect, so the two run at once on two cores instead of one after the other inside the
+flow (issue 14, start-up).
 """
 
 from __future__ import annotations

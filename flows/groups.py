@@ -7,6 +7,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass
+
 from prefect.futures import PrefectFuture
 
 from flows.params import MAX_GROUP, MAX_TASK_RUNS, MIN_GROUP, StageParams
@@ -82,7 +83,8 @@ def fan_out(
 
     with shared_api(params), build_runner(params) as runner:
         for group in groups:
-            in_flight.append(runner.submit(process_group, {"ctx": task_argument(params, ctx), "attempts": task_argument(params, group), "pool": pool}))
+            arguments = {"ctx": task_argument(params, ctx), "attempts": task_argument(params, group), "pool": pool}
+            in_flight.append(runner.submit(process_group, arguments))
             if len(in_flight) > runner_slots(params):
                 finish_oldest()
         while in_flight:

@@ -48,8 +48,7 @@ def process_group(ctx: RunContext, attempts: list[AttemptRef], pool: Executor | 
     check_existing = ctx.resume or (task_run_runtime.run_count or 1) > 1
     if pool is None:
         return run_group(ctx, attempts, check_existing)
-    if check_existing:
-        return pool.submit(run_group, ctx, attempts, check_existing).result()
-    chunks = [pool.submit(run_group, ctx, attempts[i : i + POOL_CHUNK], check_existing) for i in range(0, len(attempts), POOL_CHUNK)]
+    size = len(attempts) if check_existing else POOL_CHUNK
+    chunks = [pool.submit(run_group, ctx, attempts[i : i + size], check_existing) for i in range(0, len(attempts), size)]
     wait(chunks)
     return GroupSummary.total(chunk.result() for chunk in chunks)

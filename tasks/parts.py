@@ -169,11 +169,12 @@ def _span(name: str) -> tuple[int, int] | None:
     if not name.endswith(SEGMENT_SUFFIX):
         return None
     fields = name[: -len(SEGMENT_SUFFIX)].split("-")
-    try:
-        first, last = int(fields[0]), int(fields[1])
-    except (ValueError, IndexError):
+    if len(fields) not in (2, 3):
         return None
-    return (first, last) if len(fields) in (2, 3) else None
+    try:
+        return int(fields[0]), int(fields[1])
+    except ValueError:
+        return None
 
 
 def _head(folder: Location, segment: _Segment) -> bytes:
