@@ -266,7 +266,8 @@ def _current(entries: Iterable[PartEntry], attempt: AttemptRef) -> PartEntry | N
 
 def read_parts(folder: Location, attempts: Iterable[AttemptRef]) -> Iterator[tuple[AttemptRef, AttemptPart]]:
     """Each attempt's current part from the folder's segments, attempts in line order; each
-    segment read once (ahead), its head as the lines reach it.
+    segment read once (ahead), its head as the lines reach it, its cached pages let go once
+    the reader is past it (``Location.release_cache``).
 
     Raises:
         PartMissing: an attempt has no current part (its segment is gone, stale or damaged).
@@ -288,12 +289,17 @@ def read_parts(folder: Location, attempts: Iterable[AttemptRef]) -> Iterator[tup
         if run:
             yield run
 
-    def load(run: list[tuple[AttemptRef, PartEntry]]) -> list[tuple[AttemptRef, AttemptPart]]:
-        data = folder.child(run[0][1].segment).read_view()  # segments are immutable once renamed into place
-        return [(attempt, decode_part(data[e.offset : e.offset + e.length])) for attempt, e in run]
+    def load(run: list[tuple[AttemptRef, PartEntry]]) -> tuple[Location, list[tuple[AttemptRef, AttemptPart]]]:
+        segment = folder.child(run[0][1].segment)
+        data = segment.read_view()  # segments are immutable once renamed into place
+        return segment, [(attempt, decode_part(data[e.offset : e.offset + e.length])) for attempt, e in run]
 
+    finished: Location | None = None
     try:
-        for parts in ordered_prefetch(load, runs(), window=2):
+        for segment, parts in ordered_prefetch(load, runs(), window=2):
             yield from parts
+            if finished is not None:  # the reader is past its parts, so its map is closed
+                finished.release_cache()
+            finished = segment
     finally:
         heads.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 
 from evidence import AttemptOutcome, AttemptPart, Status, encode_part
@@ -113,3 +114,21 @@ def test_a_segment_is_let_go_after_its_last_line(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(parts._OpenSegments, "current", observed)
     assert len(_read(tmp_path, [_attempt(n, "ok") for n in range(1, 201)])) == 200
     assert max(held) == 1
+
+
+def test_a_segment_s_cached_pages_are_let_go_once_the_reader_is_past_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Released in order, each after every one of its lines was read, and its bytes still read back."""
+    for first in (1, 3, 5):
+        _write(tmp_path, range(first, first + 2), "ok")
+    events: list[str] = []
+    monkeypatch.setattr(Location, "release_cache", lambda self: events.append(f"release {self.name[:19]}"))
+    for _, part in read_parts(Location(str(tmp_path)), [_attempt(n, "ok") for n in range(1, 7)]):
+        events.append(f"line {orjson.loads(bytes(part.outcome.line))['line']}")
+    assert events == [
+        "line 1", "line 2", "line 3", "line 4",
+        "release 000000001-000000002",
+        "line 5", "line 6",
+        "release 000000003-000000004",
+    ]
+    monkeypatch.undo()
+    assert _read(tmp_path, [_attempt(n, "ok") for n in range(1, 7)])[0] == '{"line": 1, "from": "ok@1-2"}'

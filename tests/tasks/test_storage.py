@@ -111,6 +111,17 @@ def test_read_view_holds_the_whole_object_and_outlives_a_replacement(root: Locat
         root.child("absent.bin").read_view()
 
 
+def test_release_cache_leaves_the_file_as_it_was(root: Location) -> None:
+    """Only advice to the kernel: the bytes read back the same, and a file already gone is no error."""
+    f = root.child("r.bin")
+    f.write_bytes(b"0123456789" * 1000)
+    view = f.read_view()
+    f.release_cache()
+    assert bytes(view[:10]) == b"0123456789"
+    assert f.read_bytes() == b"0123456789" * 1000
+    root.child("absent.bin").release_cache()
+
+
 def test_atomic_writer_publishes_nothing_on_error(root: Location) -> None:
     target = root.child("out", "file.json")
     target.write_bytes(b"old")
