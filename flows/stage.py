@@ -25,7 +25,7 @@ from tasks.events import emit_gate_failed, emit_run_completed, emit_run_failed
 from tasks.gate import GateFailed, judge_run
 from tasks.naming import job_id_for
 from tasks.plan import discover_job
-from tasks.publish import build_manifest, publish_artifacts, publish_run, write_document
+from tasks.publish import build_manifest, parts_removed_meanwhile, publish_artifacts, publish_run, write_document
 from tasks.reduce import reduce_run
 from tasks.report import render_run_report
 from tasks.runs import ACCOUNTING_FILE, is_complete
@@ -81,8 +81,9 @@ def stage_flow(params: StageParams) -> dict[str, Any] | State:
             clock = time.perf_counter()
             report_html, tables, outputs = render_run_report(ctx.run_dir, manifest, reduced.histograms)
             manifest["timings"]["report_s"] = round(time.perf_counter() - clock, 3)
-            publish_run(ctx.run_dir, job_dir, manifest, report_html, not subset, params.keep_parts)
-        publish_artifacts(manifest, ctx.run_dir, tables)
+            publish_run(ctx.run_dir, job_dir, manifest, report_html, not subset)
+        with parts_removed_meanwhile(ctx.run_dir, params.keep_parts):
+            publish_artifacts(manifest, ctx.run_dir, tables)
         logger.info("run %s complete: %s", run_id, manifest["counts"])
         result = {"run_id": run_id, "run_dir": ctx.run_dir.url, "counts": manifest["counts"], "already_complete": False}
         if gate is not None and not gate["passed"]:

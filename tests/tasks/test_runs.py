@@ -7,8 +7,9 @@ from datetime import datetime, timedelta, timezone
 import orjson
 import pytest
 
+from tasks.publish import parts_removed_meanwhile
 from tasks.runs import LATEST_FILE, RunConflict, check_apart, finished_at, mark_complete, run_dir_of, update_latest
-from tasks.storage import Location
+from tasks.storage import Location, StorageError
 
 OUTPUT = Location("memory://out")
 T0 = datetime(2026, 12, 1, 18, 0, tzinfo=timezone.utc)
@@ -72,3 +73,24 @@ def test_a_job_directory_among_the_inputs_is_refused(output: str) -> None:
     with pytest.raises(RunConflict, match="overlap"):
         check_apart(Location("memory://jobs"), inputs)  # a job directory holding the inputs
     check_apart(Location("memory://jobs/job-results/job-1234"), inputs)
+
+
+@pytest.mark.usefixtures("memfs")
+def test_the_parts_go_while_the_block_runs_and_a_failed_removal_raises_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    run_dir = run_dir_of(OUTPUT, "job", "parts")
+    run_dir.child("attempts", "main", "a.seg").write_bytes(b"part")
+    with parts_removed_meanwhile(run_dir, keep_parts=True):
+        pass
+    assert run_dir.child("attempts").is_dir()
+    with parts_removed_meanwhile(run_dir, keep_parts=False):
+        pass
+    assert not run_dir.child("attempts").is_dir()
+
+    def refused(self: Location) -> None:
+        raise StorageError(self.url, "AccessDenied")
+
+    monkeypatch.setattr(Location, "remove_tree", refused)
+    ran = []
+    with pytest.raises(StorageError, match="AccessDenied"), parts_removed_meanwhile(run_dir, keep_parts=False):
+        ran.append("artifacts")
+    assert ran == ["artifacts"]
