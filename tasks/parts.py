@@ -30,7 +30,7 @@ import orjson
 from evidence import AttemptPart, decode_part
 from tasks.discover import AttemptRef
 from tasks.prefetch import ordered_prefetch
-from tasks.storage import InputNotFound, Location, PermanentStorageError
+from tasks.storage import InputNotFound, Location, PermanentStorageError, release_view
 
 __all__ = [
     "ATTEMPTS_FOLDER",
@@ -267,7 +267,7 @@ def _current(entries: Iterable[PartEntry], attempt: AttemptRef) -> PartEntry | N
 def read_parts(folder: Location, attempts: Iterable[AttemptRef]) -> Iterator[tuple[AttemptRef, AttemptPart]]:
     """Each attempt's current part from the folder's segments, attempts in line order; each
     segment read once (ahead), its head as the lines reach it, its cached pages let go once
-    the reader is past it (``Location.release_cache``).
+    the reader is past it (``release_view``).
 
     Raises:
         PartMissing: an attempt has no current part (its segment is gone, stale or damaged).
@@ -289,17 +289,16 @@ def read_parts(folder: Location, attempts: Iterable[AttemptRef]) -> Iterator[tup
         if run:
             yield run
 
-    def load(run: list[tuple[AttemptRef, PartEntry]]) -> tuple[Location, list[tuple[AttemptRef, AttemptPart]]]:
-        segment = folder.child(run[0][1].segment)
-        data = segment.read_view()  # segments are immutable once renamed into place
-        return segment, [(attempt, decode_part(data[e.offset : e.offset + e.length])) for attempt, e in run]
+    def load(run: list[tuple[AttemptRef, PartEntry]]) -> tuple[bytes | memoryview, list[tuple[AttemptRef, AttemptPart]]]:
+        data = folder.child(run[0][1].segment).read_view()  # segments are immutable once renamed into place
+        return data, [(attempt, decode_part(data[e.offset : e.offset + e.length])) for attempt, e in run]
 
-    finished: Location | None = None
+    finished: bytes | memoryview | None = None  # the segment before the one being read
     try:
-        for segment, parts in ordered_prefetch(load, runs(), window=2):
+        for data, parts in ordered_prefetch(load, runs(), window=2):
             yield from parts
-            if finished is not None:  # the reader is past its parts, so its map is closed
-                finished.release_cache()
-            finished = segment
+            if finished is not None:  # a segment later, so the ATIF files written behind are done with it too
+                release_view(finished)
+            finished = data
     finally:
         heads.close()

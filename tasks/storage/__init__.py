@@ -6,7 +6,7 @@ from tasks.storage.base import (
     StorageError,
     TransientStorageError,
 )
-from tasks.storage.fs import FileEntry, Location
+from tasks.storage.fs import FileEntry, Location, release_view
 from tasks.storage.writes import atomic_writer
 
 __all__ = [
@@ -17,4 +17,5 @@ __all__ = [
     "StorageError",
     "TransientStorageError",
     "atomic_writer",
+    "release_view",
 ]

@@ -116,19 +116,19 @@ def test_a_segment_is_let_go_after_its_last_line(tmp_path: Path, monkeypatch: py
     assert max(held) == 1
 
 
-def test_a_segment_s_cached_pages_are_let_go_once_the_reader_is_past_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Released in order, each after every one of its lines was read, and its bytes still read back."""
+def test_a_segment_s_pages_are_let_go_once_the_reader_is_past_the_next_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Released in order, each once every line of the segment after it was read."""
+    import tasks.parts as parts
+
     for first in (1, 3, 5):
         _write(tmp_path, range(first, first + 2), "ok")
     events: list[str] = []
-    monkeypatch.setattr(Location, "release_cache", lambda self: events.append(f"release {self.name[:19]}"))
+
+    def released(view: bytes | memoryview) -> None:
+        index = orjson.loads(bytes(view).split(b"\n")[1])
+        events.append(f"release lines {index[0][0]}-")
+
+    monkeypatch.setattr(parts, "release_view", released)
     for _, part in read_parts(Location(str(tmp_path)), [_attempt(n, "ok") for n in range(1, 7)]):
         events.append(f"line {orjson.loads(bytes(part.outcome.line))['line']}")
-    assert events == [
-        "line 1", "line 2", "line 3", "line 4",
-        "release 000000001-000000002",
-        "line 5", "line 6",
-        "release 000000003-000000004",
-    ]
-    monkeypatch.undo()
-    assert _read(tmp_path, [_attempt(n, "ok") for n in range(1, 7)])[0] == '{"line": 1, "from": "ok@1-2"}'
+    assert events == ["line 1", "line 2", "line 3", "line 4", "release lines 1-", "line 5", "line 6", "release lines 3-"]
