@@ -82,8 +82,8 @@ def stage_flow(params: StageParams) -> dict[str, Any] | State:
             report_html, tables, outputs = render_run_report(ctx.run_dir, manifest, reduced.histograms)
             manifest["timings"]["report_s"] = round(time.perf_counter() - clock, 3)
             publish_run(ctx.run_dir, job_dir, manifest, report_html, not subset)
-        with parts_removed_meanwhile(ctx.run_dir, params.keep_parts):
-            publish_artifacts(manifest, ctx.run_dir, tables)
+            with parts_removed_meanwhile(ctx.run_dir, params.keep_parts):
+                publish_artifacts(manifest, ctx.run_dir, tables)
         logger.info("run %s complete: %s", run_id, manifest["counts"])
         result = {"run_id": run_id, "run_dir": ctx.run_dir.url, "counts": manifest["counts"], "already_complete": False}
         if gate is not None and not gate["passed"]:

@@ -293,12 +293,9 @@ def read_parts(folder: Location, attempts: Iterable[AttemptRef]) -> Iterator[tup
         data = folder.child(run[0][1].segment).read_view()  # segments are immutable once renamed into place
         return data, [(attempt, decode_part(data[e.offset : e.offset + e.length])) for attempt, e in run]
 
-    finished: bytes | memoryview | None = None  # the segment before the one being read
     try:
         for data, parts in ordered_prefetch(load, runs(), window=2):
             yield from parts
-            if finished is not None:  # a segment later, so the ATIF files written behind are done with it too
-                release_view(finished)
-            finished = data
+            release_view(data)  # the reader wrote each line before asking for the next; ATIF texts are copies
     finally:
         heads.close()

@@ -104,7 +104,13 @@ def parts_removed_meanwhile(run_dir: Location, keep_parts: bool) -> Iterator[Non
         return
     with ThreadPoolExecutor(max_workers=1) as background:
         removal = background.submit(run_dir.child(ATTEMPTS_FOLDER).remove_tree)
-        yield
+        try:
+            yield
+        except BaseException as error:
+            failed = removal.exception()  # waits for the removal: the block's error goes on, with the removal's
+            if failed is not None:
+                error.add_note(f"removing the parts failed too: {failed}")
+            raise
     removal.result()
 
 

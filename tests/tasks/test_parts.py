@@ -116,8 +116,8 @@ def test_a_segment_is_let_go_after_its_last_line(tmp_path: Path, monkeypatch: py
     assert max(held) == 1
 
 
-def test_a_segment_s_pages_are_let_go_once_the_reader_is_past_the_next_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Released in order, each once every line of the segment after it was read."""
+def test_a_segment_s_pages_are_let_go_once_the_reader_is_past_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Released in order, each once every one of its lines was read."""
     import tasks.parts as parts
 
     for first in (1, 3, 5):
@@ -131,4 +131,6 @@ def test_a_segment_s_pages_are_let_go_once_the_reader_is_past_the_next_one(tmp_p
     monkeypatch.setattr(parts, "release_view", released)
     for _, part in read_parts(Location(str(tmp_path)), [_attempt(n, "ok") for n in range(1, 7)]):
         events.append(f"line {orjson.loads(bytes(part.outcome.line))['line']}")
-    assert events == ["line 1", "line 2", "line 3", "line 4", "release lines 1-", "line 5", "line 6", "release lines 3-"]
+    assert events == [
+        "line 1", "line 2", "release lines 1-", "line 3", "line 4", "release lines 3-", "line 5", "line 6", "release lines 5-",
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timedelta, timezone
 
 import orjson
@@ -75,22 +76,43 @@ def test_a_job_directory_among_the_inputs_is_refused(output: str) -> None:
     check_apart(Location("memory://jobs/job-results/job-1234"), inputs)
 
 
-@pytest.mark.usefixtures("memfs")
-def test_the_parts_go_while_the_block_runs_and_a_failed_removal_raises_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    run_dir = run_dir_of(OUTPUT, "job", "parts")
+def _run_with_parts(run_id: str) -> Location:
+    run_dir = run_dir_of(OUTPUT, "job", run_id)
     run_dir.child("attempts", "main", "a.seg").write_bytes(b"part")
+    return run_dir
+
+
+@pytest.mark.usefixtures("memfs")
+def test_the_parts_go_while_the_block_runs_unless_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    run_dir = _run_with_parts("parts")
     with parts_removed_meanwhile(run_dir, keep_parts=True):
         pass
     assert run_dir.child("attempts").is_dir()
+    started, real = threading.Event(), Location.remove_tree
+
+    def observed(self: Location) -> None:
+        started.set()
+        real(self)
+
+    monkeypatch.setattr(Location, "remove_tree", observed)
     with parts_removed_meanwhile(run_dir, keep_parts=False):
-        pass
+        assert started.wait(timeout=30)  # begun before the block ends
+    assert not run_dir.child("attempts").is_dir()
+
+
+@pytest.mark.usefixtures("memfs")
+def test_no_error_of_the_block_or_the_removal_is_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    run_dir = _run_with_parts("errors")
+    with pytest.raises(RuntimeError, match="artifacts refused"), parts_removed_meanwhile(run_dir, keep_parts=False):
+        raise RuntimeError("artifacts refused")
     assert not run_dir.child("attempts").is_dir()
 
     def refused(self: Location) -> None:
         raise StorageError(self.url, "AccessDenied")
 
     monkeypatch.setattr(Location, "remove_tree", refused)
-    ran = []
     with pytest.raises(StorageError, match="AccessDenied"), parts_removed_meanwhile(run_dir, keep_parts=False):
-        ran.append("artifacts")
-    assert ran == ["artifacts"]
+        pass
+    with pytest.raises(RuntimeError, match="artifacts refused") as raised, parts_removed_meanwhile(run_dir, keep_parts=False):
+        raise RuntimeError("artifacts refused")
+    assert raised.value.__notes__ == [f"removing the parts failed too: {run_dir.child('attempts').url}: AccessDenied"]

@@ -111,15 +111,33 @@ def test_read_view_holds_the_whole_object_and_outlives_a_replacement(root: Locat
         root.child("absent.bin").read_view()
 
 
-def test_a_released_view_still_reads_its_bytes(root: Location) -> None:
-    """Only advice to the kernel: a local map's clean pages dropped are read again from the file."""
-    f = root.child("r.bin")
-    f.write_bytes(b"0123456789" * 100_000)
-    view = f.read_view()
-    assert bytes(view[:10]) == b"0123456789"
+def _mapped_kib(path: Path) -> int:
+    """Resident KiB of this process's maps of ``path`` (Linux's /proc/self/smaps)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        field = line.split(maxsplit=1)[0]
+        if not field.endswith(":"):  # a map's header: "<start>-<end> <perms> <offset> <dev> <inode> <path>"
+            inside = line.endswith(str(path))
+        elif inside and field == "Rss:":
+            total += int(line.split()[1])
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads Linux's /proc/self/smaps")
+def test_a_released_map_gives_back_its_clean_pages_and_reads_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "segment.seg"
+    data = os.urandom(8 * 2**20)
+    with open(path, "wb") as f:
+        f.write(data)
+        os.fsync(f.fileno())  # clean pages, as a segment's are once the kernel has written it back
+    view = Location(str(path)).read_view()
+    assert bytes(view) == data  # every page read, so mapped
+    mapped = _mapped_kib(path)
+    assert mapped >= 4096
     release_view(view)
-    assert bytes(view) == b"0123456789" * 100_000
-    release_view(b"bytes from an object store")
+    assert _mapped_kib(path) < mapped / 2
+    assert bytes(view) == data
+    release_view(b"an object store's bytes")  # nothing to give back
 
 
 def test_atomic_writer_publishes_nothing_on_error(root: Location) -> None:
