@@ -15,10 +15,11 @@ from functools import partial
 from typing import Any
 
 import orjson
-from prefect import flow, get_run_logger, unmapped
+from prefect import get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field
 
+from flows.modelflow import flow
 from flows.params import GateLimits, IgnoredChecks, OptionalCount, OptionalText, StageParams, StorageOptions, TaskRunnerKind, Url, config_fingerprint
 from flows.resolve import output_params
 from flows.stage import stage_flow

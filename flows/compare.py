@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from pydantic import BaseModel, ConfigDict, Field
 
+from flows.modelflow import flow
 from flows.params import OptionalText, OptionalUrl, StorageOptions, Url
 from tasks.compare import compare_task, publish_comparison
 from tasks.credentials import storage_options_with

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import flow
 from prefect.artifacts import create_link_artifact, create_markdown_artifact
 
+from flows.modelflow import flow
 from flows.params import MlflowExportParams, OtelExportParams
 from tasks.export import TraceExport, export_run_to_mlflow, export_run_to_otel
 from tasks.storage import Location

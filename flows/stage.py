@@ -13,11 +13,12 @@ from contextlib import ExitStack
 from datetime import datetime, timezone
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from prefect.client.schemas.objects import State
 from prefect.states import Failed
 
 from flows.groups import GroupSizes, fan_out, make_groups
+from flows.modelflow import flow
 from flows.params import GateLimits, StageParams, config_fingerprint
 from flows.resolve import is_subset, resolve_run, run_record, subset_filter
 from flows.runners import attempt_pool, parallel_groups

@@ -26,3 +26,14 @@ def test_a_flow_loaded_from_its_file_unpickles_in_another_process(entrypoint: st
     assert not flow.fn.__module__.startswith("flows.")  # loaded from the file, as by a worker
     done = subprocess.run([sys.executable, "-c", UNPICKLE], input=cloudpickle.dumps(flow), cwd=tmp_path, capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
+
+
+@pytest.mark.parametrize(
+    "entrypoint", ["flows/stage.py:stage_flow", "flows/batch.py:batch_flow", "flows/compare.py:compare_flow", "flows/export.py:export_mlflow_flow"]
+)
+def test_the_name_prefect_reads_from_a_flow_files_source_is_the_flows_name(entrypoint: str) -> None:
+    """A worker or ``prefect deploy`` that cannot import the file names its placeholder flow from the source."""
+    from prefect.flows import load_flow_arguments_from_entrypoint, load_flow_from_entrypoint
+
+    path = str(REPO / entrypoint)
+    assert load_flow_arguments_from_entrypoint(path)["name"] == load_flow_from_entrypoint(path).name

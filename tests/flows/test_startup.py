@@ -165,3 +165,53 @@ def test_the_console_script_keeps_exit_codes_and_output(prefect_server: str, tmp
     refused = subprocess.run([str(script), "run", *inputs, "--output", str(tmp_path), "--run-id", "r1"], env=env, capture_output=True, text=True)
     assert refused.returncode == 2
     assert refused.stderr.startswith("evidence-stage: error: ") and refused.stderr.count("\n") == 1
+
+
+RUN_PROBE = """
+import json, sys
+import flows.cli
+code = flows.cli.main(json.loads(sys.argv[1]))
+print(json.dumps({"code": code, "fastapi": "fastapi" in sys.modules}))
+"""
+
+
+def test_a_cli_run_never_imports_fastapi(prefect_server: str, tmp_path: Path) -> None:
+    """Prefect's own parameter encoder is FastAPI's, about 0.3 s to import; a whole run needs none of it."""
+    argv = ["run", "--rollouts", str(EXAMPLE_JOB / "rollouts.jsonl"), "--capture-dir", str(EXAMPLE_JOB / "model-calls"), "--output", str(tmp_path)]
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_PROBE, json.dumps(argv)],
+        cwd=REPO,
+        env={**os.environ, "PREFECT_API_URL": prefect_server},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == {"code": 0, "fastapi": False}
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        {
+            "params": StageParams(
+                rollouts=["/job/a.jsonl", "s3://b/job/b.jsonl"],
+                capture_dir="s3://b/job/model-calls",
+                output="/out",
+                rollout_ids=["r1"],
+                task_runner="dask",
+                storage_options={"endpoint_url": "http://127.0.0.1:9000"},
+                gate={"max_lost_share": 0.25, "max_failed_share_by_class": {"timeout": 0.5}},
+            )
+        },
+        {"params": {"rollouts": "/job/rollouts.jsonl", "capture_dir": "/job/model-calls", "output": "/out"}},  # a caller's dict
+    ],
+)
+def test_a_flow_records_its_parameters_as_prefects_encoder_would(parameters: dict[str, Any]) -> None:
+    from fastapi.encoders import jsonable_encoder
+
+    from flows.stage import stage_flow
+
+    recorded = stage_flow.serialize_parameters(parameters)
+    assert recorded == {name: jsonable_encoder(value) for name, value in parameters.items()}
+    assert json.loads(json.dumps(recorded)) == recorded
