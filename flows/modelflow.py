@@ -2,9 +2,9 @@
 
 Prefect records a new flow run's parameters as FastAPI's ``jsonable_encoder`` gives them, and
 nothing else a CLI run does imports FastAPI (83 ms of the example job's run under ``-X
-importtime``, 0.3 s on a slower day). For a pydantic model
-that encoder returns the model's ``model_dump(mode="json", by_alias=True)``, which pydantic
-gives alone. Every flow here takes one parameter model, so this module is their one decorator.
+importtime``, 0.3 s on a slower day). For a pydantic model that encoder returns the model's
+``model_dump(mode="json", by_alias=True)``, which pydantic gives alone. Every flow here takes
+one parameter model, so this module is their one decorator.
 
 It is named ``flow``, as Prefect's is, because Prefect also reads a flow's options from its
 file's source, from a decorator call of that name: a worker or ``prefect deploy`` that cannot
