@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
+from tasks.attempt import GroupSummary
+from tasks.context import RunContext
+from tasks.discover import AttemptRef
 from tasks.naming import job_id_for
 from tests.conftest import EXAMPLE_JOB
 from tests.flows.support import local_path, run_outputs, run_stage
@@ -35,6 +42,67 @@ def test_dask_cluster_outputs_equal_thread_runner_outputs(cluster: LocalCluster,
     worker_addresses = set(cluster.scheduler_info["workers"])
     ran_on = {record["worker"] for record in stream.data}
     assert stream.data and ran_on <= worker_addresses
+
+
+HANG_S = 300
+"""How long the cluster's first group hangs once its parts are written; the test kills its worker long before."""
+
+
+def _hang_first_group(marker: str) -> None:
+    """Run in each Dask worker: the first group task of the whole cluster writes its parts, then
+    records its worker's pid in ``marker`` (created exclusively: one winner) and hangs.
+
+    Patched where it is defined: the group task's function reaches Dask by value (its module
+    name holds the Prefect task), and its reference to ``run_group`` is resolved on arrival.
+    """
+    import tasks.attempt
+
+    real = tasks.attempt.run_group
+
+    def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool) -> GroupSummary:
+        summary = real(ctx, attempts, check_existing)
+        try:
+            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return summary
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        time.sleep(HANG_S)
+        return summary
+
+    tasks.attempt.run_group = run_group
+
+
+def _kill_when_marked(marker: Path, killed: list[int]) -> None:
+    """SIGKILL the worker process whose pid appears in ``marker`` (waits up to a minute for it)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if marker.exists() and (pid := marker.read_text()):
+            os.kill(int(pid), signal.SIGKILL)
+            killed.append(int(pid))
+            return
+        time.sleep(0.05)
+
+
+def test_a_worker_killed_after_writing_its_parts_loses_nothing(tmp_path: Path) -> None:
+    """kill -9 of a Dask worker holding a group task (its segment already written): Dask runs the
+    group again on a live worker, the reduce reads the two segments of those lines as one, and
+    the run publishes the thread runner's outputs."""
+    job = {"rollouts": str(EXAMPLE_JOB / "rollouts.jsonl"), "capture_dir": str(EXAMPLE_JOB / "model-calls"), "attempts_per_task": 4, "job_id": "example"}
+    threaded = run_stage(**job, output=str(tmp_path / "thread"))
+    marker, killed = tmp_path / "hung-worker", []
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local, Client(local) as client:
+        client.run(_hang_first_group, str(marker))
+        killer = threading.Thread(target=_kill_when_marked, args=(marker, killed), daemon=True)
+        killer.start()
+        on_dask = run_stage(**job, output=str(tmp_path / "dask"), task_runner="dask", dask_address=local.scheduler_address)
+        killer.join()
+
+    assert killed, "no group task hung: the worker was never killed"
+    assert run_outputs(on_dask["run_dir"]) == run_outputs(threaded["run_dir"])
+    assert on_dask["counts"]["by_status"] == threaded["counts"]["by_status"]
+    assert (local_path(on_dask["run_dir"]) / "_SUCCESS").exists()
+    assert not (local_path(on_dask["run_dir"]) / "attempts").exists()
 
 
 def test_local_dask_cluster_from_dask_workers_gives_the_same_outputs(tmp_path: Path) -> None:
