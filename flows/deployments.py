@@ -13,7 +13,7 @@
 ``serve`` also installs the automation that marks a flow run ``Crashed`` when its process stops
 sending heartbeats (``install_crash_automation``; the README gives it for ``prefect deploy``).
 
-``configs/prefect.yaml`` declares the same three for ``prefect deploy`` with a work pool; a test
+``configs/prefect.yaml`` declares the same four (without the export ones) for ``prefect deploy`` with a work pool; a test
 keeps the two in agreement.
 """
 

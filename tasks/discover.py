@@ -4,7 +4,7 @@ The attempt key is ``(source, line)``, or ``(shard, source, line)`` in a job of 
 files (shards, ``tasks.shards``); the rollout id is evidence that can repeat or be invalid,
 so it never names a file here. Capture files claimed by no row are orphans: reported, never read.
 The plan keeps its per-attempt and per-file records in local spills, so a job of 20,000
-attempts costs the flow no more memory than one of 2,000 (DESIGN.md invariant 6).
+attempts costs the flow no more memory than one of 2,000 (README, guarantee 6).
 """
 
 from __future__ import annotations

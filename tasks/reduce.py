@@ -5,7 +5,7 @@ one pass over the main parts writes ``rollouts.jsonl`` and spills every per-atte
 fold needs (health digests, perf records, capability digests, accepted ATIF files) to local
 temporary files; each fold then streams its spill. Memory holds only the folds' own state:
 counters, the identities seen (duplicates, the ATIF first-wins rule) and one sort buffer for the
-verdict lines, so it does not grow by kilobytes per attempt (DESIGN.md invariant 6).
+verdict lines, so it does not grow by kilobytes per attempt (README, guarantee 6).
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ def run_dir_of(output: Location, job_id: str, run_id: str) -> Location:
 
 
 def check_apart(job_dir: Location, inputs: Iterable[Location]) -> None:
-    """Refuse a job directory that is inside an input location or holds one (DESIGN.md invariant 1)."""
+    """Refuse a job directory that is inside an input location or holds one (README, guarantee 1)."""
     for folder in inputs:
         if job_dir.within(folder) or folder.within(job_dir):
             raise RunConflict(

@@ -3,8 +3,8 @@
 A run keeps one small record per attempt in several places: the job plan (one reference per
 attempt, one entry per input file) and the reduce's folds (health digests, perf records,
 capability digests, ATIF decisions, manifest entries). Held in memory they grow with the job;
-spilled here, memory stays bounded by a fold's own state and one sort buffer (DESIGN.md
-invariant 6).
+spilled here, memory stays bounded by a fold's own state and one sort buffer (README,
+guarantee 6).
 """
 
 from __future__ import annotations

@@ -174,7 +174,7 @@ def unprocessed_attempt(row: bytes, reason: str, config: AttemptConfig, *, main_
 
 
 def failure_reason(exc: BaseException, step: str) -> str:
-    """``ExceptionType: message (in <step>)``, bounded to ``REASON_LIMIT`` characters."""
+    """``ExceptionType: message (in <step>)``, its ``ExceptionType: message`` cut to ``REASON_LIMIT`` characters."""
     text = f"{type(exc).__name__}: {exc}"
     if len(text) > REASON_LIMIT:
         text = text[: REASON_LIMIT - 1] + "\u2026"

@@ -1,6 +1,6 @@
 """Per-row capability digests and their fold into ``capabilities.json``.
 
-The reduce never re-reads rows (DESIGN.md, invariant 6): :func:`capability_digest` runs per
+The reduce never re-reads rows (README, guarantee 6): :func:`capability_digest` runs per
 attempt and keeps only what the matrix and the report histograms need; :func:`build_capabilities`
 and :func:`histogram_values` fold those digests in the reduce.
 """

@@ -1,7 +1,7 @@
 """Everything the run report shows, gathered by the caller: the report itself reads no files.
 
 The run id and the times appear only here (and in manifest.json): every other output of a run
-is byte-identical across reruns (DESIGN.md, invariant 3).
+is byte-identical across reruns (README, guarantee 3).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ class ReportContext:
     """The inputs of ``report.html`` and of the Prefect artifacts.
 
     Attributes:
-        job_id: the job's id (DESIGN.md "Identities").
+        job_id: the job's id (README, "What a run produces").
         run_id: the run's id.
         started_at: when the run started, already formatted by the caller (ISO 8601, UTC).
         finished_at: when the run finished, formatted likewise.

@@ -1,4 +1,4 @@
-"""``evidence-stage serve``: the long-running deployments (event trigger, manual, sweep)."""
+"""``evidence-stage serve``: the long-running deployments (event trigger, manual, compare, sweep)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ DEFAULT_CONFIG = Path("configs/stage.yaml")
 
 
 def register(subcommands: Any) -> None:
-    parser = subcommands.add_parser("serve", help="serve the on-eval-complete, manual and sweep deployments against the Prefect server")
+    parser = subcommands.add_parser("serve", help="serve the on-eval-complete, manual, compare and sweep deployments against the Prefect server")
     parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help=f"serve settings (default {DEFAULT_CONFIG})")
     parser.add_argument("--limit", type=int, help="flow runs executed at the same time (default: unlimited)")
     parser.set_defaults(handler=handle)

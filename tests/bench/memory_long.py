@@ -1,4 +1,4 @@
-"""Benchmark: a worker's peak RSS on long rollouts against the engine's bound (DESIGN.md invariant 6).
+"""Benchmark: a worker's peak RSS on long rollouts against the engine's bound (README, guarantee 6).
 
 Not collected by the default test run. Generates (or reuses) a job of a few long rollouts (rows
 of tens of MB, captures of tens of MB), then processes each main attempt in a fresh process

@@ -1,4 +1,4 @@
-"""Benchmark: peak RSS of a run over 2,000 vs 20,000 attempts of the same size (DESIGN.md invariant 6).
+"""Benchmark: peak RSS of a run over 2,000 vs 20,000 attempts of the same size (README, guarantee 6).
 
 Not collected by the default test run. Each run is a fresh process (tests/reliability/peak_rss.py)
 against one Prefect server: ``PREFECT_API_URL`` when set, else a temporary test server.

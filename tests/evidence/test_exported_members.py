@@ -38,7 +38,7 @@ def test_all_is_pinned_and_importable() -> None:
 
 
 def test_evidence_never_imports_prefect_or_fsspec() -> None:
-    """The pure core stays pure (DESIGN.md): no orchestration or storage imports anywhere in it."""
+    """The pure core stays pure (README, Layout): no orchestration or storage imports anywhere in it."""
     forbidden = {"prefect", "fsspec", "s3fs", "os", "pathlib"}
     for path in Path(evidence.__file__).parent.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))

@@ -11,7 +11,7 @@ import fsspec
 from flows.params import StageParams
 from flows.stage import stage_flow
 
-# The only outputs allowed to differ between two runs of the same inputs (DESIGN.md invariant 3).
+# The only outputs allowed to differ between two runs of the same inputs (README, guarantee 3).
 VOLATILE = {"manifest.json", "report.html"}
 
 

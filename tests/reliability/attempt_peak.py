@@ -4,7 +4,7 @@ Usage: python -m tests.reliability.attempt_peak ROLLOUTS CAPTURE_DIR LINE [REPEA
 Prints {"line", "repeat", "row_bytes", "capture_bytes", "baseline_mib", "peak_mib",
 "growth_mib", "bound_mib"}: RSS once everything is imported, this process's peak (``VmHWM``)
 after processing the attempt ``REPEAT`` times (default 1: a leak shows as a peak that grows
-with the repeats), and the engine's bound, 4 x (row + capture) + 150 MB (DESIGN.md invariant 6).
+with the repeats), and the engine's bound, 4 x (row + capture) + 150 MB (README, guarantee 6).
 """
 
 from __future__ import annotations

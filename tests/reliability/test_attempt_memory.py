@@ -2,7 +2,7 @@
 
 Each figure is a fresh process (tests/reliability/attempt_peak.py) processing a ~4.5 MB row with
 its ~3.5 MB capture: once, eleven and twenty-one times in a row. The peak must stay within
-4 x (row + capture) + 150 MB (DESIGN.md invariant 6), and the last ten attempts must not raise it
+4 x (row + capture) + 150 MB (README, guarantee 6), and the last ten attempts must not raise it
 by more than two rows' bytes: a per-attempt leak (a cache holding rows, a global list) would grow
 it by at least a row per repeat, ten rows in all. The first attempts are left out of the leak
 figure: the allocator settles over them (glibc moves its mmap threshold as large blocks are

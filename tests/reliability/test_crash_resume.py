@@ -1,6 +1,6 @@
 """SIGKILL a real CLI run at chosen points, resume it, and compare with an uninterrupted run.
 
-Outputs must be byte-identical except manifest.json and report.html (DESIGN.md invariant 3);
+Outputs must be byte-identical except manifest.json and report.html (README, guarantee 3);
 parts written before the kill must be reused, not rewritten (invariant 5).
 """
 

@@ -1,4 +1,4 @@
-"""Memory is bounded by the largest attempt, not by the job (DESIGN.md invariant 6).
+"""Memory is bounded by the largest attempt, not by the job (README, guarantee 6).
 
 Two jobs with the same attempt sizes, 2,000 and 20,000 rollouts, each run in a fresh process
 (about a minute in all): the larger one's peak RSS must stay within 20% of the smaller one's.

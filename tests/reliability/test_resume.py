@@ -1,4 +1,4 @@
-"""--resume semantics (DESIGN.md invariant 5) through the real CLI, and in-process repairs."""
+"""--resume semantics (README, guarantee 5) through the real CLI, and in-process repairs."""
 
 from __future__ import annotations
 
