@@ -48,6 +48,7 @@ from evidence import (
     verdict_line,
     verdict_order,
 )
+from evidence.health import digest_lines
 from evidence.health.reduce import identity_sizes
 from evidence.health.registry import CHECK_IDS
 from evidence.perf_summary import InMemorySort
@@ -452,7 +453,21 @@ def check_attempt(example: Example, config: AttemptConfig = CONFIG) -> AttemptOu
     if outcome.main is not None and isinstance(outcome.main.atif, AtifFile):
         parse(b"".join(outcome.main.atif.text))
         parse(outcome.main.atif.manifest_line)
+    if outcome.main is not None:
+        assert outcome.main.health == health_of_line(outcome.line, example.main_line, config), "health: not the drop-in's digest of the written line"
     return back.outcome
+
+
+def health_of_line(line: bytes, main_line: int, config: AttemptConfig) -> Any:
+    """The ``health`` drop-in's digest of ``line`` as line ``main_line`` of a rollouts file (the
+    lines before it readable objects, so its ordinal is ``main_line - 1``): what 0.7.0's health
+    check says of the written row; None where the check itself fails on it (the engine reports
+    that failure and has no digest either)."""
+    lines = b"{}\n" * (main_line - 1) + line
+    try:
+        return list(digest_lines(lines, source=config.verdict_source, ignored=config.ignored_checks))[-1]
+    except Exception:  # noqa: BLE001 - compared with the engine's missing digest
+        return None
 
 
 def check_folds(outcomes: list[AttemptOutcome], config: AttemptConfig = CONFIG) -> None:

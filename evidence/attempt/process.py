@@ -38,7 +38,7 @@ from evidence.capabilities import capability_digest
 from evidence.capture import CaptureFiles
 from evidence.collect import CollectedRow, collect_row
 from evidence.errors import AtifExportError
-from evidence.health import evaluate_row
+from evidence.health import evaluate_row, unreadable_row
 from evidence.identity import capture_file_id
 from evidence.jsonl import WrittenRow, write_row
 from evidence.models.atif import Exporter
@@ -233,9 +233,16 @@ def _digests(
             failures.append(failure_reason(exc, step))
             return None
 
-    value = as_read if as_read is not None else guarded("decoding the written row", written.value)
-    if value is None:
-        return MainDigests(None, None, None, AtifRefusal("invalid JSON"))
+    if as_read is not None:
+        value = as_read
+    else:
+        try:
+            value = written.value()
+        except Exception as exc:  # noqa: BLE001 - a line orjson cannot read (a lone surrogate's escape)
+            failures.append(failure_reason(exc, "decoding the written row"))
+            # 0.7.0's health reads rollouts.jsonl with orjson and reports such a line as unreadable
+            unreadable = unreadable_row(config.verdict_source, main_line, type(exc).__name__, ignored=config.ignored_checks)
+            return MainDigests(unreadable, None, None, AtifRefusal("invalid JSON"))
     health = guarded(
         "health checks",
         lambda: evaluate_row(

@@ -51,6 +51,18 @@ def _planted(perf: dict) -> Example:
     return Example(orjson.dumps(row), None, 1)
 
 
+def _surrogate_arguments() -> Example:
+    """A main row whose one captured call answers with a function call whose arguments are ``{"x": "\\ud800"}``."""
+    row = {"_ng_task_index": 1, "_ng_rollout_index": 0, "agent_ref": {"name": "agent"}, "reward": 1.0, "response": {"output": []}}
+    call = {
+        "model_call_id": "c1", "dialect": "responses", "status_code": 200, "request": {"input": [{"role": "user", "content": "Solve."}]},
+        "response": {"id": "r1", "status": "completed", "output": [
+            {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "echo", "arguments": '{"x": "\\ud800"}', "status": "completed"},
+        ]},
+    }
+    return Example(orjson.dumps(row), CaptureFiles(orjson.dumps(call), False), 1)
+
+
 # Shapes the fuzz campaign found, one per fix: each broke the contract on the old code.
 FOUND = {
     # The capability digest's tokens per turn overflowed to inf, which a part writes as null.
@@ -59,6 +71,10 @@ FOUND = {
     "latency_span_overflow": [_planted({"total_latency_ms": 1e308}), _planted({"total_latency_ms": -1e308})],
     # ... and by a bin width that underflowed to zero.
     "latency_span_underflow": [_planted({"total_latency_ms": 0.0}), _planted({"total_latency_ms": 5e-324})],
+    # Found against 0.7.0 (differential run): tool-call arguments holding an escaped lone surrogate
+    # decode into the enriched row, whose line (escaped again) orjson cannot read back; 0.7.0's
+    # health reports that line as record_unreadable, the engine gave no health digest.
+    "lone_surrogate_in_tool_arguments": [_surrogate_arguments()],
 }
 
 
