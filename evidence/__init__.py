@@ -39,7 +39,7 @@ from evidence.attempt import (
     unprocessed_attempt,
 )
 from evidence.capabilities import build_capabilities, capability_digest, histogram_values
-from evidence.capture import CaptureFiles, CaptureLookup, read_capture
+from evidence.capture import CAPTURE_SUFFIX, MARKER_SUFFIX, CaptureFiles, CaptureLookup, read_capture
 from evidence.collect import CollectedRow, collect_row
 from evidence.compare import (
     Comparison,
@@ -110,6 +110,7 @@ __all__ = [
     "AttemptInputs",
     "AttemptOutcome",
     "AttemptPart",
+    "CAPTURE_SUFFIX",
     "CaptureFiles",
     "CaptureLookup",
     "CollectedRow",
@@ -118,6 +119,7 @@ __all__ = [
     "Exporter",
     "FirstKeyWins",
     "HealthFold",
+    "MARKER_SUFFIX",
     "MainDigests",
     "PartError",
     "PerfDigest",

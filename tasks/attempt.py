@@ -74,11 +74,14 @@ def _capture_of(ctx: RunContext, attempt: AttemptRef) -> CaptureFiles | str | No
     A capture file that was listed but is missing at read is read again after a backoff (an
     eventually consistent listing, a writer replacing it); if it stays gone the attempt fails
     with that reason instead of silently becoming a ``no_records`` gap. Another permanent read
-    error is the 0.7.0 gap ``model_call_capture_unreadable``; a transient one that outlived the
-    storage retries propagates, so Prefect retries the group.
+    error, or a folder where the capture file should be, is the 0.7.0 gap
+    ``model_call_capture_unreadable``; a transient error that outlived the storage retries
+    propagates, so Prefect retries the group.
     """
     if attempt.capture is None:
         return CaptureFiles(jsonl=None, incomplete=True) if attempt.incomplete else None
+    if attempt.capture.folder:
+        return CaptureFiles(jsonl=None, incomplete=attempt.incomplete, unreadable=True)
     location = ctx.capture_dir.child(attempt.capture.name)
     for tries in range(1, VANISHED_TRIES + 1):
         try:

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from evidence import ShardAccount, accounted_fields, capture_file_id, run_accounting
+from evidence import CAPTURE_SUFFIX, MARKER_SUFFIX, ShardAccount, accounted_fields, capture_file_id, run_accounting
 from tasks.shards import Shard
 from tasks.spill import Spill, TemporaryStore
 from tasks.storage import FileEntry, InputNotFound, Location
@@ -30,8 +30,6 @@ from tasks.storage import FileEntry, InputNotFound, Location
 SCAN_SPAN_BYTES = 32 * 2**20
 SCAN_SPANS_IN_FLIGHT = 4
 
-JSONL_SUFFIX = ".capture.jsonl"
-MARKER_SUFFIX = ".capture.incomplete"
 MAIN = "main"
 FAILURES = "failures"
 
@@ -145,7 +143,8 @@ def list_inputs(shards: Sequence[Shard], capture_dir: Location) -> JobInputs:
         for location in (shard.main, shard.failures, shard.materialized):
             if location is not None:
                 files[location.name] = location.entry()
-    return JobInputs(files, capture_dir.name, capture_dir.list_files())
+    # Folders too: 0.7.0 finds a folder under a capture file's or marker's name as it finds a file.
+    return JobInputs(files, capture_dir.name, capture_dir.list_files(folders=True))
 
 
 def fingerprint_inputs(inputs: JobInputs) -> str:
@@ -271,7 +270,7 @@ def _scan_line(line: int, offset: int, raw: bytes, listing: dict[str, FileEntry]
     if not isinstance(row, dict):
         return ScannedLine(line, offset, len(raw), f"not a JSON object: {type(row).__name__}", {}, None, None, False, "")
     rollout_id = capture_file_id(row)
-    capture = listing.get(rollout_id + JSONL_SUFFIX) if rollout_id is not None else None
+    capture = listing.get(rollout_id + CAPTURE_SUFFIX) if rollout_id is not None else None
     incomplete = rollout_id is not None and (rollout_id + MARKER_SUFFIX) in listing
     fingerprint = _attempt_fingerprint(raw, capture, incomplete)
     return ScannedLine(line, offset, len(raw), None, accounted_fields(row), rollout_id, capture, incomplete, fingerprint)
@@ -355,7 +354,7 @@ def _scan(
 
 
 def _capture_id_of_file(name: str) -> str | None:
-    for suffix in (JSONL_SUFFIX, MARKER_SUFFIX):
+    for suffix in (CAPTURE_SUFFIX, MARKER_SUFFIX):
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return None

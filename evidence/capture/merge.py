@@ -20,11 +20,20 @@ from evidence.gaps import (
     MODEL_CALL_CAPTURE_RECORDS_UNREADABLE,
     MODEL_CALL_CAPTURE_UNREADABLE,
 )
+from evidence.errors import RowRejected
 from evidence.identity import capture_rollout_id, check_capture_file_id
 from evidence.models.capture import ModelCallRecord
 from evidence.observations import join_observations
 
-__all__ = ["CaptureFiles", "CaptureLookup", "merge_model_call_capture"]
+__all__ = ["CAPTURE_SUFFIX", "MARKER_SUFFIX", "CaptureFiles", "CaptureLookup", "merge_model_call_capture"]
+
+CAPTURE_SUFFIX = ".capture.jsonl"
+"""``<rollout_id>.capture.jsonl``: a rollout's model calls, one exchange per line."""
+MARKER_SUFFIX = ".capture.incomplete"
+"""``<rollout_id>.capture.incomplete``: a capture write failed during the run."""
+NAME_MAX = 255
+"""Longest file name, in bytes, on the local file systems 0.7.0's capture store lives on: its
+existence check of a longer name raises ``OSError`` (ENAMETOOLONG) instead of answering."""
 
 
 
@@ -49,8 +58,24 @@ def _gap(code: str, detail: str | None = None) -> dict[str, Any]:
     return {"code": code} if detail is None else {"code": code, "detail": detail}
 
 
-def _read(files: CaptureFiles | None) -> tuple[list[ModelCallRecord], list[dict[str, Any]]]:
-    """Records and capture gaps, in 0.7.0's emission order."""
+def _too_long(name: str) -> bool:
+    return len(name.encode()) > NAME_MAX
+
+
+def _read(rollout_id: str, files: CaptureFiles | None) -> tuple[list[ModelCallRecord], list[dict[str, Any]]]:
+    """Records and capture gaps, in 0.7.0's emission order.
+
+    0.7.0 looks for the capture file, then (only when it is not there) for the marker, before
+    reading; it checks the marker again after reading, where any error means an unreadable
+    capture. A name past ``NAME_MAX`` fails whichever of those checks meets it first.
+
+    Raises:
+        RowRejected: a name 0.7.0 checks before reading is longer than ``NAME_MAX``.
+    """
+    found = files is not None and (files.jsonl is not None or files.unreadable)
+    for name in (rollout_id + CAPTURE_SUFFIX,) if found else (rollout_id + CAPTURE_SUFFIX, rollout_id + MARKER_SUFFIX):
+        if _too_long(name):
+            raise RowRejected("OSError", f"[Errno 36] File name too long: {name!r}")
     if files is None:
         return [], [_gap(MODEL_CALL_CAPTURE_NO_RECORDS)]
     if files.unreadable:
@@ -59,6 +84,8 @@ def _read(files: CaptureFiles | None) -> tuple[list[ModelCallRecord], list[dict[
     gaps = []
     if invalid:
         gaps.append(_gap(MODEL_CALL_CAPTURE_RECORDS_UNREADABLE, f"count={invalid}"))
+    if _too_long(rollout_id + MARKER_SUFFIX):
+        return [], [*gaps, _gap(MODEL_CALL_CAPTURE_UNREADABLE)]
     if files.incomplete:
         gaps.append(_gap(MODEL_CALL_CAPTURE_INCOMPLETE))
     elif not records and not invalid:
@@ -73,13 +100,14 @@ def merge_model_call_capture(record: dict[str, Any], lookup: CaptureLookup, *, i
     observability is on and the row is not a no-result row.
 
     Raises:
-        RowRejected: the rollout id is invalid (raised before the record is touched).
+        RowRejected: the rollout id is invalid, or names a capture file or marker longer than
+            ``NAME_MAX`` (raised before the record is touched).
     """
     rollout_id = capture_rollout_id(record)
     if rollout_id is None:
         return
     check_capture_file_id(rollout_id)
-    records, gaps = _read(lookup(rollout_id))
+    records, gaps = _read(rollout_id, lookup(rollout_id))
     if record.get("ng_agent_observations") is not None:
         try:
             record["ng_agent_observations"] = join_observations(record["ng_agent_observations"], records)

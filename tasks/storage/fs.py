@@ -36,13 +36,20 @@ class FileEntry:
     name: str
     size: int
     version: str
+    folder: bool = False
+    """A folder, not a file (listed only by ``Location.list_files(folders=True)``)."""
 
 
 def _entry_of(info: dict[str, Any]) -> FileEntry:
-    return FileEntry(info["name"].rstrip("/").rsplit("/", 1)[-1], int(info.get("size") or 0), _version_of(info))
+    folder = info.get("type") == "directory"
+    return FileEntry(info["name"].rstrip("/").rsplit("/", 1)[-1], int(info.get("size") or 0), _version_of(info), folder)
 
 
-def _local_files(path: str) -> list[FileEntry]:
+def _listed(info: dict[str, Any], folders: bool) -> bool:
+    return info.get("type") == "file" or (folders and info.get("type") == "directory")
+
+
+def _local_files(path: str, folders: bool) -> list[FileEntry]:
     """A directory scan: what ``_entry_of`` makes of fsspec's local infos (version: the mtime).
 
     A file renamed or deleted between the scan and its ``stat`` is left out, as if it had gone
@@ -55,6 +62,8 @@ def _local_files(path: str) -> list[FileEntry]:
                 if entry.is_file():
                     status = entry.stat()
                     entries.append(FileEntry(entry.name, status.st_size, str(status.st_mtime)))
+                elif folders and entry.is_dir():
+                    entries.append(FileEntry(entry.name, 0, str(entry.stat().st_mtime), folder=True))
             except FileNotFoundError:
                 continue
     return entries
@@ -81,7 +90,7 @@ def _file_found(fs: fsspec.AbstractFileSystem, path: str) -> bool:
     return True
 
 
-def _s3_files(fs: fsspec.AbstractFileSystem, path: str) -> list[FileEntry]:
+def _s3_files(fs: fsspec.AbstractFileSystem, path: str, folders: bool) -> list[FileEntry]:
     """s3fs's own page iterator (the one its ``ls`` uses), one page of infos in memory at a time."""
     from botocore.exceptions import ClientError  # s3fs's stack, imported only when S3 is used
     from s3fs.errors import translate_boto_error
@@ -91,7 +100,7 @@ def _s3_files(fs: fsspec.AbstractFileSystem, path: str) -> list[FileEntry]:
     async def pages() -> list[FileEntry]:
         listed = fs._iterdir(bucket, prefix=f"{key.rstrip('/')}/" if key else "")
         try:
-            return [_entry_of(info) async for info in listed if info["type"] == "file"]
+            return [_entry_of(info) async for info in listed if _listed(info, folders)]
         except ClientError as exc:  # reported as s3fs's ls reports it: OSError, FileNotFoundError, ...
             raise translate_boto_error(exc) from exc
 
@@ -228,25 +237,26 @@ class Location:
         info = retry.call_with_retries(self.url, lambda: self.fs.info(self.path))
         return FileEntry(self.name, int(info.get("size") or 0), _version_of(info))
 
-    def list_files(self) -> list[FileEntry]:
-        """Files directly in this folder, sorted by name (one LIST; no recursion).
+    def list_files(self, *, folders: bool = False) -> list[FileEntry]:
+        """Files directly in this folder, sorted by name (one LIST; no recursion); with
+        ``folders``, the folders in it too (``FileEntry.folder``; on S3 the common prefixes).
 
         Entries are made as the listing streams (a directory scan locally, page by page on S3),
         so a folder of 20,000 captures costs one small entry each, never the whole listing as
         the filesystem's info dicts.
         """
-        files = retry.call_with_retries(self.url, self._scan_files)
+        files = retry.call_with_retries(self.url, lambda: self._scan_files(folders))
         files.sort(key=_entry_name)
         return files
 
-    def _scan_files(self) -> list[FileEntry]:
+    def _scan_files(self, folders: bool) -> list[FileEntry]:
         fs, path = self._resolved()
         if isinstance(fs, LocalFileSystem):
-            return _local_files(path)
+            return _local_files(path, folders)
         if "s3" in fs.protocol:
-            return _s3_files(fs, path)
+            return _s3_files(fs, path, folders)
         fs.invalidate_cache(path)
-        return [_entry_of(info) for info in fs.ls(path, detail=True) if info.get("type") == "file"]
+        return [_entry_of(info) for info in fs.ls(path, detail=True) if _listed(info, folders)]
 
     def glob(self) -> list[Location]:
         """The files matching this location read as a glob pattern, sorted by URL (one LIST)."""

@@ -94,6 +94,39 @@ def test_invalid_file_id_rejects_before_lookup() -> None:
     assert row == {"_ng_task_index": "a b", "_ng_rollout_index": 0}
 
 
+# Rollout ids whose capture file (14-character suffix) or marker (19) passes the 255-byte file
+# name limit, each answered as 0.7.0 answered it on local disk (checked against the release).
+@pytest.mark.parametrize(
+    ("length", "files", "outcome"),
+    [
+        (242, None, "OSError: [Errno 36] File name too long: '{id}.capture.jsonl'"),
+        (242, CaptureFiles(jsonl=GOOD, incomplete=False), "OSError: [Errno 36] File name too long: '{id}.capture.jsonl'"),
+        (241, None, "OSError: [Errno 36] File name too long: '{id}.capture.incomplete'"),
+        (237, CaptureFiles(jsonl=None, incomplete=True), "OSError: [Errno 36] File name too long: '{id}.capture.incomplete'"),
+        (241, CaptureFiles(jsonl=GOOD, incomplete=False), [{"code": "model_call_capture_unreadable"}]),
+        (237, CaptureFiles(jsonl=b"{x\n" + GOOD, incomplete=False),
+         [{"code": "model_call_capture_records_unreadable", "detail": "count=1"}, {"code": "model_call_capture_unreadable"}]),
+        (237, CaptureFiles(jsonl=GOOD, incomplete=False, unreadable=True), [{"code": "model_call_capture_unreadable"}]),
+        (236, None, [{"code": "model_call_capture_no_records"}]),
+    ],
+)
+def test_names_past_the_file_name_limit_fail_where_0_7_0_checks_them(length: int, files: CaptureFiles | None, outcome: Any) -> None:
+    """The capture file's name is checked first, the marker's only when no capture file was
+    found; past the limit a check before reading rejects the row, the marker's check after
+    reading makes the capture unreadable (its calls dropped)."""
+    rollout_id = "r" * length
+    row = {"_ng_rollout_id": rollout_id, "_ng_task_index": 0, "_ng_rollout_index": 0}
+    if isinstance(outcome, str):
+        with pytest.raises(RowRejected) as raised:
+            merge_model_call_capture(row, lambda _: files, include_payloads=True)
+        assert f"{raised.value.kind}: {raised.value.message}" == outcome.format(id=rollout_id)
+        assert "ng_model_call_capture" not in row
+    else:
+        merge_model_call_capture(row, lambda _: files, include_payloads=True)
+        assert row["ng_model_call_capture"].get("gaps") == outcome
+        assert row["ng_model_call_capture"]["calls"] == []
+
+
 def test_invalid_bundle_is_kept_raw_with_a_join_gap() -> None:
     raw = {"source": "x", "records": [{"kind": "agent_invocation", "invocation_id": "a", "surprise": 1}]}
     row = merged(CaptureFiles(jsonl=b"{x\n", incomplete=False), ng_agent_observations=raw)

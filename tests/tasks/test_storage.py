@@ -196,6 +196,9 @@ def test_list_files_is_flat_and_sorted(root: Location) -> None:
     for name in ["b.capture.jsonl", "a.capture.incomplete", "sub/c.txt"]:
         root.child("dir", *name.split("/")).write_bytes(b"x")
     assert [e.name for e in root.child("dir").list_files()] == ["a.capture.incomplete", "b.capture.jsonl"]
+    assert [(e.name, e.folder) for e in root.child("dir").list_files(folders=True)] == [
+        ("a.capture.incomplete", False), ("b.capture.jsonl", False), ("sub", True),
+    ]
 
 
 def _fsspec_listing(folder: Location) -> list[FileEntry]:
@@ -220,6 +223,7 @@ def test_streamed_s3_listing_spans_pages(s3: str) -> None:
     folder = Location("s3://bucket/job/calls")
     listed = folder.list_files()
     assert len(listed) == 1005 and listed == _fsspec_listing(folder)
+    assert [(e.name, e.folder) for e in folder.list_files(folders=True) if e.folder] == [("sub", True)]
 
 
 def test_s3_file_and_folder_checks_cost_one_request_each(s3: str) -> None:
