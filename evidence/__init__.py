@@ -11,6 +11,7 @@ Callers import from ``evidence``; the public surface below is pinned by a test.
 from evidence.accounting import ShardAccount, accounted_fields, run_accounting
 from evidence.gate import evaluate_gate, gate_reason
 from evidence.atif import (
+    BatchRules,
     FirstKeyWins,
     config_error_message,
     convert_rollout,
@@ -18,7 +19,6 @@ from evidence.atif import (
     export_rollouts,
     output_created_message,
     output_exists_message,
-    rejected_rows_message,
     rollouts_not_found_message,
     success_lines,
 )
@@ -106,6 +106,7 @@ __all__ = [
     "AtifFile",
     "AtifRefusal",
     "AtifRollout",
+    "BatchRules",
     "AttemptConfig",
     "AttemptInputs",
     "AttemptOutcome",
@@ -175,7 +176,6 @@ __all__ = [
     "perf_markdown",
     "process_attempt",
     "read_capture",
-    "rejected_rows_message",
     "render_compare",
     "render_report",
     "rollout_facts",

@@ -27,6 +27,7 @@ from evidence import (
     AtifRefusal,
     AttemptOutcome,
     AttemptPart,
+    BatchRules,
     FirstKeyWins,
     HealthFold,
     PerfDigest,
@@ -35,7 +36,6 @@ from evidence import (
     build_capabilities,
     dumps,
     histogram_values,
-    rejected_rows_message,
     verdict_line,
     verdict_order,
 )
@@ -98,18 +98,40 @@ def _of_source(attempts: Iterable[AttemptRef], source: str) -> Iterator[AttemptR
 
 
 @dataclass(slots=True)
+class _AllOrNothing:
+    """An all-or-nothing run's ATIF: the accepted files, held until the last row is seen, and
+    0.7.0's batch export replayed over the rows, whose error (if any) is all the run publishes."""
+
+    files: Spill  # the accepted files, input order
+    refused: Spill  # the texts the batch records, input order
+    rules: BatchRules = field(default_factory=BatchRules)
+
+    def replay(self, line: int, atif: AtifFile | AtifRefusal) -> None:
+        if isinstance(atif, AtifFile):
+            recorded = self.rules.replay(line, atif.key, atif.agent, None)
+        else:
+            recorded = self.rules.replay(line, atif.key, None, atif.message)
+        if recorded is not None:
+            self.refused.add(recorded)
+
+    def error(self) -> str | None:
+        return self.rules.error(list(self.refused))
+
+
+@dataclass(slots=True)
 class _AtifState:
     """ATIF decisions taken in input order (the first (task, rollout) key wins).
 
     An accepted file is final when it is decided, so it is written at once (behind the pass,
     a few at a time); only an all-or-nothing run, which may still publish none, spills the
-    accepted files to local disk until its last row is seen.
+    accepted files to local disk until its last row is seen. That run also replays 0.7.0's
+    batch export over the rows (``BatchRules``), whose checks and texts its ``error.txt`` gives.
     """
 
     accept: Callable[[AtifFile], None]  # each accepted main attempt's file, input order
     manifest: Spill  # manifest lines, input order
     rejections: Spill  # {"line", "rollout_id", "error"}, input order
-    held: Spill | None = None  # the accepted files of an all-or-nothing run, input order
+    held: _AllOrNothing | None = None  # an all-or-nothing run's files and batch decisions
     writes: WriteBehind | None = None  # the accepted files being written (any other run)
     accepted: int = 0
     keys: FirstKeyWins = field(default_factory=FirstKeyWins)
@@ -119,8 +141,8 @@ class _AtifState:
         """Files written into ``folder``, or held until the end for an all-or-nothing run."""
         manifest, rejections = stack.enter_context(Spill()), stack.enter_context(Spill())
         if all_or_nothing:
-            held: Spill[AtifFile] = stack.enter_context(Spill(batch=1))  # a file can be megabytes
-            return cls(held.add, manifest, rejections, held)
+            files: Spill[AtifFile] = stack.enter_context(Spill(batch=1))  # a file can be megabytes
+            return cls(files.add, manifest, rejections, _AllOrNothing(files, stack.enter_context(Spill())))
         writes = stack.enter_context(WriteBehind(window=ATIF_WRITE_WINDOW, budget=ATIF_WRITE_BUDGET_BYTES))
 
         def write(accepted: AtifFile) -> None:
@@ -129,6 +151,8 @@ class _AtifState:
         return cls(write, manifest, rejections, writes=writes)
 
     def decide(self, attempt: AttemptRef, outcome: AttemptOutcome, atif: AtifFile | AtifRefusal) -> None:
+        if self.held is not None:
+            self.held.replay(attempt.out_line, atif)
         refusal = atif.message if isinstance(atif, AtifRefusal) else self.keys.refusal(atif.key)
         if refusal is not None:
             self.rejections.add({"line": attempt.out_line, "rollout_id": outcome.rollout_id, "error": refusal})
@@ -222,18 +246,18 @@ def _write_file(folder: Location, accepted: AtifFile) -> None:
 
 
 def _write_atif(ctx: RunContext, atif: _AtifState) -> bool:
-    """The rejections and the manifest; for an all-or-nothing run, its held files or (with a rejection) only error.txt."""
+    """The rejections and the manifest; for an all-or-nothing run, its held files, or only error.txt when 0.7.0's batch export fails."""
     folder = ctx.run_dir.child("atif")
     if atif.writes is not None:
         atif.writes.drain()  # the manifest lists only files that are written
     folder.child("rejections.jsonl").write_chunks(lambda: (dumps(r) + b"\n" for r in atif.rejections))
     if atif.held is not None:
-        if atif.rejections.count:
-            text = rejected_rows_message([(r["line"], r["error"]) for r in atif.rejections])
-            folder.child("error.txt").write_bytes(text.encode())
+        error = atif.held.error()
+        if error is not None:
+            folder.child("error.txt").write_bytes(error.encode())
             return False
 
-        for _ in ordered_prefetch(functools.partial(_write_file, folder), iter(atif.held)):
+        for _ in ordered_prefetch(functools.partial(_write_file, folder), iter(atif.held.files)):
             pass
     with atomic_writer(folder.child("manifest.jsonl")) as out:
         for entry in atif.manifest:

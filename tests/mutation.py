@@ -27,11 +27,13 @@ from typing import Any
 import orjson
 
 from evidence import (
+    AtifExportError,
     AtifFile,
     AttemptConfig,
     AttemptInputs,
     AttemptOutcome,
     AttemptPart,
+    BatchRules,
     CaptureFiles,
     Exporter,
     FirstKeyWins,
@@ -43,6 +45,7 @@ from evidence import (
     decode_part,
     dumps,
     encode_part,
+    export_rollouts,
     histogram_values,
     process_attempt,
     verdict_line,
@@ -458,6 +461,39 @@ def check_attempt(example: Example, config: AttemptConfig = CONFIG) -> AttemptOu
     return back.outcome
 
 
+def check_all_or_nothing(outcomes: list[AttemptOutcome], config: AttemptConfig) -> str | None:
+    """An all-or-nothing run replays 0.7.0's batch export from its attempts' ATIF digests: the
+    replay must fail with the drop-in's text over the written main lines, or accept the files it
+    writes (where the drop-in itself cannot finish, a row our converter failed on, there is nothing
+    to compare). Returns the replay's error."""
+    mains = [outcome for outcome in outcomes if outcome.main is not None]
+    try:
+        expected: Any = export_rollouts(
+            b"".join(outcome.line + b"\n" for outcome in mains),
+            session_id=config.session_id, agent_version=config.agent_version, exporter=config.exporter,
+        )
+    except AtifExportError as error:
+        expected = error.message
+    except Exception:  # noqa: BLE001 - the drop-in stops on what the engine reports as a failed conversion
+        return None
+    rules, refused, files = BatchRules(), [], []
+    for number, outcome in enumerate(mains, start=1):
+        atif = outcome.main.atif
+        if isinstance(atif, AtifFile):
+            text = rules.replay(number, atif.key, atif.agent, None)
+            files.append((atif.name, b"".join(atif.chunks())))
+        else:
+            text = rules.replay(number, atif.key, None, atif.message)
+        if text is not None:
+            refused.append(text)
+    error = rules.error(refused)
+    if isinstance(expected, str):
+        assert error == expected, f"all-or-nothing: {error!r} where the batch export says {expected!r}"
+    else:
+        assert error is None and files == expected[:-1], "all-or-nothing: not the batch export's files"
+    return error
+
+
 def health_of_line(line: bytes, main_line: int, config: AttemptConfig) -> Any:
     """The ``health`` drop-in's digest of ``line`` as line ``main_line`` of a rollouts file (the
     lines before it readable objects, so its ordinal is ``main_line - 1``): what 0.7.0's health
@@ -497,6 +533,7 @@ def check_folds(outcomes: list[AttemptOutcome], config: AttemptConfig = CONFIG) 
     for main in mains:
         if isinstance(main.atif, AtifFile):
             keys.refusal(main.atif.key)
+    check_all_or_nothing(outcomes, config)
 
     documents = [_reread(text) for text in (summary, perf_text, capabilities)]
     latency, tokens_per_turn = histograms["latency_ms"], histograms["tokens_per_turn"]

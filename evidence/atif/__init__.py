@@ -6,6 +6,7 @@ Per rollout (the stage): ``convert_rollout``. Whole file (the ``export-atif`` dr
 
 from evidence.atif.batch import (
     MANIFEST_NAME,
+    BatchRules,
     FirstKeyWins,
     MULTIPLE_AGENTS_MESSAGE,
     NO_RECORDS_MESSAGE,
@@ -14,7 +15,6 @@ from evidence.atif.batch import (
     export_rollouts,
     output_created_message,
     output_exists_message,
-    rejected_rows_message,
     rollouts_not_found_message,
     success_lines,
 )
@@ -24,6 +24,7 @@ from evidence.atif.strict_json import json_equal, loads_strict
 
 __all__ = [
     "MANIFEST_NAME",
+    "BatchRules",
     "FirstKeyWins",
     "MULTIPLE_AGENTS_MESSAGE",
     "NO_RECORDS_MESSAGE",
@@ -37,7 +38,6 @@ __all__ = [
     "manifest_bytes",
     "output_created_message",
     "output_exists_message",
-    "rejected_rows_message",
     "rollout_to_atif",
     "rollouts_not_found_message",
     "success_lines",

@@ -21,6 +21,7 @@ success                                       ``success_lines``                 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from evidence.atif.convert import agent_label, decode_row, is_row_index, rollout_to_atif
 from evidence.atif.encode import encode_rollout, manifest_bytes
@@ -32,14 +33,15 @@ __all__ = [
     "MANIFEST_NAME",
     "MULTIPLE_AGENTS_MESSAGE",
     "NO_RECORDS_MESSAGE",
+    "BatchRules",
     "FirstKeyWins",
     "config_error_message",
     "duplicate_key_message",
     "export_rollouts",
     "output_created_message",
     "output_exists_message",
-    "rejected_rows_message",
     "rollouts_not_found_message",
+    "row_key",
     "success_lines",
 ]
 
@@ -71,6 +73,71 @@ class FirstKeyWins:
             return duplicate_key_message(key)
         self._seen.add(key)
         return None
+
+
+def row_key(row: dict[str, Any]) -> tuple[int, int] | str:
+    """The row's ``(task, rollout)`` key, or the first index field that is not a row index (the
+    batch checks the indices before anything else of a decoded row)."""
+    for field in ("_ng_task_index", "_ng_rollout_index"):
+        if not is_row_index(row.get(field)):
+            return field
+    return row["_ng_task_index"], row["_ng_rollout_index"]
+
+
+class BatchRules:
+    """0.7.0's batch export decisions over a file's rows in line order (§7.2 steps 4-6, §7.3).
+
+    Each row is first ``admit``-ted (its index check, then its key, registered even if the row
+    is refused later), then, unless refused, its conversion is ``converted``. Both return the
+    text the batch records for a refused row (or None). Shared by the ``export-atif`` drop-in,
+    which converts each admitted line, and the stage's all-or-nothing reduce, which replays what
+    each attempt's own conversion found. Holds the keys seen and the agent labels.
+    """
+
+    def __init__(self) -> None:
+        self._keys = FirstKeyWins()
+        self._labels: set[str] = set()
+        self._exported = 0
+
+    def admit(self, number: int, key: tuple[int, int] | str) -> str | None:
+        """The refusal of a row whose ``row_key`` is ``key`` before its conversion, or None."""
+        if isinstance(key, str):
+            return f"line {number}.{key}: expected a non-negative integer"
+        refusal = self._keys.refusal(key)
+        return None if refusal is None else f"line {number}: {refusal}"
+
+    def converted(self, number: int, label: Any, refusal: str | None) -> str | None:
+        """The row's agent label and its conversion's refusal (None: exported); the recorded text."""
+        if isinstance(label, str):
+            self._labels.add(label)
+        if refusal is None:
+            self._exported += 1
+            return None
+        return recorded(number, refusal)
+
+    def replay(self, number: int, key: tuple[int, int] | str | None, label: str | None, refusal: str | None) -> str | None:
+        """A row whose conversion was already made: ``admit`` then ``converted``; ``key`` None is
+        a line that did not decode (``refusal`` says why); the recorded text, or None."""
+        if key is None:
+            assert refusal is not None, "a line that did not decode is refused"
+            return recorded(number, refusal)
+        return self.admit(number, key) or self.converted(number, label, refusal)
+
+    def error(self, refused: Sequence[str]) -> str | None:
+        """The batch's error once every row is in (``refused``: the recorded texts), else None."""
+        if refused:
+            return _aggregate(refused)
+        if not self._exported:
+            return NO_RECORDS_MESSAGE
+        if len(self._labels) != 1:
+            return MULTIPLE_AGENTS_MESSAGE
+        return None
+
+
+def recorded(number: int, message: str) -> str:
+    """A row's refusal as the batch records it: prefixed with ``line N`` unless it starts so."""
+    prefix = f"line {number}"
+    return message if message.startswith(prefix) else f"{prefix}: {message}"
 
 
 def rollouts_not_found_message(source: str) -> str:
@@ -106,11 +173,6 @@ def _aggregate(recorded: Sequence[str]) -> str:
     return f"ATIF export rejected {len(recorded)} row(s):" + "".join(f"\n- {text}" for text in recorded)
 
 
-def rejected_rows_message(rejections: Sequence[tuple[int, str]]) -> str:
-    """The all-or-nothing text from ``(line number, per-row message)`` pairs in line order."""
-    return _aggregate([f"line {line}: {message}" for line, message in rejections])
-
-
 def _lines(data: bytes) -> list[bytes]:
     """Split on ``\\n`` only; a final line without newline is a row, the tail after one is not."""
     lines = data.split(b"\n")
@@ -120,45 +182,43 @@ def _lines(data: bytes) -> list[bytes]:
 
 
 class _Batch:
-    """The per-line loop state: what was exported, what was refused, keys and agent labels."""
+    """The per-line loop state: what was exported and what was refused, under ``BatchRules``."""
 
     def __init__(self, session_id: str, agent_version: str, exporter: Exporter) -> None:
         self.identity = {"session_id": session_id, "agent_version": agent_version, "exporter": exporter}
         self.rollouts: list[AtifRollout] = []
         self.refused: list[str] = []
-        self.keys = FirstKeyWins()
-        self.labels: set[str] = set()
+        self.rules = BatchRules()
 
-    def add(self, number: int, line: bytes) -> None:
+    def add(self, number: int, line: bytes) -> str | None:
+        """The row's recorded refusal, or None once it is exported."""
         if not line.strip():
-            raise AtifExportError(f"line {number}: blank JSONL records are not supported")
-        row = decode_row(line)
-        for field in ("_ng_task_index", "_ng_rollout_index"):
-            if not is_row_index(row.get(field)):
-                raise AtifExportError(f"line {number}.{field}: expected a non-negative integer")
-        key = (row["_ng_task_index"], row["_ng_rollout_index"])
-        refusal = self.keys.refusal(key)
+            return recorded(number, "blank JSONL records are not supported")
+        try:
+            row = decode_row(line)
+        except AtifExportError as error:
+            return recorded(number, error.message)
+        key = row_key(row)
+        refusal = self.rules.admit(number, key)
         if refusal is not None:
-            raise AtifExportError(refusal)
+            return refusal
+        assert not isinstance(key, str)
         label = agent_label(row)
-        if isinstance(label, str):
-            self.labels.add(label)
-        document = rollout_to_atif(row, hygiene=may_hold_surrogate(line), **self.identity)
+        try:
+            document = rollout_to_atif(row, hygiene=may_hold_surrogate(line), **self.identity)
+        except AtifExportError as error:
+            return self.rules.converted(number, label, error.message)
         self.rollouts.append(encode_rollout(document, *key))
+        return self.rules.converted(number, label, None)
 
     def run(self, data: bytes) -> list[tuple[str, bytes]]:
         for number, line in enumerate(_lines(data), start=1):
-            try:
-                self.add(number, line)
-            except AtifExportError as error:
-                prefix = f"line {number}"
-                self.refused.append(error.message if error.message.startswith(prefix) else f"{prefix}: {error.message}")
-        if self.refused:
-            raise AtifExportError(_aggregate(self.refused))
-        if not self.rollouts:
-            raise AtifExportError(NO_RECORDS_MESSAGE)
-        if len(self.labels) != 1:
-            raise AtifExportError(MULTIPLE_AGENTS_MESSAGE)
+            refusal = self.add(number, line)
+            if refusal is not None:
+                self.refused.append(refusal)
+        error = self.rules.error(self.refused)
+        if error is not None:
+            raise AtifExportError(error)
         files = [(rollout.file_name, rollout.content) for rollout in self.rollouts]
         return files + [(MANIFEST_NAME, manifest_bytes(self.rollouts))]
 

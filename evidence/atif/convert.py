@@ -186,11 +186,6 @@ def convert_rollout(line: bytes, *, session_id: str, agent_version: str, exporte
                                   exporter=Exporter(name="evidence-stage", version="0.1.0"))
         rollout.file_name  # "3-7.json" for _ng_task_index 3, _ng_rollout_index 7
     """
-    return encode_rollout(*row_document(line, session_id=session_id, agent_version=agent_version, exporter=exporter))
-
-
-def row_document(line: bytes, *, session_id: str, agent_version: str, exporter: Exporter) -> tuple[dict[str, Any], int, int]:
-    """The ATIF document of one serialised enriched row, with its task and rollout index."""
     row = decode_row(line)
     document = rollout_to_atif(row, session_id=session_id, agent_version=agent_version, exporter=exporter, hygiene=may_hold_surrogate(line))
-    return document, row["_ng_task_index"], row["_ng_rollout_index"]
+    return encode_rollout(document, row["_ng_task_index"], row["_ng_rollout_index"])

@@ -77,9 +77,10 @@ def _main_header(main: MainDigests, blobs: list[tuple[bytes, ...]]) -> dict[str,
     atif: dict[str, Any]
     if isinstance(main.atif, AtifFile):
         blobs.append(main.atif.text)
-        atif = {"key": list(main.atif.key), "name": main.atif.name, "manifest_line": main.atif.manifest_line.decode()}
+        atif = {"key": list(main.atif.key), "name": main.atif.name, "manifest_line": main.atif.manifest_line.decode(), "agent": main.atif.agent}
     else:
-        atif = {"refusal": main.atif.message}
+        key = main.atif.key
+        atif = {"refusal": main.atif.message, "key": list(key) if isinstance(key, tuple) else key}
     return {
         "health": None if main.health is None else main.health.to_json(),
         "capability": main.capability,
@@ -147,11 +148,11 @@ def _newline(view: memoryview, start: int) -> int:
 def _main(data: dict[str, Any], blobs: list[memoryview]) -> MainDigests:
     atif_data = data["atif"]
     atif: AtifFile | AtifRefusal
+    key = atif_data["key"]
     if "refusal" in atif_data:
-        atif = AtifRefusal(atif_data["refusal"])
+        atif = AtifRefusal(atif_data["refusal"], (key[0], key[1]) if isinstance(key, list) else key)
     else:
-        key = atif_data["key"]
-        atif = AtifFile((key[0], key[1]), atif_data["name"], (bytes(blobs[1]),), atif_data["manifest_line"].encode())
+        atif = AtifFile((key[0], key[1]), atif_data["name"], (bytes(blobs[1]),), atif_data["manifest_line"].encode(), atif_data["agent"])
     perf = data["perf"]
     return MainDigests(
         health=None if data["health"] is None else RowDigest.from_json(data["health"]),

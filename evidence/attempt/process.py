@@ -31,7 +31,9 @@ from typing import Any, TypeVar
 import orjson
 
 from evidence.atif import rollout_to_atif
-from evidence.atif.convert import row_document
+from evidence.atif.batch import row_key
+from evidence.atif.convert import agent_label, decode_row
+from evidence.atif.strict_json import may_hold_surrogate
 from evidence.atif.encode import encode_file
 from evidence.attempt.outcome import AtifFile, AtifRefusal, AttemptOutcome, MainDigests, PerfDigest, Status
 from evidence.capabilities import capability_digest
@@ -255,34 +257,52 @@ def _digests(
     identity = {"session_id": config.session_id, "agent_version": config.agent_version, "exporter": config.exporter}
     if not written.canonical:  # an input row passed through, a fallback rendering: the strict loader reads it again
         del value
-        return MainDigests(health, capability, perf, _atif(lambda: _file(*row_document(written.line, **identity)), failures))
+        return MainDigests(health, capability, perf, _atif_of_line(written.line, identity, failures))
     # orjson's own line passes every rule of the strict loader and holds no lone surrogate, so
     # its orjson value is the strict one and the surrogate walk (hygiene) cannot fail.
-    document = _atif(
-        lambda: (rollout_to_atif(value, hygiene=False, **identity), value["_ng_task_index"], value["_ng_rollout_index"]),
-        failures,
-    )
+    key, agent = row_key(value), _string_label(value)
+    document = _atif(lambda: rollout_to_atif(value, hygiene=False, **identity), failures, key)
     del value
+    return MainDigests(health, capability, perf, _atif_file(document, key, agent, failures))
+
+
+def _atif_of_line(line: bytes, identity: dict[str, Any], failures: list[str]) -> AtifFile | AtifRefusal:
+    """The ATIF digest of a line the strict loader reads (as the batch export reads the file)."""
+    row = _atif(lambda: decode_row(line), failures, None)
+    if isinstance(row, AtifRefusal):
+        return row
+    key, agent = row_key(row), _string_label(row)
+    document = _atif(lambda: rollout_to_atif(row, hygiene=may_hold_surrogate(line), **identity), failures, key)
+    del row
+    return _atif_file(document, key, agent, failures)
+
+
+def _string_label(row: dict[str, Any]) -> str | None:
+    label = agent_label(row)
+    return label if isinstance(label, str) else None
+
+
+def _atif_file(
+    document: dict[str, Any] | AtifRefusal, key: tuple[int, int] | str, agent: str | None, failures: list[str]
+) -> AtifFile | AtifRefusal:
+    """The converted document encoded as its file (the conversion refuses rows whose indices are not row indices)."""
     if isinstance(document, AtifRefusal):
-        return MainDigests(health, capability, perf, document)
-    return MainDigests(health, capability, perf, _atif(lambda: _file(*document), failures))
+        return document
+    assert isinstance(key, tuple)
+    return _atif(lambda: AtifFile(key, *encode_file(document, *key), agent), failures, key)
 
 
-def _atif(convert: Callable[[], T], failures: list[str]) -> T | AtifRefusal:
-    """A step of the row's ATIF conversion, or why the row is refused; an unexpected error is a
-    refusal and a failure."""
+def _atif(convert: Callable[[], T], failures: list[str], key: tuple[int, int] | str | None) -> T | AtifRefusal:
+    """A step of the row's ATIF conversion, or why the row (of ``row_key`` ``key``) is refused;
+    an unexpected error is a refusal and a failure."""
     try:
         return convert()
     except AtifExportError as exc:
-        return AtifRefusal(exc.message)
+        return AtifRefusal(exc.message, key)
     except Exception as exc:  # noqa: BLE001 - our converter's own failure refuses the row, reported
         reason = failure_reason(exc, "ATIF conversion")
         failures.append(reason)
-        return AtifRefusal(f"conversion failed: {reason}")
-
-
-def _file(document: dict[str, Any], task_index: int, rollout_index: int) -> AtifFile:
-    return AtifFile((task_index, rollout_index), *encode_file(document, task_index, rollout_index))
+        return AtifRefusal(f"conversion failed: {reason}", key)
 
 
 def _notes(row: dict[str, Any], rollout_id: str | None) -> tuple[str, ...]:

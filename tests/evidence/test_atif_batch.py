@@ -15,7 +15,6 @@ from evidence.atif import (
     convert_rollout,
     duplicate_key_message,
     export_rollouts,
-    rejected_rows_message,
     rollout_to_atif,
     success_lines,
 )
@@ -50,7 +49,7 @@ def test_final_newline_ends_the_last_row_and_crlf_is_harmless() -> None:
 
 
 def test_a_second_newline_is_a_blank_row() -> None:
-    assert _refusal(_jsonl(_row()) + b"\n\n") == rejected_rows_message([(2, "blank JSONL records are not supported")])
+    assert _refusal(_jsonl(_row()) + b"\n\n") == "ATIF export rejected 1 row(s):\n- line 2: blank JSONL records are not supported"
 
 
 def test_empty_file_has_no_records() -> None:
@@ -79,7 +78,7 @@ def test_non_object_agent_ref_is_refused_not_crashed(agent_ref: Any) -> None:
 
 
 def test_absurd_nesting_is_invalid_json() -> None:
-    assert _refusal(b"[" * 100_000 + b"]" * 100_000) == rejected_rows_message([(1, "invalid JSON")])
+    assert _refusal(b"[" * 100_000 + b"]" * 100_000) == "ATIF export rejected 1 row(s):\n- line 1: invalid JSON"
 
 
 @pytest.mark.parametrize(

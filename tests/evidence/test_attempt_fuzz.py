@@ -23,10 +23,11 @@ from collections import Counter
 import orjson
 import pytest
 
-from evidence import AttemptInputs, AttemptOutcome, AttemptPart, CaptureFiles, Status, encode_part, process_attempt
+from evidence import AtifFile, AttemptInputs, AttemptOutcome, AttemptPart, CaptureFiles, Status, encode_part, process_attempt
+from evidence.atif import MULTIPLE_AGENTS_MESSAGE, NO_RECORDS_MESSAGE
 from evidence.collect import CollectedRow, collect_row
 from evidence.jsonl import orjson_line
-from tests.mutation import CONFIG, Batch, Example, Seed, check_batch, examples, json_object, load_seeds
+from tests.mutation import CONFIG, Batch, Example, Seed, check_all_or_nothing, check_batch, examples, json_object, load_seeds
 
 EXAMPLES_PER_SEED = 750
 BATCH = 20
@@ -81,6 +82,20 @@ FOUND = {
 @pytest.mark.parametrize("name", sorted(FOUND))
 def test_shapes_the_campaign_found_keep_the_contract(name: str) -> None:
     check_batch(Batch(CONFIG, FOUND[name]))
+
+
+def test_all_or_nothing_replays_the_batch_export_where_every_row_converts(seeds: list[Seed]) -> None:
+    """The fuzz batches meet refused rows; here every row converts: one agent (the batch's files),
+    two agents and no rows (the batch's file-level errors)."""
+    by_agent: dict[str | None, dict[tuple[int, int], Seed]] = {}
+    for seed in seeds:
+        atif = process_attempt(AttemptInputs(seed.row, seed.capture), CONFIG, main_line=1).main.atif
+        if isinstance(atif, AtifFile):
+            by_agent.setdefault(atif.agent, {}).setdefault(atif.key, seed)
+    simple, harness = list(by_agent["simple_agent"].values()), list(by_agent["harness_agent"].values())
+    for rows, error in ((simple, None), ([simple[0], harness[0]], MULTIPLE_AGENTS_MESSAGE), ([], NO_RECORDS_MESSAGE)):
+        outcomes = [process_attempt(AttemptInputs(seed.row, seed.capture), CONFIG, main_line=n) for n, seed in enumerate(rows, start=1)]
+        assert check_all_or_nothing(outcomes, CONFIG) == error
 
 
 def _part(outcome: AttemptOutcome) -> bytes:
