@@ -23,6 +23,7 @@ from evidence.atif import (
     success_lines,
 )
 from evidence.attempt import (
+    PART_VERSION,
     AtifFile,
     AtifRefusal,
     AttemptConfig,
@@ -122,6 +123,7 @@ __all__ = [
     "HealthFold",
     "MARKER_SUFFIX",
     "MainDigests",
+    "PART_VERSION",
     "PartError",
     "PerfDigest",
     "PerfSummaryFold",

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from evidence import CAPTURE_SUFFIX, MARKER_SUFFIX, ShardAccount, accounted_fields, capture_file_id, run_accounting
+from evidence import CAPTURE_SUFFIX, MARKER_SUFFIX, PART_VERSION, ShardAccount, accounted_fields, capture_file_id, run_accounting
 from tasks.shards import Shard
 from tasks.spill import Spill, TemporaryStore
 from tasks.storage import FileEntry, InputNotFound, Location
@@ -97,8 +97,11 @@ class JobPlan(TemporaryStore):
 
 
 def _attempt_fingerprint(line: bytes, capture: FileEntry | None, incomplete: bool) -> str:
+    """What an attempt's part is made from: its row, its capture as listed, its marker, and the
+    part format, so a resume redoes the parts an older version wrote instead of failing to read them."""
     digest = hashlib.sha256(line)
-    digest.update(f"\0{capture.size if capture else -1}\0{capture.version if capture else ''}\0{int(incomplete)}".encode())
+    listed = f"{capture.size}\0{capture.version}\0{int(capture.folder)}" if capture else "-1\0\0"
+    digest.update(f"\0{listed}\0{int(incomplete)}\0{PART_VERSION}".encode())
     return digest.hexdigest()
 
 

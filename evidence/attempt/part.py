@@ -2,14 +2,15 @@
 
 Layout::
 
-    evidence-part/3[ exact]\\n     magic and version; "exact" when the header holds wide integers
+    evidence-part/4[ exact]\\n     magic and version; "exact" when the header holds wide integers
     <header JSON>\\n               every field of the outcome but the blobs, plus blob lengths
     <row line><ATIF text>          the blobs back to back, raw bytes (no JSON-in-JSON escaping);
                                    the ATIF file is its text plus a final newline
 
-A part that cannot be decoded (another version, damage) is reported by :class:`PartError`, so
-resume treats it as absent and redoes the attempt. The header goes through the library's one
-JSON writer, so no outcome can make encoding raise.
+A part that cannot be decoded (damage) is reported by :class:`PartError`. A part of another
+version is never read: ``PART_VERSION`` is in each attempt's fingerprint, so a resume redoes
+the parts an older version wrote. The header goes through the library's one JSON writer, so no
+outcome can make encoding raise.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from evidence.jsonl import dumps, loads_exact, orjson_line
 
 __all__ = ["PART_VERSION", "AttemptPart", "PartError", "decode_part", "encode_part"]
 
-PART_VERSION = 3
+PART_VERSION = 4
 _MAGIC = f"evidence-part/{PART_VERSION}".encode()
 _EXACT = _MAGIC + b" exact"
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+import tasks.discover
 from tasks.discover import discover, fingerprint_inputs, list_inputs
 from tasks.shards import Shard
 from tasks.storage import InputNotFound, Location
@@ -83,6 +84,17 @@ def test_fingerprints_follow_the_bytes() -> None:
         with discover([Shard(main)], captures) as after:
             assert next(iter(before.attempts)).fingerprint != next(iter(after.attempts)).fingerprint
     assert before.fingerprint != after.fingerprint == fingerprint_inputs(list_inputs([Shard(main)], captures))
+
+
+@pytest.mark.usefixtures("memfs")
+def test_fingerprints_follow_the_part_format(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A resume after an upgrade that changed the part format redoes the old parts: their
+    attempts' fingerprints no longer match."""
+    main, captures = _job([orjson.dumps(ROWS[0])], {"0-0.capture.jsonl": b"{}\n"})
+    with discover([Shard(main)], captures) as before:
+        monkeypatch.setattr(tasks.discover, "PART_VERSION", tasks.discover.PART_VERSION + 1)
+        with discover([Shard(main)], captures) as after:
+            assert next(iter(before.attempts)).fingerprint != next(iter(after.attempts)).fingerprint
 
 
 @pytest.mark.usefixtures("memfs")
