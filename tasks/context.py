@@ -59,7 +59,7 @@ class RunContext:
         """How health locators name the enriched rollouts file: its name inside the run directory.
 
         0.7.0 quotes the path it was given; the stage's path holds the run id, so quoting it
-        would make two runs of the same job write different verdicts (invariant 3).
+        would make two runs of the same job write different verdicts (README, guarantee 3).
         """
         return ROLLOUTS_NAME
 

@@ -146,8 +146,21 @@ def list_inputs(shards: Sequence[Shard], capture_dir: Location) -> JobInputs:
         for location in (shard.main, shard.failures, shard.materialized):
             if location is not None:
                 files[location.name] = location.entry()
-    # Folders too: 0.7.0 finds a folder under a capture file's or marker's name as it finds a file.
-    return JobInputs(files, capture_dir.name, capture_dir.list_files(folders=True))
+    return JobInputs(files, capture_dir.name, _capture_entries(capture_dir))
+
+
+def _capture_entries(capture_dir: Location) -> list[FileEntry]:
+    """The capture folder's files, and its folders named as a capture file or marker: 0.7.0's
+    lookups find those as they find files. Such a folder's entry has no size or version (0.7.0
+    asks only whether the name exists; what is inside never changes an attempt), and an S3
+    prefix named as an object that exists is not listed (the object is the capture)."""
+    listed = capture_dir.list_files(folders=True)
+    names = {entry.name for entry in listed if not entry.folder}
+    return [
+        entry if not entry.folder else FileEntry(entry.name, 0, "", folder=True)
+        for entry in listed
+        if not entry.folder or (entry.name.endswith((CAPTURE_SUFFIX, MARKER_SUFFIX)) and entry.name not in names)
+    ]
 
 
 def fingerprint_inputs(inputs: JobInputs) -> str:

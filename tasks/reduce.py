@@ -4,7 +4,7 @@ Parts are read once each (with bounded read-ahead) and each output is written at
 one pass over the main parts writes ``rollouts.jsonl`` and spills every per-attempt record a
 fold needs (health digests, perf records, capability digests, accepted ATIF files) to local
 temporary files; each fold then streams its spill. Memory holds only the folds' own state:
-counters, the identities seen (duplicates, the ATIF first-wins rule) and one sort buffer for the
+counters, the identities seen (duplicates, the ATIF first-wins rule, an all-or-nothing run's batch keys) and one sort buffer for the
 verdict lines, so it does not grow by kilobytes per attempt (README, guarantee 6).
 """
 
@@ -107,6 +107,7 @@ class _AllOrNothing:
     rules: BatchRules = field(default_factory=BatchRules)
 
     def replay(self, line: int, atif: AtifFile | AtifRefusal) -> None:
+        """The batch's decision on the main row at ``line`` of ``rollouts.jsonl``, from its digest."""
         if isinstance(atif, AtifFile):
             recorded = self.rules.replay(line, atif.key, atif.agent, None)
         else:
@@ -115,6 +116,7 @@ class _AllOrNothing:
             self.refused.add(recorded)
 
     def error(self) -> str | None:
+        """The batch's error once every main row is in, else None (the files are published)."""
         return self.rules.error(list(self.refused))
 
 

@@ -29,6 +29,7 @@ import orjson
 from evidence import (
     AtifExportError,
     AtifFile,
+    AtifRefusal,
     AttemptConfig,
     AttemptInputs,
     AttemptOutcome,
@@ -461,21 +462,22 @@ def check_attempt(example: Example, config: AttemptConfig = CONFIG) -> AttemptOu
     return back.outcome
 
 
+NOT_COMPARED = "not compared: the batch export stopped on a row our converter failed on"
+
+
 def check_all_or_nothing(outcomes: list[AttemptOutcome], config: AttemptConfig) -> str | None:
     """An all-or-nothing run replays 0.7.0's batch export from its attempts' ATIF digests: the
-    replay must fail with the drop-in's text over the written main lines, or accept the files it
-    writes (where the drop-in itself cannot finish, a row our converter failed on, there is nothing
-    to compare). Returns the replay's error."""
+    replay must fail with the drop-in's text over the written main lines, or accept the files and
+    manifest it writes. Returns the replay's error, or ``NOT_COMPARED`` where the drop-in stops on
+    a row our own converter failed on (0.7.0 stops there too, with a traceback)."""
     mains = [outcome for outcome in outcomes if outcome.main is not None]
+    data = b"".join(bytes(outcome.line) + b"\n" for outcome in mains)
+    if any(isinstance(main.main.atif, AtifRefusal) and main.main.atif.message.startswith("conversion failed: ") for main in mains):
+        return NOT_COMPARED
     try:
-        expected: Any = export_rollouts(
-            b"".join(outcome.line + b"\n" for outcome in mains),
-            session_id=config.session_id, agent_version=config.agent_version, exporter=config.exporter,
-        )
+        expected: Any = export_rollouts(data, session_id=config.session_id, agent_version=config.agent_version, exporter=config.exporter)
     except AtifExportError as error:
         expected = error.message
-    except Exception:  # noqa: BLE001 - the drop-in stops on what the engine reports as a failed conversion
-        return None
     rules, refused, files = BatchRules(), [], []
     for number, outcome in enumerate(mains, start=1):
         atif = outcome.main.atif
@@ -491,6 +493,8 @@ def check_all_or_nothing(outcomes: list[AttemptOutcome], config: AttemptConfig) 
         assert error == expected, f"all-or-nothing: {error!r} where the batch export says {expected!r}"
     else:
         assert error is None and files == expected[:-1], "all-or-nothing: not the batch export's files"
+        manifest = b"".join(outcome.main.atif.manifest_line + b"\n" for outcome in mains if isinstance(outcome.main.atif, AtifFile))
+        assert expected[-1] == ("manifest.jsonl", manifest), "all-or-nothing: not the batch export's manifest"
     return error
 
 

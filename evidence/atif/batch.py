@@ -21,9 +21,8 @@ success                                       ``success_lines``                 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from evidence.atif.convert import agent_label, decode_row, is_row_index, rollout_to_atif
+from evidence.atif.convert import agent_name, decode_row, rollout_to_atif, row_key
 from evidence.atif.encode import encode_rollout, manifest_bytes
 from evidence.atif.strict_json import may_hold_surrogate
 from evidence.errors import AtifExportError
@@ -41,7 +40,6 @@ __all__ = [
     "output_created_message",
     "output_exists_message",
     "rollouts_not_found_message",
-    "row_key",
     "success_lines",
 ]
 
@@ -61,7 +59,7 @@ class FirstKeyWins:
     """ATIF acceptance in input order: the first row with a ``(task, rollout)`` key is exported.
 
     Shared by the batch export and the stage's reduce, so both refuse a repeated key with the
-    same text. Holds the keys seen (two ints per exported row).
+    same text. Holds the keys it is given (two ints each).
     """
 
     def __init__(self) -> None:
@@ -75,15 +73,6 @@ class FirstKeyWins:
         return None
 
 
-def row_key(row: dict[str, Any]) -> tuple[int, int] | str:
-    """The row's ``(task, rollout)`` key, or the first index field that is not a row index (the
-    batch checks the indices before anything else of a decoded row)."""
-    for field in ("_ng_task_index", "_ng_rollout_index"):
-        if not is_row_index(row.get(field)):
-            return field
-    return row["_ng_task_index"], row["_ng_rollout_index"]
-
-
 class BatchRules:
     """0.7.0's batch export decisions over a file's rows in line order (§7.2 steps 4-6, §7.3).
 
@@ -91,12 +80,14 @@ class BatchRules:
     is refused later), then, unless refused, its conversion is ``converted``. Both return the
     text the batch records for a refused row (or None). Shared by the ``export-atif`` drop-in,
     which converts each admitted line, and the stage's all-or-nothing reduce, which replays what
-    each attempt's own conversion found. Holds the keys seen and the agent labels.
+    each attempt's own conversion found. Holds the key of every row with row indices (two ints
+    each: a refused row's key still makes a later one a duplicate) and the first agent name.
     """
 
     def __init__(self) -> None:
         self._keys = FirstKeyWins()
-        self._labels: set[str] = set()
+        self._agent: str | None = None
+        self._agents = 0  # distinct agent names seen, counted up to two: the rule is "exactly one"
         self._exported = 0
 
     def admit(self, number: int, key: tuple[int, int] | str) -> str | None:
@@ -106,22 +97,22 @@ class BatchRules:
         refusal = self._keys.refusal(key)
         return None if refusal is None else f"line {number}: {refusal}"
 
-    def converted(self, number: int, label: Any, refusal: str | None) -> str | None:
-        """The row's agent label and its conversion's refusal (None: exported); the recorded text."""
-        if isinstance(label, str):
-            self._labels.add(label)
+    def converted(self, number: int, agent: str | None, refusal: str | None) -> str | None:
+        """The row's ``agent_name`` and its conversion's refusal (None: exported); the recorded text."""
+        if agent is not None and agent != self._agent and self._agents < 2:
+            self._agent, self._agents = agent, self._agents + 1
         if refusal is None:
             self._exported += 1
             return None
-        return recorded(number, refusal)
+        return _recorded(number, refusal)
 
-    def replay(self, number: int, key: tuple[int, int] | str | None, label: str | None, refusal: str | None) -> str | None:
+    def replay(self, number: int, key: tuple[int, int] | str | None, agent: str | None, refusal: str | None) -> str | None:
         """A row whose conversion was already made: ``admit`` then ``converted``; ``key`` None is
         a line that did not decode (``refusal`` says why); the recorded text, or None."""
         if key is None:
             assert refusal is not None, "a line that did not decode is refused"
-            return recorded(number, refusal)
-        return self.admit(number, key) or self.converted(number, label, refusal)
+            return _recorded(number, refusal)
+        return self.admit(number, key) or self.converted(number, agent, refusal)
 
     def error(self, refused: Sequence[str]) -> str | None:
         """The batch's error once every row is in (``refused``: the recorded texts), else None."""
@@ -129,12 +120,12 @@ class BatchRules:
             return _aggregate(refused)
         if not self._exported:
             return NO_RECORDS_MESSAGE
-        if len(self._labels) != 1:
+        if self._agents != 1:
             return MULTIPLE_AGENTS_MESSAGE
         return None
 
 
-def recorded(number: int, message: str) -> str:
+def _recorded(number: int, message: str) -> str:
     """A row's refusal as the batch records it: prefixed with ``line N`` unless it starts so."""
     prefix = f"line {number}"
     return message if message.startswith(prefix) else f"{prefix}: {message}"
@@ -193,23 +184,23 @@ class _Batch:
     def add(self, number: int, line: bytes) -> str | None:
         """The row's recorded refusal, or None once it is exported."""
         if not line.strip():
-            return recorded(number, "blank JSONL records are not supported")
+            return _recorded(number, "blank JSONL records are not supported")
         try:
             row = decode_row(line)
         except AtifExportError as error:
-            return recorded(number, error.message)
+            return _recorded(number, error.message)
         key = row_key(row)
         refusal = self.rules.admit(number, key)
         if refusal is not None:
             return refusal
         assert not isinstance(key, str)
-        label = agent_label(row)
+        agent = agent_name(row)
         try:
             document = rollout_to_atif(row, hygiene=may_hold_surrogate(line), **self.identity)
         except AtifExportError as error:
-            return self.rules.converted(number, label, error.message)
+            return self.rules.converted(number, agent, error.message)
         self.rollouts.append(encode_rollout(document, *key))
-        return self.rules.converted(number, label, None)
+        return self.rules.converted(number, agent, None)
 
     def run(self, data: bytes) -> list[tuple[str, bytes]]:
         for number, line in enumerate(_lines(data), start=1):

@@ -18,7 +18,7 @@ from evidence.errors import AtifExportError
 from evidence.models.atif import AtifRollout, Exporter
 from evidence.references import ExportCallIndex
 
-__all__ = ["agent_label", "convert_rollout", "decode_row", "is_row_index", "rollout_to_atif"]
+__all__ = ["agent_label", "agent_name", "convert_rollout", "decode_row", "is_row_index", "rollout_to_atif", "row_key"]
 
 _AGENT_REF_KEYS = frozenset({"type", "name"})
 _TOTALS = (
@@ -34,6 +34,15 @@ def is_row_index(value: Any) -> bool:
     return type(value) is int and value >= 0
 
 
+def row_key(row: dict[str, Any]) -> tuple[int, int] | str:
+    """The row's ``(task, rollout)`` key, or the first index field that is not a row index (the
+    batch checks the indices before anything else of a decoded row)."""
+    for field in ("_ng_task_index", "_ng_rollout_index"):
+        if not is_row_index(row.get(field)):
+            return field
+    return row["_ng_task_index"], row["_ng_rollout_index"]
+
+
 def agent_label(row: dict[str, Any]) -> Any:
     """``agent_ref.name``, else the environment server stamp; unvalidated (the batch collects it).
 
@@ -44,6 +53,12 @@ def agent_label(row: dict[str, Any]) -> Any:
         return None
     name = ref.get("name")
     return name if name is not None else row.get("_ng_environment_server")
+
+
+def agent_name(row: dict[str, Any]) -> str | None:
+    """The row's agent label where it is a string: the batch export needs exactly one across a file."""
+    label = agent_label(row)
+    return label if isinstance(label, str) else None
 
 
 def _check_identity(value: Any, field: str) -> None:
@@ -140,9 +155,8 @@ def rollout_to_atif(
     conversation = parse_record(trajectory)
     root = _check_root(trajectory)
     label = _check_agent(row)
-    for field in ("_ng_task_index", "_ng_rollout_index"):
-        if not is_row_index(row.get(field)):
-            raise AtifExportError(f"{field}: expected a non-negative integer")
+    if isinstance(bad_index := row_key(row), str):
+        raise AtifExportError(f"{bad_index}: expected a non-negative integer")
     walk = walk_conversation(conversation, trajectory.get("tool_calls", []), root["invocation_id"])
     index = ExportCallIndex(trajectory.get("model_calls", []))
     agent, selected = agent_steps(walk.groups, trajectory.get("turns", []), index, root["invocation_id"])

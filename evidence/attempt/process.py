@@ -31,10 +31,9 @@ from typing import Any, TypeVar
 import orjson
 
 from evidence.atif import rollout_to_atif
-from evidence.atif.batch import row_key
-from evidence.atif.convert import agent_label, decode_row
-from evidence.atif.strict_json import may_hold_surrogate
+from evidence.atif.convert import agent_name, decode_row, row_key
 from evidence.atif.encode import encode_file
+from evidence.atif.strict_json import may_hold_surrogate
 from evidence.attempt.outcome import AtifFile, AtifRefusal, AttemptOutcome, MainDigests, PerfDigest, Status
 from evidence.capabilities import capability_digest
 from evidence.capture import CaptureFiles
@@ -235,6 +234,7 @@ def _digests(
             failures.append(failure_reason(exc, step))
             return None
 
+    identity = {"session_id": config.session_id, "agent_version": config.agent_version, "exporter": config.exporter}
     if as_read is not None:
         value = as_read
     else:
@@ -242,9 +242,10 @@ def _digests(
             value = written.value()
         except Exception as exc:  # noqa: BLE001 - a line orjson cannot read (a lone surrogate's escape)
             failures.append(failure_reason(exc, "decoding the written row"))
-            # 0.7.0's health reads rollouts.jsonl with orjson and reports such a line as unreadable
+            # 0.7.0's health reads rollouts.jsonl with orjson and reports such a line as unreadable;
+            # its exporter reads it with the strict loader, which may read it
             unreadable = unreadable_row(config.verdict_source, main_line, type(exc).__name__, ignored=config.ignored_checks)
-            return MainDigests(unreadable, None, None, AtifRefusal("invalid JSON"))
+            return MainDigests(unreadable, None, None, _atif_of_line(written.line, identity, failures))
     health = guarded(
         "health checks",
         lambda: evaluate_row(
@@ -254,13 +255,12 @@ def _digests(
     )
     capability = guarded("capability digest", lambda: capability_digest(value))
     perf = guarded("perf digest", lambda: PerfDigest(perf_group(value), summary_input(value.get("ng_perf"))))
-    identity = {"session_id": config.session_id, "agent_version": config.agent_version, "exporter": config.exporter}
     if not written.canonical:  # an input row passed through, a fallback rendering: the strict loader reads it again
         del value
         return MainDigests(health, capability, perf, _atif_of_line(written.line, identity, failures))
     # orjson's own line passes every rule of the strict loader and holds no lone surrogate, so
     # its orjson value is the strict one and the surrogate walk (hygiene) cannot fail.
-    key, agent = row_key(value), _string_label(value)
+    key, agent = row_key(value), agent_name(value)
     document = _atif(lambda: rollout_to_atif(value, hygiene=False, **identity), failures, key)
     del value
     return MainDigests(health, capability, perf, _atif_file(document, key, agent, failures))
@@ -271,15 +271,10 @@ def _atif_of_line(line: bytes, identity: dict[str, Any], failures: list[str]) ->
     row = _atif(lambda: decode_row(line), failures, None)
     if isinstance(row, AtifRefusal):
         return row
-    key, agent = row_key(row), _string_label(row)
+    key, agent = row_key(row), agent_name(row)
     document = _atif(lambda: rollout_to_atif(row, hygiene=may_hold_surrogate(line), **identity), failures, key)
     del row
     return _atif_file(document, key, agent, failures)
-
-
-def _string_label(row: dict[str, Any]) -> str | None:
-    label = agent_label(row)
-    return label if isinstance(label, str) else None
 
 
 def _atif_file(
@@ -288,7 +283,7 @@ def _atif_file(
     """The converted document encoded as its file (the conversion refuses rows whose indices are not row indices)."""
     if isinstance(document, AtifRefusal):
         return document
-    assert isinstance(key, tuple)
+    assert isinstance(key, tuple), "the conversion refuses a row whose row_key is an index field"
     return _atif(lambda: AtifFile(key, *encode_file(document, *key), agent), failures, key)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from evidence.capture.metrics import aggregate_metrics
 from evidence.capture.reading import read_capture
+from evidence.errors import RowRejected
 from evidence.gaps import (
     AGENT_OBSERVATION_JOIN_FAILED,
     MODEL_CALL_CAPTURE_INCOMPLETE,
@@ -20,7 +21,6 @@ from evidence.gaps import (
     MODEL_CALL_CAPTURE_RECORDS_UNREADABLE,
     MODEL_CALL_CAPTURE_UNREADABLE,
 )
-from evidence.errors import RowRejected
 from evidence.identity import capture_rollout_id, check_capture_file_id
 from evidence.models.capture import ModelCallRecord
 from evidence.observations import join_observations
@@ -34,7 +34,6 @@ MARKER_SUFFIX = ".capture.incomplete"
 NAME_MAX = 255
 """Longest file name, in bytes, on the local file systems 0.7.0's capture store lives on: its
 existence check of a longer name raises ``OSError`` (ENAMETOOLONG) instead of answering."""
-
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ _MADV_PAGEOUT = getattr(mmap, "MADV_PAGEOUT", 21 if sys.platform == "linux" else
 
 @dataclass(frozen=True, slots=True)
 class FileEntry:
-    """One listed file: its name relative to the listed folder, size and version tag."""
+    """One listed file (or folder): its name relative to the listed folder, size and version tag."""
 
     name: str
     size: int

@@ -10,6 +10,11 @@ from pathlib import Path
 import orjson
 import pytest
 
+from evidence import AtifExportError, export_rollouts
+from evidence.atif import MULTIPLE_AGENTS_MESSAGE
+from evidence.models.atif import Exporter
+from flows.resolve import package_version
+from tasks.context import EXPORTER_NAME
 from tasks.parts import segment_parts
 from tests.conformance.conftest import strict_diff
 from tests.conftest import EXAMPLE_JOB, SAMPLES
@@ -196,17 +201,49 @@ def test_a_capture_dir_file_name_that_is_not_utf8_is_reported_as_an_orphan(tmp_p
     assert (local_path(result["run_dir"]) / "_SUCCESS").exists()
 
 
+_IDENTITY = {"session_id": "s1", "agent_version": "1.0.0"}
+
+
+def _batch_error(run_dir: Path) -> str | None:
+    """What 0.7.0's batch export (the ``export-atif`` drop-in) says of a run's ``rollouts.jsonl``."""
+    exporter = Exporter(name=EXPORTER_NAME, version=package_version())
+    try:
+        export_rollouts((run_dir / "rollouts.jsonl").read_bytes(), **_IDENTITY, exporter=exporter)
+    except AtifExportError as error:
+        return error.message
+    return None
+
+
 def test_all_or_nothing_publishes_every_accepted_file_or_none(tmp_path: Path) -> None:
-    """Accepted files are written as the reduce decides them, except in an all-or-nothing run."""
-    common = dict(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output=str(tmp_path))
-    default = local_path(run_stage(**common, run_id="default")["run_dir"]) / "atif"
+    """Accepted files are written as the reduce decides them, except in an all-or-nothing run,
+    which publishes them only where 0.7.0's batch export of its rollouts.jsonl succeeds, and
+    otherwise that export's error, word for word."""
+    common = dict(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output=str(tmp_path), **_IDENTITY)
+    default_run = local_path(run_stage(**common, run_id="default")["run_dir"])
+    default = default_run / "atif"
     files = sorted(path.name for path in default.glob("*.json"))
     assert files and (default / "rejections.jsonl").read_text(), "the example job has accepted and refused rows"
-    refused = local_path(run_stage(**common, run_id="refused", atif_all_or_nothing=True)["run_dir"]) / "atif"
-    assert sorted(path.name for path in refused.iterdir()) == ["error.txt", "rejections.jsonl"]
-    accepted_ids = [Path(json.loads(line)["trajectory_path"]).stem for line in (default / "manifest.jsonl").read_text().splitlines()]
-    clean = local_path(run_stage(**common, run_id="clean", atif_all_or_nothing=True, rollout_ids=accepted_ids)["run_dir"]) / "atif"
+
+    refused_run = local_path(run_stage(**common, run_id="refused", atif_all_or_nothing=True)["run_dir"])
+    assert sorted(path.name for path in (refused_run / "atif").iterdir()) == ["error.txt", "rejections.jsonl"]
+    assert (refused_run / "atif" / "error.txt").read_text() == _batch_error(refused_run)
+
+    accepted = {(entry["_ng_task_index"], entry["_ng_rollout_index"]) for entry in map(json.loads, (default / "manifest.jsonl").read_text().splitlines())}
+    rows = [json.loads(line) for line in (default_run / "rollouts.jsonl").read_text().splitlines()]
+    by_agent: dict[str, list[str]] = {}
+    for row in rows:
+        if (row["_ng_task_index"], row["_ng_rollout_index"]) in accepted:
+            by_agent.setdefault(row["agent_ref"]["name"], []).append(row["ng_model_call_capture"]["rollout_id"])
+    assert len(by_agent) == 2, "the accepted rows come from two agents"
+
+    both = local_path(run_stage(**common, run_id="both", atif_all_or_nothing=True, rollout_ids=sum(by_agent.values(), []))["run_dir"])
+    assert (both / "atif" / "error.txt").read_text() == _batch_error(both) == MULTIPLE_AGENTS_MESSAGE
+
+    agent, ids = max(by_agent.items(), key=lambda item: len(item[1]))
+    clean = local_path(run_stage(**common, run_id="clean", atif_all_or_nothing=True, rollout_ids=ids)["run_dir"]) / "atif"
     published = sorted(path.name for path in clean.glob("*.json"))
-    assert published and set(published) <= set(files) and not (clean / "error.txt").exists()
+    assert len(published) == len(ids) and set(published) <= set(files) and not (clean / "error.txt").exists(), agent
     assert all((clean / name).read_bytes() == (default / name).read_bytes() for name in published)
     assert len((clean / "manifest.jsonl").read_text().splitlines()) == len(published)
+
+

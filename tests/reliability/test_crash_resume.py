@@ -1,7 +1,7 @@
 """SIGKILL a real CLI run at chosen points, resume it, and compare with an uninterrupted run.
 
 Outputs must be byte-identical except manifest.json and report.html (README, guarantee 3);
-parts written before the kill must be reused, not rewritten (invariant 5).
+parts written before the kill must be reused, not rewritten (README, guarantee 5).
 """
 
 from __future__ import annotations

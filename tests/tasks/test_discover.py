@@ -87,6 +87,29 @@ def test_fingerprints_follow_the_bytes() -> None:
 
 
 @pytest.mark.usefixtures("memfs")
+def test_capture_folders_listed_are_those_0_7_0_would_find() -> None:
+    """Folders named as a capture file or marker are inputs (without size or version: what is
+    inside never matters); other folders are not, nor a folder named as an object that exists
+    (an S3 prefix beside its object)."""
+    main, captures = _job([orjson.dumps(ROWS[0])], {
+        "0-0.capture.jsonl/inner": b"x", "0-1.capture.incomplete/inner": b"x", "sub/x.capture.jsonl": b"{}\n", "1-0.capture.jsonl": b"{}\n",
+    })
+    listed = [asdict(entry) for entry in list_inputs([Shard(main)], captures).captures]
+    assert [(e["name"], e["folder"]) for e in listed] == [("0-0.capture.jsonl", True), ("0-1.capture.incomplete", True), ("1-0.capture.jsonl", False)]
+    assert [(e["size"], e["version"]) for e in listed[:2]] == [(0, ""), (0, "")]
+
+
+def test_an_s3_prefix_named_as_an_existing_capture_object_is_not_a_folder(s3: str) -> None:
+    import s3fs
+
+    s3fs.S3FileSystem().mkdir("bucket")
+    s3fs.S3FileSystem().pipe({"bucket/job/rollouts.jsonl": orjson.dumps(ROWS[0]) + b"\n", "bucket/job/calls/1-0.capture.jsonl": b"{}\n",
+                              "bucket/job/calls/1-0.capture.jsonl/inner": b"x"})
+    listed = list_inputs([Shard(Location("s3://bucket/job/rollouts.jsonl"))], Location("s3://bucket/job/calls")).captures
+    assert [(entry.name, entry.folder, entry.size) for entry in listed] == [("1-0.capture.jsonl", False, 3)]
+
+
+@pytest.mark.usefixtures("memfs")
 def test_fingerprints_follow_the_part_format(monkeypatch: pytest.MonkeyPatch) -> None:
     """A resume after an upgrade that changed the part format redoes the old parts: their
     attempts' fingerprints no longer match."""
