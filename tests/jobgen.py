@@ -616,7 +616,8 @@ def _plan_realistic(src: _Source, rollouts: int, calls: int, failures_fraction: 
     src.rng.shuffle(side)
     orphan = _attempt(src, tasks[n_tasks], (n_tasks, 0, 0), calls)
     orphan.row, orphan.row_kinds = None, ["orphan_capture"]
-    marked, damaged = src.rng.sample([a for a in main if len(a.lines) > 1], 2)
+    several = [a for a in main if len(a.lines) > 1]  # a cut last line leaves records before it
+    marked, damaged = src.rng.sample(several if len(several) >= 2 else [a for a in main if a.lines], 2)
     marked.marker = True
     _damage_line(damaged, "truncated_capture_line", len(damaged.lines) - 1,
                  damaged.lines[-1][: len(damaged.lines[-1]) // 2])

@@ -210,6 +210,14 @@ def test_realistic_plants_are_where_jobinfo_says(realistic: JobInfo) -> None:
         assert CHECKS[p.kind](realistic.root, p), p
 
 
+def test_one_call_per_rollout_still_plants_every_realistic_kind(tmp_path: Path) -> None:
+    """With one call per rollout few captures have two lines; the damage goes to one-line ones."""
+    info = generate_job(tmp_path / "job", seed=12, **{**SMALL, "calls_per_rollout": 1})
+    assert {p.kind for p in info.planted} == {"failed_attempt", "incomplete_marker", "truncated_capture_line", "orphan_capture"}
+    for p in info.planted:
+        assert CHECKS[p.kind](info.root, p), p
+
+
 def test_hostile_plants_every_kind(hostile: JobInfo) -> None:
     assert {p.kind for p in hostile.planted} == HOSTILE_KINDS == set(CHECKS)
 
