@@ -8,8 +8,8 @@ Everything comes from one seeded `random.Random`, so a seed always gives the sam
 `realistic` mode mimics a normal job: tasks x repeats over six agents, tool calls,
 reasoning, observation bundles, producer trajectories, failed and retried attempts, one
 incomplete marker, one capture file whose last line was cut mid-write and one orphan capture
-file. `hostile` mode (at least 24 rollouts) adds the damage a stage must survive, including a
-capture line over 5 MB. Every oddity is listed in `JobInfo.planted`, kinds:
+file. `hostile` mode (at least 24 rollouts, 2 calls per rollout) adds the damage a stage must
+survive, including a capture line over 5 MB. Every oddity is listed in `JobInfo.planted`, kinds:
 
   failed_attempt, incomplete_marker, truncated_capture_line, orphan_capture,
   non_object_capture_line, invalid_utf8_capture_line, bom_capture_line, nan_capture_line,
@@ -756,7 +756,7 @@ def generate_job(out_dir: Path, *, rollouts: int, calls_per_rollout: int = 8, hi
     """Write a job under `out_dir` (same arguments -> same bytes) and say what it holds.
 
     Args:
-        rollouts: main rollouts (tasks x 4 repeats); hostile mode needs at least 24.
+        rollouts: main rollouts (tasks x 4 repeats); hostile mode needs at least 24 (and 2 calls per rollout).
         calls_per_rollout: mean capture lines per rollout (varies by +-2 above 3).
         history_bytes: typical tool output; each request grows by about that much per turn.
         mode: `realistic`, or `hostile` for the damage listed in the module docstring.
@@ -768,8 +768,8 @@ def generate_job(out_dir: Path, *, rollouts: int, calls_per_rollout: int = 8, hi
     """
     if rollouts < 1 or calls_per_rollout < 1 or history_bytes < 1:
         raise ValueError("rollouts, calls_per_rollout and history_bytes must be positive")
-    if mode == "hostile" and rollouts < 24:
-        raise ValueError("hostile mode needs at least 24 rollouts to plant every kind of damage")
+    if mode == "hostile" and (rollouts < 24 or calls_per_rollout < 2):
+        raise ValueError("hostile mode needs at least 24 rollouts and 2 calls per rollout to plant every kind of damage")
     out_dir = Path(out_dir)
     existing = [n for n in _GENERATED if (out_dir / n).exists()]
     if existing:

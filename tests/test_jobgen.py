@@ -218,6 +218,11 @@ def test_one_call_per_rollout_still_plants_every_realistic_kind(tmp_path: Path) 
         assert CHECKS[p.kind](info.root, p), p
 
 
+def test_hostile_mode_refuses_one_call_per_rollout(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="2 calls per rollout"):
+        generate_job(tmp_path / "job", mode="hostile", **{**SMALL, "calls_per_rollout": 1})
+
+
 def test_hostile_plants_every_kind(hostile: JobInfo) -> None:
     assert {p.kind for p in hostile.planted} == HOSTILE_KINDS == set(CHECKS)
 
