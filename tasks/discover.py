@@ -21,7 +21,8 @@ from typing import Any
 import orjson
 
 from evidence import CAPTURE_SUFFIX, MARKER_SUFFIX, PART_VERSION, ShardAccount, accounted_fields, capture_file_id, run_accounting
-from tasks.shards import Shard
+from tasks.prefetch import at_once
+from tasks.shards import Shard, is_remote
 from tasks.spill import Spill, TemporaryStore
 from tasks.storage import FileEntry, InputNotFound, Location
 
@@ -111,13 +112,16 @@ def check_inputs(shards: Sequence[Shard], capture_dir: Location) -> None:
     A run over a typo would otherwise report every attempt as ``no_records`` (or fail in
     discovery, after its run directory was claimed).
     """
+    checks: list[tuple[Location, str, Callable[[], bool]]] = []
     for shard in shards:
-        if not shard.main.is_file():
-            raise InputNotFound(shard.main.url, "rollouts file not found")
-        if shard.failures is not None and not shard.failures.is_file():  # an explicit --failures
-            raise InputNotFound(shard.failures.url, "failures sidecar not found")
-    if not capture_dir.is_dir():
-        raise InputNotFound(capture_dir.url, "capture directory not found")
+        checks.append((shard.main, "rollouts file not found", shard.main.is_file))
+        if shard.failures is not None:  # an explicit --failures
+            checks.append((shard.failures, "failures sidecar not found", shard.failures.is_file))
+    checks.append((capture_dir, "capture directory not found", capture_dir.is_dir))
+    found = at_once([check for _, _, check in checks], remote=is_remote([location for location, _, _ in checks]))
+    for (location, problem, _), ok in zip(checks, found, strict=True):
+        if not ok:
+            raise InputNotFound(location.url, problem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,13 +143,11 @@ def _relative_name(item: tuple[str, FileEntry]) -> str:
 
 
 def list_inputs(shards: Sequence[Shard], capture_dir: Location) -> JobInputs:
-    """Every input file, from one HEAD per rollouts file or sidecar and one LIST of the capture directory."""
+    """Every input file, from one HEAD per rollouts file or sidecar (made at once) and one LIST of the capture directory."""
     check_inputs([Shard(shard.main) for shard in shards], capture_dir)  # a missing sidecar is reported by its entry() just below
-    files = {}
-    for shard in shards:
-        for location in (shard.main, shard.failures, shard.materialized):
-            if location is not None:
-                files[location.name] = location.entry()
+    located = [location for shard in shards for location in (shard.main, shard.failures, shard.materialized) if location is not None]
+    entries = at_once([location.entry for location in located], remote=is_remote(located))
+    files = {location.name: entry for location, entry in zip(located, entries, strict=True)}
     return JobInputs(files, capture_dir.name, _capture_entries(capture_dir))
 
 

@@ -7,7 +7,7 @@ in flight hides that wait while memory stays bounded by the window.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
@@ -52,6 +52,25 @@ def ordered_prefetch(
             del item  # the last one too: a caller handing its contents on must hold the only reference
         while pending:
             yield pending.popleft()[0].result()
+
+
+AT_ONCE = 16
+"""Checks in flight together at most (a job of many shards makes three per shard)."""
+
+
+def at_once(calls: Sequence[Callable[[], R]], *, remote: bool) -> list[R]:
+    """Each call's result, in order; made concurrently when they wait on a ``remote`` store.
+
+    For the checks a run makes before its first read (does each input exist, what are its size
+    and version): on S3 each is a request, and one after another they cost a round trip each
+    before any work starts. Locally they wait for nothing, so they run in the caller's thread.
+    The first call to raise, in order, raises.
+    """
+    return list(ordered_prefetch(_call, calls, window=min(len(calls), AT_ONCE) if remote else 0))
+
+
+def _call(call: Callable[[], R]) -> R:
+    return call()
 
 
 class WriteBehind:

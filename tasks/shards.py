@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tasks.prefetch import at_once
 from tasks.naming import FAILURES_SUFFIX, MATERIALIZED_SUFFIX, sidecar_url
 from tasks.storage import InputNotFound, Location
 
@@ -79,13 +80,18 @@ def find_shards(urls: Sequence[str], options: dict[str, Any], failures: str | No
     names = [Location(url).name for url in urls]
     if len(set(names)) != len(names):
         raise ValueError(f"shards must have distinct file names: {', '.join(sorted(n for n in set(names) if names.count(n) > 1))}")
+    explicit = Location(failures, options) if failures is not None else None
+    suffixes = (MATERIALIZED_SUFFIX,) if explicit is not None else (FAILURES_SUFFIX, MATERIALIZED_SUFFIX)
+    sidecars = [Location(sidecar_url(url, suffix), options) for url in urls for suffix in suffixes]
+    present = at_once([sidecar.is_file for sidecar in sidecars], remote=is_remote(sidecars))
+    found = iter([sidecar if ok else None for sidecar, ok in zip(sidecars, present, strict=True)])
     shards = []
     for url in urls:
-        explicit = Location(failures, options) if failures is not None else None
-        shards.append(Shard(Location(url, options), explicit or _present(sidecar_url(url, FAILURES_SUFFIX), options), _present(sidecar_url(url, MATERIALIZED_SUFFIX), options)))
+        beside = next(found) if explicit is None else explicit
+        shards.append(Shard(Location(url, options), beside, next(found)))
     return tuple(shards)
 
 
-def _present(url: str, options: dict[str, Any]) -> Location | None:
-    location = Location(url, options)
-    return location if location.is_file() else None
+def is_remote(locations: Sequence[Location]) -> bool:
+    """Whether any of ``locations`` is on a remote store (its checks are worth making at once)."""
+    return any(not location.is_local for location in locations)

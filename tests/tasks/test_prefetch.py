@@ -1,4 +1,5 @@
-"""Read-ahead: in order, bounded; with no window, in the caller's thread one item at a time."""
+"""Read-ahead: in order, bounded; with no window, in the caller's thread one item at a time.
+Checks at once: concurrent on a remote store, in the caller's thread locally."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import threading
 
 import pytest
 
-from tasks.prefetch import ordered_prefetch
+from tasks.prefetch import at_once, ordered_prefetch
 
 
 @pytest.mark.parametrize("window", [0, 1, 3])
@@ -33,3 +34,27 @@ def test_a_window_keeps_at_most_that_many_calls_ahead() -> None:
     assert next(results) == 0
     assert len(started) <= 4  # the one returned and at most three in flight behind it
     assert list(results) == list(range(1, 10))
+
+
+def test_remote_checks_are_all_in_flight_at_once_and_answer_in_order() -> None:
+    barrier = threading.Barrier(4, timeout=10)  # broken (and raising) unless all four wait together
+
+    def check(n: int) -> int:
+        barrier.wait()
+        return n
+
+    assert at_once([lambda n=n: check(n) for n in range(4)], remote=True) == [0, 1, 2, 3]
+
+
+def test_local_checks_run_in_the_callers_thread_and_the_first_failure_raises() -> None:
+    threads: list[threading.Thread] = []
+
+    def check(n: int) -> int:
+        threads.append(threading.current_thread())
+        if n == 1:
+            raise FileNotFoundError(n)
+        return n
+
+    with pytest.raises(FileNotFoundError):
+        at_once([lambda n=n: check(n) for n in range(3)], remote=False)
+    assert threads == [threading.current_thread()] * 2  # stopped at the failure
