@@ -14,11 +14,14 @@ runs twice, through the proxy with no delay and then with ``--latency-ms``: the 
 moto and the proxy themselves cost (Python servers on the same cores, carrying every byte), so
 the difference is what the latency costs.
 
-Prints four JSON lines: ``{"side": "local", "wall_s", "timings"}``, ``{"side": "s3", "wall_s",
-"latency_ms", "store_cpu_s", "requests": {kind: count}, "timings"}`` for 0 ms and for
-``--latency-ms`` (``store_cpu_s``: CPU seconds moto's server and the proxy used during the
-run, on the same two cores as the stage), and
-``{"local_s", "s3_0ms_s", "s3_s", "ratio", "latency_ratio", "store_cpu_s", "rollouts", "attempts",
+Prints five JSON lines: ``{"side": "local", "wall_s", "timings"}``; ``{"side":
+"s3_inputs_only", "wall_s", "objects"}``, the time s3fs alone takes to read every input object
+once through the proxy without delay (one batched ``cat``, no stage work: a floor under what any
+run on this store pays beyond a local run, which reads the same bytes from the page cache);
+``{"side": "s3", "wall_s", "latency_ms", "store_cpu_s", "requests": {kind: count}, "timings"}``
+for 0 ms and for ``--latency-ms`` (``store_cpu_s``: CPU seconds moto's server and the proxy
+used during the run, on the same two cores as the stage); and ``{"local_s", "s3_0ms_s",
+"s3_s", "ratio", "inputs_read_s", "latency_ratio", "store_cpu_s", "rollouts", "attempts",
 "requests_per_attempt": {HEAD, GET, LIST, PUT, POST, DELETE, total}}``, where ratio = s3_s /
 local_s, latency_ratio = s3_s / s3_0ms_s and the counts are every request of the delayed run
 (uploading the job to the bucket beforehand is not counted).
@@ -87,6 +90,21 @@ def upload(job: Path, endpoint: str) -> None:
     fs.put(str(job) + "/", "jobs/job", recursive=True)
 
 
+def read_inputs(endpoint: str) -> tuple[float, int]:
+    """Wall seconds to read every input object of the job once, as fast as s3fs can (one batched
+    ``cat``, all requests in flight), through the proxy without delay; and the object count.
+
+    No stage work at all: a floor under what any run on this store pays beyond a local run,
+    which reads the same bytes from the page cache.
+    """
+    with FaultProxy(endpoint, FaultPlan()) as proxy:
+        fs = moto_client(proxy.url)
+        keys = fs.find("jobs/job")
+        started = time.perf_counter()
+        fs.cat(keys)
+        return round(time.perf_counter() - started, 2), len(keys)
+
+
 def store_cpu_s(moto: psutil.Process) -> float:
     """CPU seconds used so far by the store's side: moto's server and this process (the proxy's threads)."""
     moto_times, own = moto.cpu_times(), resource.getrusage(resource.RUSAGE_SELF)
@@ -134,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
             attempts = manifest["counts"]["attempts"]
             emit({"side": "local", "wall_s": local_s, "timings": manifest["timings"]})
             upload(job, endpoint)
+            inputs_read_s, objects = read_inputs(endpoint)
+            emit({"side": "s3_inputs_only", "wall_s": inputs_read_s, "objects": objects})
             walls = {}
             for latency_ms in (0.0, args.latency_ms):
                 plan = FaultPlan(latency_s=latency_ms / 1000)
@@ -155,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     s3_s = walls[args.latency_ms]
     per_attempt = {kind: round(n / attempts, 2) for kind, n in requests.items()}
     emit({
-        "local_s": local_s, "s3_0ms_s": walls[0.0], "s3_s": s3_s, "ratio": round(s3_s / local_s, 2),
+        "local_s": local_s, "s3_0ms_s": walls[0.0], "s3_s": s3_s, "ratio": round(s3_s / local_s, 2), "inputs_read_s": inputs_read_s,
         "latency_ratio": round(s3_s / walls[0.0], 2), "store_cpu_s": store_s, "rollouts": args.rollouts, "attempts": attempts,
         "requests_per_attempt": {**per_attempt, "total": round(sum(requests.values()) / attempts, 2)},
     })
