@@ -81,11 +81,12 @@ def trajectory_identity(row: Mapping[str, Any]) -> tuple[str, str]:
     """Return ``(task_id, rollout_id)`` for ``ng_trajectory`` (§2.5).
 
     Raises the builtin exception 0.7.0 raises (``KeyError`` for a missing index, ``ValueError``
-    from ``int()`` or the explicit-id check, ...): callers record its class name.
+    from ``int()`` or the explicit-id check, ...): callers record its class name. 0.7.0 formats
+    the task index before it looks at the id keys (it is the fallback's eager argument), so a
+    row without ``_ng_task_index`` raises ``KeyError`` even when it has a ``task_id``.
     """
-    task_id = next((str(row[key]) for key in _TASK_ID_KEYS if row.get(key) is not None), None)
-    if task_id is None:
-        task_id = str(row["_ng_task_index"])
+    task_index = str(row["_ng_task_index"])
+    task_id = next((str(row[key]) for key in _TASK_ID_KEYS if row.get(key) is not None), task_index)
     rollout_id = _derive_rollout_id(row)
     if rollout_id is None:
         rollout_id = f"{row['_ng_task_index']!s}-{row['_ng_rollout_index']!s}"

@@ -149,17 +149,42 @@ def _latency_stats(latencies: list[int | float]) -> dict[str, Any]:
 def quantile(values: Sequence[int | float], q: float) -> float:
     """pandas ``Series.quantile`` (numpy "linear"), reproduced bit for bit in pure Python.
 
-    0.7.0 raises TypeError for a list made only of bools (numpy cannot subtract booleans); we
-    treat them as 0.0/1.0 instead, so such a record set still gets a summary.
+    numpy interpolates in the column's dtype (``_column``): a float64 column as floats, an
+    integer or object column by subtracting the two neighbours exactly before the weight makes
+    them floats (int64 wrapping around when they are 2**63 or more apart). With one value,
+    numpy takes it on both sides with weight 1, which keeps the sign of ``-0.0``. 0.7.0 raises
+    TypeError for a list made only of bools (numpy cannot subtract booleans); we treat them as
+    0/1 instead, so such a record set still gets a summary.
     """
-    ordered = sorted(float(value) for value in values)
+    column = _column(values)
+    ordered = sorted(float(value) for value in values) if column == "float64" else sorted(values)
     position = (len(ordered) - 1) * q
-    index = math.floor(position)
-    fraction = position - index
+    if position >= len(ordered) - 1:  # numpy: past the last index, both sides are the last value
+        index, fraction = len(ordered) - 1, position + 1
+    else:
+        index = math.floor(position)
+        fraction = position - index
     low, high = ordered[index], ordered[min(index + 1, len(ordered) - 1)]
+    difference = high - low
+    if column == "int64":
+        difference = (difference - _INT64_MIN) % 2**64 + _INT64_MIN
     if fraction >= 0.5:
-        return high - (high - low) * (1 - fraction)
-    return low + (high - low) * fraction
+        return float(high) - float(difference) * (1 - fraction)
+    return float(low) + float(difference) * fraction
+
+
+_INT64_MIN, _INT64_MAX, _UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
+
+
+def _column(values: Sequence[int | float]) -> str:
+    """The dtype pandas gives a Series of these values: "float64", "int64", or "exact" (uint64,
+    or objects: any bool, or an int no 64-bit type holds), whose neighbours subtract exactly."""
+    ints = [value for value in values if not isinstance(value, float)]
+    if any(isinstance(value, bool) for value in ints) or not all(_INT64_MIN <= value <= _UINT64_MAX for value in ints):
+        return "exact"
+    if len(ints) < len(values):
+        return "float64"
+    return "int64" if all(value <= _INT64_MAX for value in ints) else "exact"
 
 
 def _naive_total(values: Sequence[int | float]) -> int | float:

@@ -173,6 +173,8 @@ class TurnAttribution:
     0.7.0 ``nemo_gym/rollout_collection.py::_turns_from_model_calls``: every ref of every
     invocation counts, whatever the join made of it, and the last invocation naming a value
     wins; a call is found by its id, else by its response id alone (model_ref is not compared).
+    "Else" is Python's ``or``: a call found by id in an invocation whose id is ``""`` is looked
+    up by its response id as well, and goes to that invocation if there is one.
     """
 
     def __init__(self, invocations: Iterable[AgentInvocationRecord]) -> None:
@@ -187,10 +189,7 @@ class TurnAttribution:
 
     def invocation_of(self, model_call_id: str | None, response_id: str | None) -> str | None:
         """The invocation a call with these ids belongs to, or None (the call makes no turn)."""
-        invocation_id = self._by_id.get(model_call_id) if model_call_id is not None else None
-        if invocation_id is None and response_id is not None:
-            invocation_id = self._by_response_id.get(response_id)
-        return invocation_id
+        return self._by_id.get(model_call_id or "") or self._by_response_id.get(response_id or "")
 
 
 class ExportCallIndex:

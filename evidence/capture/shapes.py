@@ -17,13 +17,17 @@ _THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
 
 
 def _arguments(value: Any) -> Any:
-    """Arguments as 0.7.0 stores them: objects kept, JSON strings decoded, the rest wrapped."""
+    """Arguments as 0.7.0 stores them: objects kept, JSON strings decoded, the rest wrapped.
+
+    A string nested too deep for the decoder (about a thousand levels) is wrapped too: 0.7.0
+    catches every exception there, ``RecursionError`` included, and keeps the record.
+    """
     if isinstance(value, dict):
         return value
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return {"_raw": value}
     return {}
 

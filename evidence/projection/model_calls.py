@@ -40,14 +40,18 @@ _NESTED = ("response_metadata", "token_stats")
 
 
 def merge_capture_calls(capture: dict[str, Any], draft: Draft) -> None:
-    """Merge every object in ``capture["calls"]`` into ``draft.model_calls`` (producer first)."""
-    producer_positions = {call.model_call_id: index for index, call in enumerate(draft.model_calls) if call.model_call_id}
+    """Merge every object in ``capture["calls"]`` into ``draft.model_calls`` (producer first).
+
+    Any id but null merges, ``""`` too: 0.7.0 keys the producer calls by every id that is not
+    None (the last of several equal ids wins, and each is merged into once).
+    """
+    producer_positions = {call.model_call_id: index for index, call in enumerate(draft.model_calls) if call.model_call_id is not None}
     for call in capture.get("calls") or []:
         if not isinstance(call, dict):
             continue
         projected = _project(call)
         call_id = projected["model_call_id"]
-        position = producer_positions.pop(call_id, None) if call_id else None
+        position = producer_positions.pop(call_id, None) if call_id is not None else None
         if position is None:
             draft.model_calls.append(TrajectoryModelCall.model_validate(projected))
         else:

@@ -8,9 +8,13 @@ report. Unknown check ids and a missing file stop it like 0.7.0's parser errors 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from pathlib import PurePath
+from typing import TYPE_CHECKING, Any
 
 from flows.commands.options import add_storage_options, storage_options_of
+
+if TYPE_CHECKING:
+    from tasks.storage import Location
 
 
 def check_ids(text: str) -> str:
@@ -22,6 +26,12 @@ def check_ids(text: str) -> str:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
     return text
+
+
+def as_given(argument: str, location: Location) -> str:
+    """How 0.7.0 quotes a path argument in locators and its report: the path as typed, through
+    ``pathlib`` (so ``./x`` reads ``x``), relative if it was; a URL as the stage shows it."""
+    return str(PurePath(argument)) if location.is_local and "://" not in argument else location.display
 
 
 def register(subcommands: Any) -> None:
@@ -47,7 +57,7 @@ def handle(args: argparse.Namespace) -> int:
         data = source.read_bytes()
     except InputNotFound:
         args.parser.error(f"Rollout JSONL not found: {source.display}")
-    files = health_check_bytes(data, rollouts_path=source.display, output_dir=out.display, ignored=ignored)
+    files = health_check_bytes(data, rollouts_path=as_given(args.rollouts, source), output_dir=as_given(args.output, out), ignored=ignored)
     out.child(SUMMARY_NAME).write_bytes(files.quality_summary.encode())
     out.child(VERDICTS_NAME).write_bytes(files.rollout_verdicts.encode())
     print(files.report)

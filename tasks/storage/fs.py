@@ -9,6 +9,7 @@ everything else is raised as a ``StorageError``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import mmap
 import os
 import posixpath
@@ -29,6 +30,10 @@ READ_BLOCK = 8 * 2**20
 _MADV_PAGEOUT = getattr(mmap, "MADV_PAGEOUT", 21 if sys.platform == "linux" else None)  # Linux 5.4; Python 3.11 lacks the name
 
 
+_UNRESOLVED = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
+"""The ``stat`` errors ``Path.exists()`` takes for "not there"."""
+
+
 @dataclass(frozen=True, slots=True)
 class FileEntry:
     """One listed file (or folder): its name relative to the listed folder, size and version tag."""
@@ -37,7 +42,8 @@ class FileEntry:
     size: int
     version: str
     folder: bool = False
-    """A folder, not a file (listed only by ``Location.list_files(folders=True)``)."""
+    """Not a regular file: a folder, or anything else found under the name locally (a FIFO, a
+    socket); listed only by ``Location.list_files(folders=True)``."""
 
 
 def _entry_of(info: dict[str, Any]) -> FileEntry:
@@ -53,7 +59,10 @@ def _local_files(path: str, folders: bool) -> list[FileEntry]:
     """A directory scan: what ``_entry_of`` makes of fsspec's local infos (version: the mtime).
 
     A file renamed or deleted between the scan and its ``stat`` is left out, as if it had gone
-    first: the reduce lists a segment folder while workers rename new segments into it.
+    first: the reduce lists a segment folder while workers rename new segments into it. So is
+    a name that does not resolve (a dangling or looping symlink): Python's ``Path.exists()``,
+    which 0.7.0 asks of a capture file or marker, says False for it. With ``folders``, anything
+    else that exists and is not a regular file is listed as ``folder``.
     """
     entries = []
     with os.scandir(path) as found:
@@ -62,10 +71,11 @@ def _local_files(path: str, folders: bool) -> list[FileEntry]:
                 if entry.is_file():
                     status = entry.stat()
                     entries.append(FileEntry(entry.name, status.st_size, str(status.st_mtime)))
-                elif folders and entry.is_dir():
+                elif folders:
                     entries.append(FileEntry(entry.name, 0, str(entry.stat().st_mtime), folder=True))
-            except FileNotFoundError:
-                continue
+            except OSError as exc:
+                if exc.errno not in _UNRESOLVED:
+                    raise
     return entries
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +14,7 @@ from hypothesis import strategies as st
 from evidence.capture import CaptureFiles
 from evidence.collect import collect_row
 from evidence.projection import attach_trajectory
-from tests.conformance.conftest import load_cases, strict_diff
+from tests.conformance.conftest import as_persisted, load_cases, strict_diff
 from tests.conformance.test_collect_golden import lookup_from
 
 LINE = (
@@ -189,3 +191,18 @@ def test_recollecting_a_collected_row_changes_nothing(named_case: tuple[str, dic
 
     if _idempotent(once):
         assert strict_diff(twice, once) is None
+
+
+EDGES = json.loads((Path(__file__).parents[1] / "data" / "collection_edges_0_7_0.json").read_text(encoding="utf-8"))["cases"]
+
+
+@pytest.mark.parametrize("name", EDGES)
+def test_edge_rows_are_collected_as_0_7_0_collects_them(name: str) -> None:
+    case = EDGES[name]
+    lookup = lookup_from(case["capture_files"])
+
+    collected = [as_persisted(collect_row(copy.deepcopy(row), lookup).row) for row in case["rows"]]
+
+    for row, expected in zip(collected, case["expected_rows"], strict=True):
+        assert strict_diff(row, expected) is None
+        assert json.dumps(row) == json.dumps(expected)

@@ -33,6 +33,23 @@ def test_quantile_is_numpy_linear(values: list[int], q: float, expected: float) 
     assert type(quantile(values, q)) is float
 
 
+@pytest.mark.parametrize(
+    ("values", "q", "expected"),
+    [  # pandas 0.7.0's Series.quantile, printed with repr by hand
+        ([-0.0], 0.5, "-0.0"),  # one value: taken on both sides with weight 1
+        ([-9 * 10**18, 9 * 10**18], 0.5, "9.223372036854776e+18"),  # int64 wraps around
+        ([-(2**63), 5], 0.5, "4.611686018427388e+18"),
+        ([5, 579726522722501312], 0.5, "2.8986326136125075e+17"),  # int64: exact difference, then float
+        ([2**63 + 5, 3, 2**53 + 1], 0.9, "7.38049906933477e+18"),  # uint64
+        ([True, 2**53 + 1, 3], 0.5, "3.0"),  # objects
+        ([-(2**63) - 1, 2**53 + 1], 0.5, "-4.6071824188000174e+18"),
+        ([1, 2.5, 2**53 + 1], 0.5, "2.5"),  # float64
+    ],
+)
+def test_quantile_interpolates_in_the_dtype_pandas_gives_the_values(values: list[int | float], q: float, expected: str) -> None:
+    assert repr(quantile(values, q)) == expected
+
+
 def test_all_bool_num_turns_still_summarised() -> None:
     """Divergence: 0.7.0 raises TypeError (numpy cannot subtract booleans); we use 0.0/1.0."""
     summary = compute_perf_summary([{"num_turns": True}, {"num_turns": False}], 2)

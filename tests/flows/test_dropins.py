@@ -44,6 +44,16 @@ def test_health_dropin_refuses_unknown_check_and_missing_file(tmp_path: Path, ca
     assert "Rollout JSONL not found" in capsys.readouterr().err
 
 
+def test_health_dropin_quotes_relative_paths_as_given(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """0.7.0 quotes the paths it was given through pathlib, relative ones relative."""
+    (tmp_path / "rollouts.jsonl").write_text("x\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["health", "./rollouts.jsonl", "./reports/"]) == 0
+    verdict = json.loads((tmp_path / "reports" / "rollout_verdicts.jsonl").read_text(encoding="utf-8"))
+    assert verdict["findings"][0]["locator"] == {"source_file": "rollouts.jsonl", "line": 1}
+    assert capsys.readouterr().out.splitlines()[-1] == "Quality summary: reports/quality_summary.json"
+
+
 def _atif_args(case: dict[str, Any], rollouts: Path, out: Path) -> list[str]:
     return ["export-atif", "--rollouts", str(rollouts), "--output-dir", str(out), "--session-id", case["session_id"], "--agent-version", case["agent_version"]]
 

@@ -99,6 +99,24 @@ def test_capture_folders_listed_are_those_0_7_0_would_find() -> None:
     assert [(e["size"], e["version"]) for e in listed[:2]] == [(0, ""), (0, "")]
 
 
+def test_local_names_that_do_not_resolve_are_absent_and_other_things_present(tmp_path: Path) -> None:
+    """What ``Path.exists()`` (0.7.0's lookup) says: a looping or dangling symlink is not there,
+    so it neither fails discovery nor becomes a capture; a FIFO named as a marker is one."""
+    captures = tmp_path / "calls"
+    captures.mkdir()
+    (captures / "0-0.capture.jsonl").symlink_to("0-0.capture.jsonl")  # a loop
+    (captures / "loop.txt").symlink_to("loop.txt")
+    (captures / "0-1.capture.jsonl").symlink_to("missing")
+    os.mkfifo(captures / "0-1.capture.incomplete")
+    (captures / "1-0.capture.jsonl").write_bytes(b"{}\n")
+    main = tmp_path / "rollouts.jsonl"
+    main.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in ({"_ng_task_index": 0, "_ng_rollout_index": 0}, {"_ng_task_index": 0, "_ng_rollout_index": 1})))
+    with discover([Shard(Location(str(main)))], Location(str(captures))) as plan:
+        attempts = [(a.rollout_id, a.capture, a.incomplete) for a in plan.attempts]
+    assert attempts == [("0-0", None, False), ("0-1", None, True)]
+    assert plan.orphans == ["1-0.capture.jsonl"]
+
+
 def test_an_s3_prefix_named_as_an_existing_capture_object_is_not_a_folder(s3: str) -> None:
     import s3fs
 
