@@ -259,6 +259,14 @@ class StageParams(BaseModel):
     def _safe_name(cls, value: str | None) -> str | None:
         return None if value is None else check_id(value)
 
+    @field_validator("session_id", "agent_version")
+    @classmethod
+    def _not_whitespace(cls, value: str | None) -> str | None:
+        """0.7.0's export refuses its configuration for these (before any row); so does the run."""
+        if value is not None and not value.strip():
+            raise ValueError("must contain a non-whitespace character")
+        return value
+
     @model_validator(mode="after")
     def _new_or_resumed(self) -> StageParams:
         """A run is new (``run_id``) or resumed (``resume``): two different ids name two runs."""

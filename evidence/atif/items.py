@@ -140,7 +140,7 @@ _SPECS: Mapping[str, Mapping[str, tuple[Convert, Any]]] = {
     "output_message": {
         "id": (_str, _REQUIRED),
         "content": (_OUTPUT_PARTS, _REQUIRED),
-        "role": (_literal("assistant"), _REQUIRED),
+        "role": (_literal("assistant"), "assistant"),
         "status": (_literal(*_STATUSES), "completed"),
         "type": (_literal("message"), _REQUIRED),
     },
@@ -171,20 +171,23 @@ _SPECS: Mapping[str, Mapping[str, tuple[Convert, Any]]] = {
 
 
 def _message_kind(obj: Mapping[str, Any]) -> str:
-    """Gym's discriminator for ``type: message`` (only the first part decides for assistants)."""
+    """Gym's discriminator for ``type: message`` (only the first part decides for assistants).
+
+    Any role but a source role is looked at as an assistant's: a message without ``role`` whose
+    content opens with an output part is an output message, whose role defaults to assistant;
+    any other role then fails the model's role check.
+    """
     role, content = obj.get("role"), obj.get("content")
     if role in ("user", "system", "developer"):
         if type(content) is list and obj.get("status") in _STATUSES:
             return "input_message"
         return "easy_message"
-    if role == "assistant":
-        first = content[0] if type(content) is list and content else None
-        if type(first) is dict and first.get("type") in ("output_text", "refusal"):
-            return "output_message"
-        if content == [] and type(obj.get("id")) is str:
-            return "output_message"
-        return "easy_message"
-    raise InvalidItem
+    first = content[0] if type(content) is list and content else None
+    if type(first) is dict and first.get("type") in ("output_text", "refusal"):
+        return "output_message"
+    if content == [] and type(obj.get("id")) is str:
+        return "output_message"
+    return "easy_message"
 
 
 def parse_item(obj: Any) -> Item:

@@ -72,12 +72,13 @@ class CallView:
 
     @property
     def identity(self) -> str | None:
-        """The replay-statistics identity: by call id, else by response id (with its model)."""
+        """The replay-statistics identity: by call id, else by response id (with its model); an
+        empty id is no identity, as in 0.7.0 (which tests both ids for truth)."""
         if self.model_call_id:
             return f"call:{self.model_call_id}"
-        if self.response_id is None:
+        if not self.response_id:
             return None
-        if self.model_ref is not None:
+        if isinstance(self.model_ref, dict):
             return f"response:{self.model_ref.get('type')}:{self.model_ref.get('name')}:{self.response_id}"
         return f"response::{self.response_id}"
 

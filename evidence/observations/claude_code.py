@@ -190,7 +190,9 @@ def associate_claude_code_compaction_calls(
             continue
         if compaction.invocation_id not in invocation_ids:
             continue
-        ref = canonical_ref(candidates[0])
+        # Validated, as 0.7.0 builds it: a candidate with an empty id makes no valid ref, and the
+        # whole association fails (the caller records compaction_model_call_join_failed).
+        ref = ModelCallRef.model_validate(canonical_ref(candidates[0]).model_dump())
         for position, record in enumerate(records):
             if record is compaction:
                 records[position] = compaction.model_copy(update={"model_calls": [ref]})

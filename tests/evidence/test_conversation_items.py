@@ -1,11 +1,12 @@
 """Conversation items and their content parts exactly as 0.7.0 keeps, drops and fills keys (§8.9).
 
-Three golden tables, each produced by hand from NeMo Gym 0.7.0 (see their descriptions):
+Four golden tables, each produced by hand from NeMo Gym 0.7.0 (see their descriptions):
 ``conversation_items_0_7_0.json`` (one item's dump, or its refusal, for every part and item type
 and every rule: known keys, unknown keys, defaults, token metadata all or nothing),
 ``conversation_item_rows_0_7_0.json`` (whole collected rows, so the consequences of a refused
-item are checked too) and ``conversation_parts_atif_0_7_0.json`` (the ATIF exporter's verdict on
-each content part). Dumps are compared as text, so key order counts.
+item are checked too), ``conversation_parts_atif_0_7_0.json`` (the ATIF exporter's verdict on
+each content part) and ``atif_rows_0_7_0.json`` (whole rows and the file 0.7.0 exports). Dumps
+are compared as text, so key order counts.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def _load(path: Path) -> dict[str, Any]:
 ITEMS = _load(DATA / "conversation_items_0_7_0.json")["cases"]
 ROWS = _load(DATA / "conversation_item_rows_0_7_0.json")["cases"]
 ATIF_PARTS = _load(DATA / "conversation_parts_atif_0_7_0.json")["cases"]
+ATIF_ROWS = _load(DATA / "atif_rows_0_7_0.json")["cases"]
 OBSERVED = _load(CASES_DIR / "collect" / "50_conversation_item_normalisation.json")
 PRODUCED = _load(CASES_DIR / "collect" / "29_producer_trajectory_merge_by_model_call_id_and_tool_merge.json")
 ATIF_CASE = _load(CASES_DIR / "atif" / "01_canonical_two_turn_tools_reasoning.json")
@@ -136,3 +138,12 @@ def test_atif_export_judges_each_content_part_as_0_7_0_does(name: str) -> None:
         error = f"AtifExportError: {exc}"
 
     assert error == case["error"]
+
+
+@pytest.mark.parametrize("name", ATIF_ROWS)
+def test_atif_export_converts_the_row_as_0_7_0_does(name: str) -> None:
+    case = ATIF_ROWS[name]
+
+    converted = rollout_to_atif(case["row"], session_id="bench", agent_version="1.0", exporter=EXPORTER, hygiene=False)
+
+    assert strict_diff(converted, case["expected"]) is None

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evidence.health import HealthFold, RowDigest, digest_lines, identity_sizes, evaluate_row, reduce_digests, unreadable_row
+from evidence.health import HealthFold, RowDigest, digest_lines, evaluate_row, health_check_bytes, identity_sizes, reduce_digests, unreadable_row
 from evidence.health.calls import has_tool_call, nonempty, response_has_content
 from tests.conformance.conftest import load_cases
 
@@ -133,3 +133,13 @@ def test_any_valid_trajectory_gives_a_digest(calls: list[dict[str, Any]], answer
     row["ng_trajectory"]["turns"][0]["answer"] = answer
     digest = evaluate_row(row, source="f", line=1, ordinal=0, ignored=())
     assert reduce_digests([digest], ()).verdicts_text().count("\n") == 1
+
+
+@pytest.mark.parametrize(("response_id", "replayed"), [("", 0), ("r", 1)])
+def test_an_empty_response_id_is_no_call_identity(response_id: str, replayed: int) -> None:
+    """Two calls without a call id count as one replayed only when their response id is non-empty."""
+    calls = [{"response_metadata": {"response_id": response_id}}] * 2
+    trajectory = {"schema_version": "1.0", "task_id": "0", "rollout_id": "0-0", "invocations": [], "turns": [], "model_calls": calls, "tool_calls": [], "gaps": []}
+    line = orjson.dumps({"_ng_task_index": 0, "_ng_rollout_index": 0, "ng_trajectory": trajectory}) + b"\n"
+    summary = json.loads(health_check_bytes(line, rollouts_path="r.jsonl", output_dir="out").quality_summary)
+    assert summary["run"]["stats"]["duplicated_calls"]["replayed"] == replayed

@@ -86,6 +86,15 @@ def test_ids_are_ascii(run_id: str, job: Path, tmp_path: Path, capsys: pytest.Ca
     assert _files(tmp_path / "out") == []
 
 
+@pytest.mark.parametrize(("option", "value"), [("--session-id", " "), ("--agent-version", "\t")])
+def test_a_whitespace_atif_identity_is_refused_as_0_7_0_refuses_its_configuration(
+    option: str, value: str, job: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reason = _refusal(_run(job, str(tmp_path / "out"), option, value), capsys)
+    assert reason == f"invalid parameter {option[2:].replace('-', '_')}: must contain a non-whitespace character"
+    assert _files(tmp_path / "out") == []
+
+
 @pytest.mark.parametrize("ignored", [["bogus_check"], ["model_call_failed,bogus_check"], ["model_call_failed", "zzz,bogus_check"]])
 def test_unknown_ignored_checks_are_refused_with_0_7_0_message(ignored: list[str], job: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     options = [arg for value in ignored for arg in ("--ignore-check", value)]
