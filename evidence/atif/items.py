@@ -47,10 +47,6 @@ def _str(value: Any) -> str:
     return value if type(value) is str else _fail()
 
 
-def _any(value: Any) -> Any:
-    return value
-
-
 def _optional(convert: Convert) -> Convert:
     return lambda value: None if value is None else convert(value)
 
@@ -78,15 +74,15 @@ def _pick(obj: Mapping[str, Any], spec: Mapping[str, tuple[Convert, Any]]) -> di
     return out
 
 
-def _parts(specs: Mapping[str, Mapping[str, tuple[Convert, Any]] | None]) -> Convert:
-    """A content-part converter over the allowed part types; ``None`` spec = kept as given."""
+def _parts(specs: Mapping[str, Mapping[str, tuple[Convert, Any]] | Convert]) -> Convert:
+    """A content-part converter over the allowed part types (a field spec, or a converter of its own)."""
 
     def convert(part: Any) -> dict[str, Any]:
         if type(part) is not dict or part.get("type") not in specs:
             raise InvalidItem
         spec = specs[part["type"]]
-        if spec is None:
-            return {k: v for k, v in part.items() if v is not None}
+        if callable(spec):
+            return spec(part)
         return {"type": part["type"], **_pick(part, spec)}
 
     return _list_of(convert)
@@ -106,13 +102,59 @@ _TOOL_IMAGE = {"detail": (_optional(_IMAGE_DETAIL), None), "file_id": _OPT_STR, 
 _TOOL_FILE = {"detail": _FILE_DETAIL, "file_data": _OPT_STR, "file_id": _OPT_STR, "file_url": _OPT_STR,
               "filename": _OPT_STR}
 _TOOL_OUTPUT_PARTS = _parts({"input_text": _TEXT, "input_image": _TOOL_IMAGE, "input_file": _TOOL_FILE})
-_INPUT_PARTS = _parts({"input_text": _TEXT, "input_image": _IMAGE, "input_file": _FILE, "input_video": None})
+
+
+def _video(part: dict[str, Any]) -> dict[str, Any]:
+    """Gym's video part, kept as given: exactly one of ``video_url`` and ``video``, a string or an
+    object, whose URL (the string, or the object's ``url``) is a non-blank string."""
+    sources = [part[key] for key in ("video_url", "video") if key in part]
+    if len(sources) != 1 or not isinstance(sources[0], (str, dict)):
+        raise InvalidItem
+    url = sources[0].get("url") if isinstance(sources[0], dict) else sources[0]
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidItem
+    return {k: v for k, v in part.items() if v is not None}
+
+
+_INPUT_PARTS = _parts({"input_text": _TEXT, "input_image": _IMAGE, "input_file": _FILE, "input_video": _video})
+# The SDK's annotation types: their required fields, strictly typed (a bool is no int).
+_ANNOTATION_FIELDS: Mapping[str, Mapping[str, type]] = {
+    "file_citation": {"file_id": str, "filename": str, "index": int},
+    "url_citation": {"end_index": int, "start_index": int, "title": str, "url": str},
+    "container_file_citation": {"container_id": str, "end_index": int, "file_id": str, "filename": str, "start_index": int},
+    "file_path": {"file_id": str, "index": int},
+}
+
+
+def _annotation(value: Any) -> Any:
+    """One ``output_text`` annotation, kept as given once it is one of the SDK's types."""
+    fields = _ANNOTATION_FIELDS.get(value.get("type")) if type(value) is dict else None
+    if fields is None or any(type(value.get(key)) is not kind for key, kind in fields.items()):
+        raise InvalidItem
+    return value
+
+
+def _logprob(value: Any) -> Any:
+    """One ``output_text`` log probability, kept as given: its own fields are checked when the
+    record is parsed; the entries of ``bytes`` and ``top_logprobs`` only when 0.7.0 reads them
+    (which then fails its whole export: we refuse the row instead, see README)."""
+    if (
+        type(value) is not dict
+        or type(value.get("token")) is not str
+        or type(value.get("logprob")) not in (int, float)
+        or type(value.get("bytes")) is not list
+        or type(value.get("top_logprobs")) is not list
+    ):
+        raise InvalidItem
+    return value
+
+
 _OUTPUT_PARTS = _parts(
     {
         "output_text": {
-            "annotations": (_list_of(_any), _REQUIRED),
+            "annotations": (_list_of(_annotation), _REQUIRED),
             "text": (_str, _REQUIRED),
-            "logprobs": (_optional(_list_of(_any)), None),
+            "logprobs": (_optional(_list_of(_logprob)), None),
         },
         "refusal": {"refusal": (_str, _REQUIRED)},
     }

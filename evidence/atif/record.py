@@ -30,8 +30,13 @@ _REQUIRED = True
 
 
 def _is_number(value: Any) -> bool:
-    """A strict float field: a float or an int, never a bool."""
-    return type(value) is float or type(value) is int
+    """A strict float field: a float, or an int a float can hold (pydantic refuses a wider one), never a bool."""
+    return type(value) is float or (type(value) is int and _FLOAT_MIN <= value <= _FLOAT_MAX)
+
+
+# The ints that convert to a finite float: up to the largest float plus just under half its last step.
+_FLOAT_MAX = 2**1024 - 2**970 - 1
+_FLOAT_MIN = -_FLOAT_MAX
 
 
 def _is_str(value: Any) -> bool:

@@ -37,10 +37,11 @@ def _copy(turn: dict[str, Any], name: str, path: str) -> list[dict[str, Any]] | 
 
 
 def _check_copies(turn: dict[str, Any], group: AgentGroup, path: str) -> None:
-    copies = {name: _copy(turn, name, path) for name, _ in _COPY_MISMATCH}
+    """Each copy parsed and compared before the next is parsed: the first failure wins, so a
+    question that differs is reported before an answer that does not parse."""
     expected = {"question": group.question, "answer": group.answer, "reasoning_content": group.reasoning}
     for name, message in _COPY_MISMATCH:
-        if not json_equal(copies[name], expected[name]):
+        if not json_equal(_copy(turn, name, path), expected[name]):
             raise AtifExportError(f"{path}.{name}: {message}")
 
 

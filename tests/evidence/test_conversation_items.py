@@ -141,9 +141,12 @@ def test_atif_export_judges_each_content_part_as_0_7_0_does(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ATIF_ROWS)
-def test_atif_export_converts_the_row_as_0_7_0_does(name: str) -> None:
+def test_atif_export_converts_or_refuses_the_row_as_0_7_0_does(name: str) -> None:
     case = ATIF_ROWS[name]
 
-    converted = rollout_to_atif(case["row"], session_id="bench", agent_version="1.0", exporter=EXPORTER, hygiene=False)
-
-    assert strict_diff(converted, case["expected"]) is None
+    try:
+        converted = rollout_to_atif(case["row"], session_id="bench", agent_version="1.0", exporter=EXPORTER, hygiene=False)
+    except AtifExportError as exc:
+        assert str(exc) == case.get("error")
+    else:
+        assert strict_diff(converted, case["expected"]) is None
