@@ -89,7 +89,7 @@ def trajectory_identity(row: Mapping[str, Any]) -> tuple[str, str]:
     task_id = next((str(row[key]) for key in _TASK_ID_KEYS if row.get(key) is not None), task_index)
     rollout_id = _derive_rollout_id(row)
     if rollout_id is None:
-        rollout_id = f"{row['_ng_task_index']!s}-{row['_ng_rollout_index']!s}"
+        rollout_id = f"{task_index}-{row['_ng_rollout_index']!s}"
     return task_id, rollout_id
 
 

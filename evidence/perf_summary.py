@@ -178,13 +178,15 @@ _INT64_MIN, _INT64_MAX, _UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
 
 def _column(values: Sequence[int | float]) -> str:
     """The dtype pandas gives a Series of these values: "float64", "int64", or "exact" (uint64,
-    or objects: any bool, or an int no 64-bit type holds), whose neighbours subtract exactly."""
+    or objects: any bool, or ints no one 64-bit type holds together), whose neighbours subtract
+    exactly."""
     ints = [value for value in values if not isinstance(value, float)]
-    if any(isinstance(value, bool) for value in ints) or not all(_INT64_MIN <= value <= _UINT64_MAX for value in ints):
+    low, high = min(ints, default=0), max(ints, default=0)
+    if any(isinstance(value, bool) for value in ints) or low < _INT64_MIN or high > _UINT64_MAX or (low < 0 and high > _INT64_MAX):
         return "exact"
     if len(ints) < len(values):
         return "float64"
-    return "int64" if all(value <= _INT64_MAX for value in ints) else "exact"
+    return "int64" if high <= _INT64_MAX else "exact"
 
 
 def _naive_total(values: Sequence[int | float]) -> int | float:

@@ -9,6 +9,7 @@ attempts costs the flow no more memory than one of 2,000 (README, guarantee 6).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import heapq
 import time
@@ -118,10 +119,20 @@ def check_inputs(shards: Sequence[Shard], capture_dir: Location) -> None:
         if shard.failures is not None:  # an explicit --failures
             checks.append((shard.failures, "failures sidecar not found", shard.failures.is_file))
     checks.append((capture_dir, "capture directory not found", capture_dir.is_dir))
-    found = at_once([check for _, _, check in checks], remote=is_remote([location for location, _, _ in checks]))
-    for (location, problem, _), ok in zip(checks, found, strict=True):
-        if not ok:
+    found = at_once([functools.partial(_outcome, check) for _, _, check in checks], remote=is_remote([location for location, _, _ in checks]))
+    for (location, problem, _), outcome in zip(checks, found, strict=True):  # the first to fail, in order, says why
+        if isinstance(outcome, Exception):
+            raise outcome
+        if not outcome:
             raise InputNotFound(location.url, problem)
+
+
+def _outcome(check: Callable[[], bool]) -> bool | Exception:
+    """A check's answer, or the error it raised (told in order with the others' answers)."""
+    try:
+        return check()
+    except Exception as exc:  # noqa: BLE001 - raised again by check_inputs when no earlier input is missing
+        return exc
 
 
 @dataclass(frozen=True, slots=True)

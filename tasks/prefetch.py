@@ -70,6 +70,7 @@ def at_once(calls: Sequence[Callable[[], R]], *, remote: bool) -> list[R]:
 
 
 def _call(call: Callable[[], R]) -> R:
+    """``call()``: what ``at_once`` maps over its calls."""
     return call()
 
 

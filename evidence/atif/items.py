@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Item", "InvalidItem", "UNSUPPORTED_ITEM_CLASS", "parse_item", "parse_items"]
+__all__ = ["Item", "InvalidItem", "UNSUPPORTED_ITEM_CLASS", "parse_item", "parse_items", "strict_float"]
 
 
 class InvalidItem(ValueError):
@@ -47,6 +47,15 @@ def _str(value: Any) -> str:
     return value if type(value) is str else _fail()
 
 
+def strict_float(value: Any) -> bool:
+    """A strict float field: a float, or an int a float can hold (pydantic refuses a wider one), never a bool."""
+    return type(value) is float or (type(value) is int and -_FLOAT_MAX <= value <= _FLOAT_MAX)
+
+
+# The largest int that converts to a finite float: the largest float plus just under half its last step.
+_FLOAT_MAX = 2**1024 - 2**970 - 1
+
+
 def _optional(convert: Convert) -> Convert:
     return lambda value: None if value is None else convert(value)
 
@@ -78,7 +87,7 @@ def _parts(specs: Mapping[str, Mapping[str, tuple[Convert, Any]] | Convert]) -> 
     """A content-part converter over the allowed part types (a field spec, or a converter of its own)."""
 
     def convert(part: Any) -> dict[str, Any]:
-        if type(part) is not dict or part.get("type") not in specs:
+        if type(part) is not dict or type(part.get("type")) is not str or part["type"] not in specs:
             raise InvalidItem
         spec = specs[part["type"]]
         if callable(spec):
@@ -128,7 +137,7 @@ _ANNOTATION_FIELDS: Mapping[str, Mapping[str, type]] = {
 
 def _annotation(value: Any) -> Any:
     """One ``output_text`` annotation, kept as given once it is one of the SDK's types."""
-    fields = _ANNOTATION_FIELDS.get(value.get("type")) if type(value) is dict else None
+    fields = _ANNOTATION_FIELDS.get(value["type"]) if type(value) is dict and type(value.get("type")) is str else None
     if fields is None or any(type(value.get(key)) is not kind for key, kind in fields.items()):
         raise InvalidItem
     return value
@@ -141,7 +150,7 @@ def _logprob(value: Any) -> Any:
     if (
         type(value) is not dict
         or type(value.get("token")) is not str
-        or type(value.get("logprob")) not in (int, float)
+        or not strict_float(value.get("logprob"))
         or type(value.get("bytes")) is not list
         or type(value.get("top_logprobs")) is not list
     ):
@@ -238,7 +247,7 @@ def parse_item(obj: Any) -> Item:
         raise InvalidItem
     item_type = obj.get("type")
     kind = _message_kind(obj) if item_type == "message" else item_type
-    if kind not in _SPECS:
+    if type(kind) is not str or kind not in _SPECS:
         raise InvalidItem
     return Item(kind, _pick(obj, _SPECS[kind]))
 

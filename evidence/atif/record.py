@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from evidence.atif.items import InvalidItem, Item, parse_items
+from evidence.atif.items import InvalidItem, Item, parse_items, strict_float
 from evidence.errors import AtifExportError
 
 __all__ = [
@@ -27,16 +27,6 @@ INVALID_TRAJECTORY = "ng_trajectory: missing or invalid v1.0 trajectory"
 Check = Callable[[Any], bool]
 _OPTIONAL = False
 _REQUIRED = True
-
-
-def _is_number(value: Any) -> bool:
-    """A strict float field: a float, or an int a float can hold (pydantic refuses a wider one), never a bool."""
-    return type(value) is float or (type(value) is int and _FLOAT_MIN <= value <= _FLOAT_MAX)
-
-
-# The ints that convert to a finite float: up to the largest float plus just under half its last step.
-_FLOAT_MAX = 2**1024 - 2**970 - 1
-_FLOAT_MIN = -_FLOAT_MAX
 
 
 def _is_str(value: Any) -> bool:
@@ -60,7 +50,7 @@ def _int_at_least(low: int) -> Check:
 
 
 def _number_at_least_zero(value: Any) -> bool:
-    return _is_number(value) and value >= 0
+    return strict_float(value) and value >= 0
 
 
 def _nullable(check: Check) -> Check:
@@ -100,7 +90,7 @@ def _opt(check: Check) -> tuple[Check, bool]:
 
 
 _OPT_STR = _opt(_is_str)
-_OPT_TIME = _opt(_is_number)
+_OPT_TIME = _opt(strict_float)
 _OPT_DURATION = _opt(_number_at_least_zero)
 _OPT_COUNT = _opt(_int_at_least(0))
 
@@ -181,7 +171,7 @@ _TURN = _model(
         "task_id": (_is_str, _REQUIRED),
         "rollout_id": (_is_str, _REQUIRED),
         "turn_no": (_int_at_least(1), _REQUIRED),
-        "timestamp": (_is_number, _REQUIRED),
+        "timestamp": (strict_float, _REQUIRED),
         "question": (_any, _OPTIONAL),
         "answer": (_any, _OPTIONAL),
         "reasoning_content": (_any, _OPTIONAL),

@@ -56,7 +56,7 @@ def handle(args: argparse.Namespace) -> int:
     try:
         data = source.read_bytes()
     except InputNotFound:
-        args.parser.error(f"Rollout JSONL not found: {source.display}")
+        args.parser.error(f"Rollout JSONL not found: {as_given(args.rollouts, source)}")
     files = health_check_bytes(data, rollouts_path=as_given(args.rollouts, source), output_dir=as_given(args.output, out), ignored=ignored)
     out.child(SUMMARY_NAME).write_bytes(files.quality_summary.encode())
     out.child(VERDICTS_NAME).write_bytes(files.rollout_verdicts.encode())

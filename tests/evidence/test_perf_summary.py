@@ -44,6 +44,7 @@ def test_quantile_is_numpy_linear(values: list[int], q: float, expected: float) 
         ([True, 2**53 + 1, 3], 0.5, "3.0"),  # objects
         ([-(2**63) - 1, 2**53 + 1], 0.5, "-4.6071824188000174e+18"),
         ([1, 2.5, 2**53 + 1], 0.5, "2.5"),  # float64
+        ([-2.0, -1, 2**53 + 1, 2**63], 0.5, "4503599627370495.0"),  # objects: no 64-bit int type holds -1 and 2**63
     ],
 )
 def test_quantile_interpolates_in_the_dtype_pandas_gives_the_values(values: list[int | float], q: float, expected: str) -> None:

@@ -52,6 +52,9 @@ def test_health_dropin_quotes_relative_paths_as_given(tmp_path: Path, capsys: py
     verdict = json.loads((tmp_path / "reports" / "rollout_verdicts.jsonl").read_text(encoding="utf-8"))
     assert verdict["findings"][0]["locator"] == {"source_file": "rollouts.jsonl", "line": 1}
     assert capsys.readouterr().out.splitlines()[-1] == "Quality summary: reports/quality_summary.json"
+    with pytest.raises(SystemExit):
+        main(["health", "./missing.jsonl", "./reports/"])
+    assert capsys.readouterr().err.rstrip("\n").endswith("Rollout JSONL not found: missing.jsonl")
 
 
 def _atif_args(case: dict[str, Any], rollouts: Path, out: Path) -> list[str]:

@@ -12,7 +12,7 @@ import pytest
 import tasks.discover
 from tasks.discover import discover, fingerprint_inputs, list_inputs
 from tasks.shards import Shard
-from tasks.storage import InputNotFound, Location
+from tasks.storage import InputNotFound, Location, PermanentStorageError
 
 ROWS = [
     {"_ng_task_index": 0, "_ng_rollout_index": 0},
@@ -145,6 +145,24 @@ def test_missing_inputs_are_errors_not_empty_runs() -> None:
         discover([Shard(main)], Location("memory://job/typo"))
     with pytest.raises(InputNotFound, match="rollouts file"):
         discover([Shard(Location("memory://job/none.jsonl"))], captures)
+
+
+@pytest.mark.usefixtures("memfs")
+@pytest.mark.parametrize("remote", [False, True])
+def test_input_checks_fail_in_order_whether_they_answer_or_raise(remote: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checks run at once, yet a missing rollouts file is reported before a capture folder
+    whose check raises, and that error before any later answer."""
+    _, captures = _job([orjson.dumps(ROWS[0])], {"0-0.capture.jsonl": b"{}\n"})
+    monkeypatch.setattr(tasks.discover, "is_remote", lambda locations: remote)
+
+    def unreadable(self: Location) -> bool:
+        raise PermanentStorageError(self.url, "denied")
+
+    monkeypatch.setattr(Location, "is_dir", unreadable)
+    with pytest.raises(InputNotFound, match="rollouts file"):
+        tasks.discover.check_inputs([Shard(Location("memory://job/none.jsonl"))], captures)
+    with pytest.raises(PermanentStorageError, match="denied"):
+        tasks.discover.check_inputs([Shard(Location("memory://job/rollouts.jsonl"))], captures)
 
 
 def test_a_capture_file_name_that_is_not_utf8_is_an_orphan(tmp_path: Path) -> None:
