@@ -4,7 +4,7 @@ A job is skipped when its newest complete run (``LATEST``, or ``LATEST_FAILED_GA
 quality gate failed) recorded the same input and config fingerprints the stage would record now, so a scheduled sweep only pays for what changed. Subflows run from a
 bounded thread pool of tasks (one task per job), so one slow or failing job neither blocks
 nor fails the others; the batch summary says what happened to each. Like ``flows/stage.py``,
-this file holds the flow and its parameters only (tasks and helpers in ``tasks/batch.py``).
+this file holds the flow and its parameters only (tasks and helpers in ``tasks/batch/task.py``).
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from prefect import get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field
 
-from flows.modelflow import flow
+from flows.execution.modelflow import flow
 from flows.params import GateLimits, IgnoredChecks, OptionalCount, OptionalText, StageParams, StorageOptions, TaskRunnerKind, Url, config_fingerprint
-from flows.resolve import output_params
+from flows.execution.resolve import output_params
 from flows.stage import stage_flow
-from tasks.batch import publish_batch_artifacts, stage_job, summarise
-from tasks.credentials import storage_options_with
-from tasks.jobs import FoundJob, find_jobs
-from tasks.layout import DEFAULT_CAPTURE_DIR, DEFAULT_EXCLUDE_GLOBS, DEFAULT_ROLLOUTS_GLOB, DEFAULT_SHARD_GLOB, JobLayout
-from tasks.naming import new_run_id
+from tasks.batch.task import publish_batch_artifacts, stage_job, summarise
+from flows.execution.credentials import storage_options_with
+from tasks.inputs.jobs import FoundJob, find_jobs
+from tasks.inputs.layout import DEFAULT_CAPTURE_DIR, DEFAULT_EXCLUDE_GLOBS, DEFAULT_ROLLOUTS_GLOB, DEFAULT_SHARD_GLOB, JobLayout
+from tasks.inputs.naming import new_run_id
 from tasks.storage import Location
 
 

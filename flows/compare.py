@@ -10,10 +10,10 @@ from typing import Any
 from prefect import get_run_logger
 from pydantic import BaseModel, ConfigDict, Field
 
-from flows.modelflow import flow
+from flows.execution.modelflow import flow
 from flows.params import OptionalText, OptionalUrl, StorageOptions, Url
-from tasks.compare import compare_task, publish_comparison
-from tasks.credentials import storage_options_with
+from tasks.compare.task import compare_task, publish_comparison
+from flows.execution.credentials import storage_options_with
 from tasks.storage import Location
 
 

@@ -40,8 +40,8 @@ from flows.compare import compare_flow
 from flows.export import export_mlflow_flow, export_otel_flow
 from flows.params import GateLimits, StorageOptions, Url
 from flows.stage import stage_flow
-from tasks.events import RUN_COMPLETED
-from tasks.naming import canonical_url, job_id_for
+from tasks.publish.events import RUN_COMPLETED
+from tasks.inputs.naming import canonical_url, job_id_for
 
 EVAL_COMPLETED = "gym.eval.completed"
 ON_RUN_COMPLETED = "on-run-completed"

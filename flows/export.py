@@ -11,7 +11,7 @@ from typing import Any
 
 from prefect.artifacts import create_link_artifact, create_markdown_artifact
 
-from flows.modelflow import flow
+from flows.execution.modelflow import flow
 from flows.params import MlflowExportParams, OtelExportParams
 from tasks.export import TraceExport, export_run_to_mlflow, export_run_to_otel
 from tasks.storage import Location

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import orjson
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
-from tasks.naming import canonical_url, check_id
+from tasks.inputs.naming import canonical_url, check_id
 
 # Parameters whose change changes outputs: they make the run's config fingerprint and must
 # match when a run is resumed.
@@ -31,10 +31,10 @@ def _canonical_rollouts(value: str | list[str]) -> str | list[str]:
     return entry(value) if isinstance(value, str) else [entry(item) for item in value]
 
 
-# The rollouts file of a job, or its shards: URLs, globs or comma-separated globs (tasks.shards).
+# The rollouts file of a job, or its shards: URLs, globs or comma-separated globs (tasks.inputs.shards).
 Rollouts = Annotated[str | list[str], AfterValidator(_canonical_rollouts)]
 
-# The fan-out's default group sizes (flows/groups.py): a task run costs ~40 ms of CPU in the
+# The fan-out's default group sizes (flows/execution/groups.py): a task run costs ~40 ms of CPU in the
 # Prefect server and about as much in the flow process (measured with tests/bench on two cores),
 # on the cores the attempts need, so a run has few task runs: at most MAX_TASK_RUNS, of at least
 # MIN_GROUP attempts (~0.3 s of a worker's time) and, unless that bound needs more, at most

@@ -1,7 +1,7 @@
 """The flow for one job: resolve the run, discover, fan out over attempt groups, reduce, publish.
 
-This file holds the flow and nothing else (helpers live in ``flows.resolve`` and
-``flows.groups``, tasks in ``tasks/``): ``prefect deploy`` loads it as a top-level module named
+This file holds the flow and nothing else (helpers live in ``flows.execution.resolve`` and
+``flows.execution.groups``, tasks in ``tasks/``): ``prefect deploy`` loads it as a top-level module named
 ``stage``, and Dask pickles the flow with every task run; a function defined here would pickle
 by the name ``stage``, which a Dask worker cannot import.
 """
@@ -17,24 +17,24 @@ from prefect import get_run_logger
 from prefect.client.schemas.objects import State
 from prefect.states import Failed
 
-from flows.groups import GroupSizes, fan_out, make_groups
-from flows.modelflow import flow
+from flows.execution.groups import GroupSizes, fan_out, make_groups
+from flows.execution.modelflow import flow
 from flows.params import GateLimits, StageParams, config_fingerprint
-from flows.resolve import is_subset, resolve_run, run_record, subset_filter
-from flows.runners import attempt_pool, parallel_groups
-from tasks.events import emit_gate_failed, emit_run_completed, emit_run_failed
-from tasks.gate import GateFailed, judge_run
-from tasks.naming import job_id_for
-from tasks.plan import discover_job
-from tasks.publish import build_manifest, parts_removed_meanwhile, publish_artifacts, publish_run, write_document
-from tasks.reduce import reduce_run
-from tasks.report import render_run_report
-from tasks.runs import ACCOUNTING_FILE, is_complete
+from flows.execution.resolve import is_subset, resolve_run, run_record, subset_filter
+from flows.execution.runners import attempt_pool, parallel_groups
+from tasks.publish.events import emit_gate_failed, emit_run_completed, emit_run_failed
+from tasks.publish.gate import GateFailed, judge_run
+from tasks.inputs.naming import job_id_for
+from tasks.discover.task import discover_job
+from tasks.publish.task import build_manifest, parts_removed_meanwhile, publish_artifacts, publish_run, write_document
+from tasks.reduce.task import reduce_run
+from tasks.publish.report import render_run_report
+from tasks.rundir import ACCOUNTING_FILE, is_complete
 
 
 @flow(name="evidence-stage", log_prints=False, persist_result=False)
 def stage_flow(params: StageParams) -> dict[str, Any] | State:
-    """Process one evaluation job into a new (or resumed) run directory; announce how it ended (tasks.events).
+    """Process one evaluation job into a new (or resumed) run directory; announce how it ended (tasks.publish.events).
 
     A failing quality gate ends the flow run ``Failed`` with the gate's one-line reason after
     everything is written (a direct call raises ``GateFailed``).

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from evidence import RunDocuments, TraceModel, TraceSkipped, main_identities, rollout_trace
-from tasks.runs import MANIFEST_FILE, SUCCESS_FILE, is_complete, read_document
+from tasks.rundir import MANIFEST_FILE, SUCCESS_FILE, is_complete, read_document
 from tasks.storage import InputNotFound, Location
 
 __all__ = ["ExportError", "ExtraMissing", "finished_manifest", "require", "run_documents", "run_traces"]

@@ -22,7 +22,7 @@ import fsspec
 import fsspec.asyn
 from fsspec.implementations.local import LocalFileSystem
 
-from tasks import retry  # the module, not its names: importing tasks.retry first imports this package
+from tasks.storage import retry  # the module, not its names: importing tasks.storage.retry first imports this package
 from tasks.storage.base import classify
 from tasks.storage.writes import atomic_writer, create_local
 

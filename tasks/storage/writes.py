@@ -16,8 +16,8 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from fsspec.implementations.local import LocalFileSystem
 
-from tasks import retry  # the module, not its names: importing tasks.retry first imports this package
-from tasks.prefetch import WriteBehind
+from tasks.storage import retry  # the module, not its names: importing tasks.storage.retry first imports this package
+from tasks.storage.concurrent import WriteBehind
 from tasks.storage.base import classify
 
 if TYPE_CHECKING:

@@ -44,7 +44,7 @@ def _sample_files() -> dict[str, bytes]:
 
 def _example_job_files(output: Path) -> dict[str, bytes]:
     """The bundled example job through the stage's own per-rollout export (collection included)."""
-    from flows.cli import main
+    from flows.cli.main import main
     from tests.conftest import EXAMPLE_JOB
 
     assert main(["run", "--rollouts", str(EXAMPLE_JOB / "rollouts.jsonl"), "--capture-dir", str(EXAMPLE_JOB / "model-calls"),

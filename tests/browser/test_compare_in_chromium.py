@@ -10,7 +10,7 @@ import json
 from html.parser import HTMLParser
 from pathlib import Path
 
-from flows.cli import main
+from flows.cli.main import main
 from tests.browser.test_report_in_chromium import chromium, pytestmark  # noqa: F401 - the same skip marker
 from tests.compared_runs import ComparedRuns
 

@@ -22,11 +22,11 @@ from evidence.health import (
     normalize_ignored_checks,
     reduce_digests,
 )
-import tasks.spill
-from tasks.context import RunContext
-from tasks.reduce import _write_health
-from tasks.shards import Shard
-from tasks.spill import Spill
+import tasks.storage.spill
+from tasks.attempts.context import RunContext
+from tasks.reduce.task import _write_health
+from tasks.inputs.shards import Shard
+from tasks.storage.spill import Spill
 from tasks.storage import Location
 from tests.conformance.conftest import load_cases
 
@@ -86,7 +86,7 @@ def test_sample_jobs_health_reports(job: str) -> None:
 
 @pytest.mark.parametrize(("name", "case"), CASES, ids=[name for name, _ in CASES])
 def test_stage_reduce_matches_golden_bytes(name: str, case: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tasks.spill, "SORT_BUFFER", 2)
+    monkeypatch.setattr(tasks.storage.spill, "SORT_BUFFER", 2)
     ignored = normalize_ignored_checks(case["ignored_checks"])
     ctx = RunContext(
         run_dir=Location(str(tmp_path)), shards=(Shard(Location(ROLLOUTS_PATH)),), capture_dir=Location("/c"),

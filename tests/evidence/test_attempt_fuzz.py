@@ -149,7 +149,7 @@ def _takes_shortcut(example: Example) -> bool:
 
 
 def test_attempts_leave_no_reference_cycles(seeds: list[Seed]) -> None:
-    """Attempt workers run without the automatic collector (tasks.lifeline): an attempt must free
+    """Attempt workers run without the automatic collector (tasks.attempts.lifeline): an attempt must free
     everything by reference counting, or a group of long rows would hold them all."""
     attempts = [example for batch in examples(random.Random(8), seeds, 200, BATCH) for example in batch.examples]
     gc.collect()

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from evidence import RUN_KEY_TAG, TraceModel, main_identities, rollout_trace
-from flows.cli import main
+from flows.cli.main import main
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -134,7 +134,7 @@ def test_export_otel_sends_the_same_ids_to_an_otlp_receiver(mlflow_server: str, 
 
 def test_a_missing_extra_is_one_line_naming_it(tmp_path: Path) -> None:
     """Without the export extra's packages (import blocked), the CLI refuses in one line, before reading anything."""
-    code = "import sys; sys.modules['mlflow'] = None; sys.modules['opentelemetry.exporter'] = None; from flows.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; sys.modules['mlflow'] = None; sys.modules['opentelemetry.exporter'] = None; from flows.cli.main import main; sys.exit(main(sys.argv[1:]))"
     for argv in (["export", "mlflow", str(tmp_path), "--tracking-uri", "http://127.0.0.1:9"], ["export", "otel", str(tmp_path), "--endpoint", "http://127.0.0.1:9"]):
         done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
         assert done.returncode == 2

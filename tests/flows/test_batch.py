@@ -11,11 +11,11 @@ import s3fs
 
 import flows.batch
 from flows.batch import BatchParams, batch_flow
-from flows.cli import main
+from flows.cli.main import main
 from flows.params import StageParams
 from tests.conftest import SAMPLES
 from tests.flows.support import run_stage
-from tasks.naming import job_id_for
+from tasks.inputs.naming import job_id_for
 from tasks.storage import Location
 
 pytestmark = pytest.mark.usefixtures("prefect_server")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from flows.batch import BatchParams
-from flows.cli import main
+from flows.cli.main import main
 from flows.params import StageParams
 from tests.conftest import EXAMPLE_JOB
 
@@ -160,7 +160,7 @@ def test_the_ephemeral_server_gets_two_minutes_to_start_unless_the_user_says(
     """Prefect's 20 s were too few for a first start on a busy machine; a user's own value stands."""
     import os
 
-    from flows.cli import EPHEMERAL_STARTUP_TIMEOUT
+    from flows.cli.main import EPHEMERAL_STARTUP_TIMEOUT
 
     if given is None:
         monkeypatch.delenv(EPHEMERAL_STARTUP_TIMEOUT, raising=False)

@@ -17,7 +17,7 @@ import pytest
 
 from evidence.capabilities import DIMENSIONS
 from evidence.compare.bootstrap import CONFIDENCE, RESAMPLES, paired_bootstrap
-from flows.cli import main
+from flows.cli.main import main
 from flows.compare import CompareParams, compare_flow
 from tests.compared_runs import POLICY_MODEL, SWAPPED_MODEL, ComparedRuns
 

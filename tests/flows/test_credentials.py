@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli import main
+from flows.cli.main import main
 from tasks.storage import Location
 from tests.conftest import EXAMPLE_JOB
 from tests.flows.support import run_stage

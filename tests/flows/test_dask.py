@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
-from tasks.attempt import GroupSummary
-from tasks.context import RunContext
-from tasks.discover import AttemptRef
-from tasks.naming import job_id_for
+from tasks.attempts.group import GroupSummary
+from tasks.attempts.context import RunContext
+from tasks.discover.scan import AttemptRef
+from tasks.inputs.naming import job_id_for
 from tests.conftest import EXAMPLE_JOB
 from tests.flows.support import local_path, run_outputs, run_stage
 
@@ -55,9 +55,9 @@ def _hang_first_group(marker: str) -> None:
     Patched where it is defined: the group task's function reaches Dask by value (its module
     name holds the Prefect task), and its reference to ``run_group`` is resolved on arrival.
     """
-    import tasks.attempt
+    import tasks.attempts.group
 
-    real = tasks.attempt.run_group
+    real = tasks.attempts.group.run_group
 
     def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool) -> GroupSummary:
         summary = real(ctx, attempts, check_existing)
@@ -70,7 +70,7 @@ def _hang_first_group(marker: str) -> None:
         time.sleep(HANG_S)
         return summary
 
-    tasks.attempt.run_group = run_group
+    tasks.attempts.group.run_group = run_group
 
 
 def _kill_when_marked(marker: Path, killed: list[int]) -> None:

@@ -27,7 +27,7 @@ import yaml
 
 from evidence import capture_file_id
 from flows.deployments import CRASH_AUTOMATION, build_deployments, load_config
-from tasks.naming import canonical_url, job_id_for
+from tasks.inputs.naming import canonical_url, job_id_for
 from tests.conftest import REPO, SAMPLES, free_port
 from tests.jobgen import generate_job
 from tests.flows.test_working_directory import crowded_directory

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tasks.events import RUN_COMPLETED, RUN_FAILED
+from tasks.publish.events import RUN_COMPLETED, RUN_FAILED
 from tests.conftest import EXAMPLE_JOB
 from tests.flows.support import local_path, run_stage
 

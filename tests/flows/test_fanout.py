@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 from prefect.utilities.annotations import quote
 
-import flows.groups
+import flows.execution.groups
 from flows.params import MAX_GROUP, MAX_TASK_RUNS, MIN_GROUP, StageParams
-from flows.runners import runner_slots
-from flows.groups import GroupSizes, fan_out, make_groups
-from tasks.attempt import GroupSummary
-from tasks.discover import FAILURES, MAIN, AttemptRef
+from flows.execution.runners import runner_slots
+from flows.execution.groups import GroupSizes, fan_out, make_groups
+from tasks.attempts.group import GroupSummary
+from tasks.discover.scan import FAILURES, MAIN, AttemptRef
 
 
 def _attempt(source: str, line: int) -> AttemptRef:
@@ -84,8 +84,8 @@ def test_default_groups_keep_their_bounds(total: int, workers: int) -> None:
 @pytest.mark.parametrize("workers", [1, 3])
 def test_fan_out_keeps_one_group_beyond_the_runner_slots_in_flight(monkeypatch: pytest.MonkeyPatch, workers: int) -> None:
     runner = _Runner()
-    monkeypatch.setattr(flows.groups, "build_runner", lambda params: runner)
-    monkeypatch.setattr(flows.groups, "Progress", _Progress)
+    monkeypatch.setattr(flows.execution.groups, "build_runner", lambda params: runner)
+    monkeypatch.setattr(flows.execution.groups, "Progress", _Progress)
     params = StageParams(rollouts="r", capture_dir="c", output="o", task_runner="thread", max_workers=workers)
     pulled = 0
 

@@ -12,7 +12,7 @@ from prefect import get_client
 from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
 
 from flows.batch import BatchParams, batch_flow
-from flows.cli import main
+from flows.cli.main import main
 from flows.params import StageParams, gate_limits
 from flows.stage import stage_flow
 from tests.flows.support import local_path

@@ -29,7 +29,7 @@ def test_attempt_workers_collect_cycles_once_per_group_not_automatically() -> No
     import gc
 
     from flows.params import StageParams
-    from flows.runners import attempt_pool
+    from flows.execution.runners import attempt_pool
 
     params = StageParams(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output="/tmp/unused")
     with attempt_pool(params) as pool:

@@ -11,10 +11,10 @@ from uuid import UUID
 import pytest
 
 from flows.batch import BatchParams, batch_flow
-from flows.cli import main
+from flows.cli.main import main
 from flows.params import StageParams
 from flows.stage import stage_flow
-from tasks.naming import canonical_url, job_id_for
+from tasks.inputs.naming import canonical_url, job_id_for
 from tests.conftest import REPO
 from tests.flows.support import local_path, run_outputs, run_stage
 from tests.flows.test_artifacts import artifacts_of

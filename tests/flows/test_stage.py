@@ -13,9 +13,9 @@ import pytest
 from evidence import AtifExportError, export_rollouts
 from evidence.atif import MULTIPLE_AGENTS_MESSAGE
 from evidence.models.atif import Exporter
-from flows.resolve import package_version
-from tasks.context import EXPORTER_NAME
-from tasks.parts import segment_parts
+from flows.execution.resolve import package_version
+from tasks.attempts.context import EXPORTER_NAME
+from tasks.attempts.parts import segment_parts
 from tests.conformance.conftest import strict_diff
 from tests.conftest import EXAMPLE_JOB, SAMPLES
 from tests.flows.support import local_path, run_outputs, run_stage, tree_digest
@@ -124,7 +124,7 @@ def test_s3_run_equals_local_run(s3: str, tmp_path: Path) -> None:
 
 
 def test_report_command_regenerates_the_same_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from flows.cli import main
+    from flows.cli.main import main
 
     result = run_stage(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output=str(tmp_path))
     page = local_path(result["run_dir"]) / "report.html"
@@ -137,12 +137,12 @@ def test_report_command_regenerates_the_same_page(tmp_path: Path, capsys: pytest
 
 def test_a_retried_reduce_records_each_attempt_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The reduce fails once on a transient error after its first pass; Prefect's retry starts over."""
-    import tasks.reduce
+    import tasks.reduce.task
     from tasks.storage import TransientStorageError
 
     common = dict(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"))
     clean = run_stage(**common, output=str(tmp_path / "clean"))
-    write_perf, failed = tasks.reduce._write_perf, []
+    write_perf, failed = tasks.reduce.task._write_perf, []
 
     def fail_once(*args: object) -> list[str]:
         if not failed:
@@ -150,7 +150,7 @@ def test_a_retried_reduce_records_each_attempt_once(tmp_path: Path, monkeypatch:
             raise TransientStorageError("s3://x/perf_summary.json", "503 SlowDown")
         return write_perf(*args)
 
-    monkeypatch.setattr(tasks.reduce, "_write_perf", fail_once)
+    monkeypatch.setattr(tasks.reduce.task, "_write_perf", fail_once)
     retried = run_stage(**common, output=str(tmp_path / "retried"))
     assert failed and run_outputs(retried["run_dir"]) == run_outputs(clean["run_dir"])
     manifest = orjson.loads((local_path(retried["run_dir"]) / "manifest.json").read_bytes())

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from flows.cli import build_parser
-from flows.forkserver import WORKER_MODULES, worker_modules
+from flows.cli.main import build_parser
+from flows.execution.forkserver import WORKER_MODULES, worker_modules
 from flows.params import StageParams
 from tests.conftest import EXAMPLE_JOB, REPO
 
@@ -27,11 +27,11 @@ from tests.conftest import EXAMPLE_JOB, REPO
 HEAVY = ("prefect", "dask", "distributed", "s3fs", "evidence")
 PROBE = """
 import contextlib, io, json, sys
-import flows.cli
-loaded = {"import flows.cli": sorted(sys.modules)}
+import flows.cli.main
+loaded = {"import flows.cli.main": sorted(sys.modules)}
 for argv in json.loads(sys.argv[1]):
     with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
-        flows.cli.main(argv)
+        flows.cli.main.main(argv)
     loaded[" ".join(["evidence-stage", *argv])] = sorted(sys.modules)
 print(json.dumps(loaded))
 """
@@ -59,7 +59,7 @@ def test_help_and_import_load_no_orchestration_modules() -> None:
 
 FORKSERVER_PROBE = """
 import importlib.abc, json, multiprocessing.forkserver, sys
-import flows.cli
+import flows.cli.main
 
 class Stop(BaseException):
     pass
@@ -73,7 +73,7 @@ class AtPrefect(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, AtPrefect())
 try:
-    flows.cli.main(sys.argv[1:])
+    flows.cli.main.main(sys.argv[1:])
 except Stop as stop:
     print(json.dumps({"forkserver_running_at_prefect_import": stop.args[0]}))
 """
@@ -95,7 +95,7 @@ def test_run_starts_the_attempt_forkserver_before_importing_prefect() -> None:
 WORKER_PROBE = """
 import json, sys
 from concurrent.futures import ProcessPoolExecutor
-from flows.forkserver import forkserver_context
+from flows.execution.forkserver import forkserver_context
 from flows.params import StageParams
 
 params = StageParams(**json.loads(sys.argv[1]))
@@ -131,7 +131,7 @@ def test_a_cli_flow_run_returns_without_joining_the_heartbeat_thread(prefect_ser
     import prefect.flow_engine as engine
     from prefect import flow
 
-    from flows.console import heartbeat_thread_not_joined
+    from flows.execution.console import heartbeat_thread_not_joined
 
     joins: list[bool] = []
     original = engine._send_heartbeats

@@ -49,7 +49,7 @@ def install(spec: str) -> None:
 def main() -> int:
     if os.environ.get(KILL_AT):
         install(os.environ[KILL_AT])
-    from flows.cli import main as cli_main
+    from flows.cli.main import main as cli_main
 
     return cli_main(sys.argv[1:])
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tasks.parts import segment_parts
+from tasks.attempts.parts import segment_parts
 
 from tests.flows.support import run_outputs, run_stage, tree_digest
 from tests.jobgen import JobInfo

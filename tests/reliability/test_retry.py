@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tasks import retry
-from tasks.retry import ATTEMPTS, backoff_delay, call_with_retries, retry_on_transient
+from tasks.storage import retry
+from tasks.storage.retry import ATTEMPTS, backoff_delay, call_with_retries, retry_on_transient
 from tasks.storage import InputNotFound, PermanentStorageError, TransientStorageError
 from tasks.storage.base import classify
 

@@ -20,7 +20,7 @@ from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
 from flows.params import StageParams
 from flows.stage import stage_flow
-from tasks.retry import ATTEMPTS, RETRY_COUNTER
+from tasks.storage.retry import ATTEMPTS, RETRY_COUNTER
 from tests.flows.support import run_outputs, tree_digest
 from tests.jobgen import JobInfo
 from tests.reliability.faultproxy import FaultPlan, FaultProxy

@@ -7,7 +7,7 @@ import os
 import pytest
 
 import tasks.storage.writes
-from tasks.retry import ATTEMPTS
+from tasks.storage.retry import ATTEMPTS
 from tasks.storage import Location, StorageError, atomic_writer
 from tests.reliability.faultproxy import FaultPlan, FaultProxy
 

@@ -7,13 +7,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-import tasks.attempt
+import tasks.attempts.group
 from evidence import AttemptOutcome
-from tasks.attempt import run_group
-from tasks.context import RunContext
-from tasks.discover import MAIN, discover
-from tasks.parts import read_parts, segment_folder, segment_parts
-from tasks.shards import Shard
+from tasks.attempts.group import run_group
+from tasks.attempts.context import RunContext
+from tasks.discover.scan import MAIN, discover
+from tasks.attempts.parts import read_parts, segment_folder, segment_parts
+from tasks.inputs.shards import Shard
 from tasks.storage import Location
 from tests.conftest import EXAMPLE_JOB
 
@@ -33,7 +33,7 @@ def _parts_of_one_group(out: Path) -> tuple[int, dict[int, AttemptOutcome]]:
 
 def test_chunked_reads_give_the_same_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     whole = _parts_of_one_group(tmp_path / "whole")
-    monkeypatch.setattr(tasks.attempt, "READ_CHUNK_BYTES", 1)  # every row is its own read
+    monkeypatch.setattr(tasks.attempts.group, "READ_CHUNK_BYTES", 1)  # every row is its own read
     chunked = _parts_of_one_group(tmp_path / "chunked")
     assert whole[0] == len(whole[1]) > 1
     assert chunked == whole

@@ -8,13 +8,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-import tasks.attempt
+import tasks.attempts.group
 from evidence import Status
-from tasks.attempt import run_group
-from tasks.context import RunContext
-from tasks.discover import AttemptRef, discover
-from tasks.parts import segment_parts
-from tasks.shards import Shard
+from tasks.attempts.group import run_group
+from tasks.attempts.context import RunContext
+from tasks.discover.scan import AttemptRef, discover
+from tasks.attempts.parts import segment_parts
+from tasks.inputs.shards import Shard
 from tasks.storage import Location
 from tests.conftest import EXAMPLE_JOB
 
@@ -66,7 +66,7 @@ def test_a_folder_under_a_capture_name_is_found_as_0_7_0_finds_it(tmp_path: Path
 
 
 def test_a_capture_gone_at_read_fails_the_attempt_with_that_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tasks.attempt, "backoff_delay", lambda tries: 0.0)
+    monkeypatch.setattr(tasks.attempts.group, "backoff_delay", lambda tries: 0.0)
     status, seen = _first_attempt_outcome(tmp_path, "gone")
     assert status == Status.FAILED
     assert seen["reason"].startswith("capture file listed at discovery is gone: ")

@@ -9,9 +9,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-import tasks.discover
-from tasks.discover import discover, fingerprint_inputs, list_inputs
-from tasks.shards import Shard
+import tasks.discover.scan
+from tasks.discover.scan import discover, fingerprint_inputs, list_inputs
+from tasks.inputs.shards import Shard
 from tasks.storage import InputNotFound, Location, PermanentStorageError
 
 ROWS = [
@@ -60,7 +60,7 @@ def test_spans_scanned_by_a_pool_give_the_plan_of_one_scan(span: int, monkeypatc
     """Cut anywhere (inside rows, at newlines, between blank lines), the plan is the same."""
     from concurrent.futures import ThreadPoolExecutor
 
-    import tasks.discover
+    import tasks.discover.scan
 
     lines = [orjson.dumps(ROWS[0]), b"", b"[1, 2]", orjson.dumps(ROWS[1]), b"{broken", b"", orjson.dumps(ROWS[2]), orjson.dumps(ROWS[3])]
     main, captures = _job(lines, {"0-0.capture.jsonl": b"{}\n", "0-1-a1.capture.incomplete": b"", "9-9.capture.jsonl": b"{}\n"})
@@ -70,7 +70,7 @@ def test_spans_scanned_by_a_pool_give_the_plan_of_one_scan(span: int, monkeypatc
             return list(plan.attempts), plan.skipped, plan.orphans, plan.accounting, plan.shards
 
     whole = plan_of(None)
-    monkeypatch.setattr(tasks.discover, "SCAN_SPAN_BYTES", span)
+    monkeypatch.setattr(tasks.discover.scan, "SCAN_SPAN_BYTES", span)
     with ThreadPoolExecutor(2) as pool:
         assert plan_of(pool) == whole
     assert len(whole[0]) == 4 and len(whole[1]) == 2
@@ -133,7 +133,7 @@ def test_fingerprints_follow_the_part_format(monkeypatch: pytest.MonkeyPatch) ->
     attempts' fingerprints no longer match."""
     main, captures = _job([orjson.dumps(ROWS[0])], {"0-0.capture.jsonl": b"{}\n"})
     with discover([Shard(main)], captures) as before:
-        monkeypatch.setattr(tasks.discover, "PART_VERSION", tasks.discover.PART_VERSION + 1)
+        monkeypatch.setattr(tasks.discover.scan, "PART_VERSION", tasks.discover.scan.PART_VERSION + 1)
         with discover([Shard(main)], captures) as after:
             assert next(iter(before.attempts)).fingerprint != next(iter(after.attempts)).fingerprint
 
@@ -153,16 +153,16 @@ def test_input_checks_fail_in_order_whether_they_answer_or_raise(remote: bool, m
     """The checks run at once, yet a missing rollouts file is reported before a capture folder
     whose check raises, and that error before any later answer."""
     _, captures = _job([orjson.dumps(ROWS[0])], {"0-0.capture.jsonl": b"{}\n"})
-    monkeypatch.setattr(tasks.discover, "is_remote", lambda locations: remote)
+    monkeypatch.setattr(tasks.discover.scan, "is_remote", lambda locations: remote)
 
     def unreadable(self: Location) -> bool:
         raise PermanentStorageError(self.url, "denied")
 
     monkeypatch.setattr(Location, "is_dir", unreadable)
     with pytest.raises(InputNotFound, match="rollouts file"):
-        tasks.discover.check_inputs([Shard(Location("memory://job/none.jsonl"))], captures)
+        tasks.discover.scan.check_inputs([Shard(Location("memory://job/none.jsonl"))], captures)
     with pytest.raises(PermanentStorageError, match="denied"):
-        tasks.discover.check_inputs([Shard(Location("memory://job/rollouts.jsonl"))], captures)
+        tasks.discover.scan.check_inputs([Shard(Location("memory://job/rollouts.jsonl"))], captures)
 
 
 def test_a_capture_file_name_that_is_not_utf8_is_an_orphan(tmp_path: Path) -> None:
@@ -191,7 +191,7 @@ def test_spans_scanned_by_worker_processes_give_the_plan_of_one_scan(tmp_path: P
     """What crosses to a worker process (the file's location, the listing) and back (the spans) pickles."""
     from concurrent.futures import ProcessPoolExecutor
 
-    import tasks.discover
+    import tasks.discover.scan
 
     root = Location(str(tmp_path))
     root.child("rollouts.jsonl").write_bytes(b"\n".join([orjson.dumps(ROWS[0]), b"{broken", orjson.dumps(ROWS[1]), b""]))
@@ -199,7 +199,7 @@ def test_spans_scanned_by_worker_processes_give_the_plan_of_one_scan(tmp_path: P
     main, captures = root.child("rollouts.jsonl"), root.child("model-calls")
     with discover([Shard(main)], captures) as plan:
         whole = list(plan.attempts), plan.skipped
-    monkeypatch.setattr(tasks.discover, "SCAN_SPAN_BYTES", 16)
+    monkeypatch.setattr(tasks.discover.scan, "SCAN_SPAN_BYTES", 16)
     with ProcessPoolExecutor(2) as pool, discover([Shard(main)], captures, pool) as plan:
         assert (list(plan.attempts), plan.skipped) == whole
     assert len(whole[0]) == 2 and len(whole[1]) == 1

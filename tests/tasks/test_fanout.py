@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-import tasks.fanout
+import tasks.attempts.task
 from evidence import AttemptOutcome
-from tasks.attempt import GroupSummary, run_group
-from tasks.context import RunContext
-from tasks.discover import AttemptRef, discover
-from tasks.fanout import process_group
-from tasks.parts import segment_parts
-from tasks.shards import Shard
+from tasks.attempts.group import GroupSummary, run_group
+from tasks.attempts.context import RunContext
+from tasks.discover.scan import AttemptRef, discover
+from tasks.attempts.task import process_group
+from tasks.attempts.parts import segment_parts
+from tasks.inputs.shards import Shard
 from tasks.storage import Location, StorageError
 from tests.conftest import EXAMPLE_JOB
 
@@ -50,7 +50,7 @@ def _parts(out: Path) -> dict[int, AttemptOutcome]:
 
 
 def test_a_group_goes_to_the_pool_in_chunks_that_make_the_same_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tasks.fanout, "POOL_CHUNK", 10)
+    monkeypatch.setattr(tasks.attempts.task, "POOL_CHUNK", 10)
     ctx, attempts = _job(tmp_path / "chunked")
     with RecordingPool() as pool:
         summary = process_group.fn(ctx, attempts, pool)
@@ -67,7 +67,7 @@ def test_a_group_goes_to_the_pool_in_chunks_that_make_the_same_parts(tmp_path: P
 
 def test_a_resumed_group_goes_to_the_pool_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Its check for parts already written lists the source's folder once per call, not per chunk."""
-    monkeypatch.setattr(tasks.fanout, "POOL_CHUNK", 10)
+    monkeypatch.setattr(tasks.attempts.task, "POOL_CHUNK", 10)
     ctx, attempts = _job(tmp_path)
     with RecordingPool() as pool:
         summary = process_group.fn(dataclasses.replace(ctx, resume=True), attempts, pool)
@@ -99,7 +99,7 @@ class FailingFirstChunk(ThreadPoolExecutor):
 
 def test_a_failed_chunk_fails_the_group_only_once_every_chunk_has_ended(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A retry of the task must never run beside a chunk of the same group still writing."""
-    monkeypatch.setattr(tasks.fanout, "POOL_CHUNK", 10)
+    monkeypatch.setattr(tasks.attempts.task, "POOL_CHUNK", 10)
     ctx, attempts = _job(tmp_path)
     with FailingFirstChunk() as pool:
         with pytest.raises(StorageError):

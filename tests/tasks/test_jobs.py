@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.jobs import find_jobs, input_fingerprint, latest_manifest
-from tasks.layout import JobLayout
-from tasks.naming import job_id_for
+from tasks.inputs.jobs import find_jobs, input_fingerprint, latest_manifest
+from tasks.inputs.layout import JobLayout
+from tasks.inputs.naming import job_id_for
 from tasks.storage import Location
 
 ROOT = "memory://evals"

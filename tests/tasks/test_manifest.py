@@ -8,8 +8,8 @@ import orjson
 import pytest
 
 from evidence import AttemptOutcome, AttemptPart, Status
-from tasks.discover import AttemptRef
-from tasks.manifest import AttemptLog, Streamed, manifest_chunks
+from tasks.discover.scan import AttemptRef
+from tasks.reduce.attempt_log import AttemptLog, Streamed, manifest_chunks
 
 
 def _document(entries: list[dict[str, Any]], files: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tasks.prefetch import at_once, ordered_prefetch
+from tasks.storage.concurrent import at_once, ordered_prefetch
 
 
 @pytest.mark.parametrize("window", [0, 1, 3])

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta, timezone
 import orjson
 import pytest
 
-from tasks.publish import parts_removed_meanwhile
-from tasks.runs import LATEST_FILE, RunConflict, check_apart, finished_at, mark_complete, run_dir_of, update_latest
+from tasks.publish.task import parts_removed_meanwhile
+from tasks.rundir import LATEST_FILE, RunConflict, check_apart, finished_at, mark_complete, run_dir_of, update_latest
 from tasks.storage import Location, StorageError
 
 OUTPUT = Location("memory://out")

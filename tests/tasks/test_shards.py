@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.naming import job_id_for
-from tasks.shards import expand_rollouts, find_shards
+from tasks.inputs.naming import job_id_for
+from tasks.inputs.shards import expand_rollouts, find_shards
 from tasks.storage import InputNotFound, Location
 
 ROOT = "memory://shards"

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tasks import spill
-from tasks.spill import SortedSpill, Spill, count_repeats
+from tasks.storage import spill
+from tasks.storage.spill import SortedSpill, Spill, count_repeats
 from tasks.storage import FileEntry
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import tasks.retry
+import tasks.storage.retry
 import tasks.storage.fs
 from tasks.storage import FileEntry, InputNotFound, Location, atomic_writer, release_view
 from tasks.storage.base import PermanentStorageError, TransientStorageError, classify
@@ -71,7 +71,7 @@ def test_spans_cut_anywhere_share_out_every_line_once(root: Location, monkeypatc
 def test_iter_lines_retries_a_block_read_that_fails_once(root: Location, monkeypatch: pytest.MonkeyPatch) -> None:
     """A connection reset while streaming a rollouts file costs a retry of that block, not the run."""
     monkeypatch.setattr(tasks.storage.fs, "READ_BLOCK", 4)
-    monkeypatch.setattr(tasks.retry, "backoff_delay", lambda attempt: 0.0)
+    monkeypatch.setattr(tasks.storage.retry, "backoff_delay", lambda attempt: 0.0)
     f = root.child("flaky.jsonl")
     f.write_bytes(b"first\nsecond\nthird")
     opened = f.fs.open

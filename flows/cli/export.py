@@ -1,0 +1,49 @@
+"""``evidence-stage export mlflow|otel RUN_DIR_URL``: a finished run into a tracking store.
+
+Runs the export tasks directly (no Prefect server needed); the deployed flows in
+``flows/export.py`` call the same tasks. Prints what was sent as one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import orjson
+
+from flows.cli.options import add_storage_options, key_value, storage_options_of
+
+
+def register(subcommands: Any) -> None:
+    parser = subcommands.add_parser("export", help="export a finished run directory to MLflow or an OpenTelemetry collector")
+    targets = parser.add_subparsers(dest="target", required=True)
+    mlflow = targets.add_parser("mlflow", help="one MLflow run per stage run: params, metrics, artifacts, traces")
+    mlflow.add_argument("run_dir", metavar="RUN_DIR_URL")
+    mlflow.add_argument("--tracking-uri", required=True, metavar="URI", help="http(s) URL of the MLflow server")
+    mlflow.add_argument("--experiment", default="evidence-stage", metavar="NAME", help="experiment name (default evidence-stage)")
+    add_storage_options(mlflow)
+    mlflow.set_defaults(handler=handle_mlflow)
+    otel = targets.add_parser("otel", help="one OpenTelemetry trace per main row, over OTLP/HTTP")
+    otel.add_argument("run_dir", metavar="RUN_DIR_URL")
+    otel.add_argument("--endpoint", required=True, metavar="URL", help="OTLP/HTTP URL (/v1/traces appended unless present)")
+    otel.add_argument("--header", action="append", type=key_value, default=[], metavar="KEY=VALUE", help="HTTP header (repeatable)")
+    add_storage_options(otel)
+    otel.set_defaults(handler=handle_otel)
+
+
+def handle_mlflow(args: argparse.Namespace) -> int:
+    from tasks.export import export_run_to_mlflow  # Prefect and MLflow only when exporting
+    from tasks.storage import Location
+
+    result = export_run_to_mlflow.fn(Location(args.run_dir, storage_options_of(args)), args.tracking_uri, args.experiment)
+    print(orjson.dumps({**result.as_dict(), "url": result.run_url(args.tracking_uri)}).decode())
+    return 0
+
+
+def handle_otel(args: argparse.Namespace) -> int:
+    from tasks.export import export_run_to_otel  # Prefect and OpenTelemetry only when exporting
+    from tasks.storage import Location
+
+    result = export_run_to_otel.fn(Location(args.run_dir, storage_options_of(args)), args.endpoint, dict(args.header))
+    print(orjson.dumps(result.as_dict()).decode())
+    return 0

@@ -1,0 +1,31 @@
+"""``evidence-stage report RUN_DIR_URL``: regenerate ``report.html`` for an existing run."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import orjson
+
+from flows.cli.options import add_storage_options, storage_options_of
+
+
+def register(subcommands: Any) -> None:
+    parser = subcommands.add_parser("report", help="regenerate report.html of an existing run directory")
+    parser.add_argument("run_dir", metavar="RUN_DIR_URL")
+    add_storage_options(parser)
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from tasks.publish.report import rebuild_histograms, render_run_report
+    from tasks.storage import InputNotFound, Location
+
+    run_dir = Location(args.run_dir, storage_options_of(args))
+    manifest_file = run_dir.child("manifest.json")
+    if not manifest_file.exists():
+        raise InputNotFound(manifest_file.url, "no manifest.json: not a finished run directory")
+    html, _, _ = render_run_report(run_dir, orjson.loads(manifest_file.read_bytes()), rebuild_histograms(run_dir))
+    run_dir.child("report.html").write_bytes(html.encode())
+    print(run_dir.child("report.html").url)
+    return 0

@@ -1,5 +1,0 @@
-"""One module per ``evidence-stage`` subcommand; each exposes ``register(subparsers)``."""
-
-from flows.commands import batch, compare, export, export_atif, health, notify, report, run, serve
-
-COMMANDS = (run, health, export_atif, report, compare, batch, serve, notify, export)

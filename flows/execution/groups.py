@@ -1,0 +1,93 @@
+"""How a job's attempts become group tasks: group sizes, contiguous groups, a bounded window."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Executor
+from dataclasses import dataclass
+
+from prefect.futures import PrefectFuture
+
+from flows.params import MAX_GROUP, MAX_TASK_RUNS, MIN_GROUP, StageParams
+from flows.execution.progress import Progress
+from flows.execution.runners import build_runner, runner_slots, shared_api, task_argument
+from tasks.attempts.group import GroupSummary
+from tasks.attempts.context import RunContext
+from tasks.discover.scan import AttemptRef
+from tasks.attempts.task import process_group
+
+GUIDED_SHARES = 2
+"""Without a requested size, a group takes ``1 / (GUIDED_SHARES * workers)`` of the attempts not yet grouped."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSizes:
+    """How many attempts each group task gets, in turn.
+
+    As asked (``requested``), else guided self-scheduling: each group takes a share of what is
+    left, so a job is a few large groups that shrink to ``MIN_GROUP`` at its end, where a
+    worker would otherwise wait for another's last large group. Never more than ``MAX_GROUP``
+    (the flow holds the attempts of the groups in flight), nor more task runs than
+    ``MAX_TASK_RUNS`` (that bound wins over ``MAX_GROUP``).
+    """
+
+    total: int
+    requested: int | None
+    workers: int
+
+    def next(self, grouped: int) -> int:
+        """The size of the next group once ``grouped`` attempts are in groups."""
+        if self.requested:
+            return self.requested
+        guided = math.ceil((self.total - grouped) / (GUIDED_SHARES * self.workers))
+        return max(MIN_GROUP, math.ceil(self.total / MAX_TASK_RUNS), min(MAX_GROUP, guided))
+
+    def describe(self) -> str:
+        """The sizes for the run's log: ``100``, or ``530 down to 100``."""
+        first, last = self.next(0), self.next(self.total)
+        return str(first) if first == last else f"{first} down to {last}"
+
+
+def make_groups(attempts: Iterable[AttemptRef], sizes: GroupSizes) -> Iterator[list[AttemptRef]]:
+    """Contiguous groups from one input file each, so a group's rows are one ranged read."""
+    group: list[AttemptRef] = []
+    grouped, size = 0, sizes.next(0)
+    for attempt in attempts:
+        if group and (len(group) >= size or (group[-1].shard, group[-1].source) != (attempt.shard, attempt.source)):
+            yield group
+            grouped += len(group)
+            group, size = [], sizes.next(grouped)
+        group.append(attempt)
+    if group:
+        yield group
+
+
+def fan_out(
+    params: StageParams, ctx: RunContext, groups: Iterator[list[AttemptRef]], total: int, pool: Executor | None
+) -> GroupSummary:
+    """Run a task per group, a bounded window of them in flight; return their summaries added up.
+
+    Groups are read from the plan's spill as the window moves, so the flow holds the attempts
+    of the groups in flight, not the job's. Each attempt's status is in its part.
+    """
+    summaries: list[GroupSummary] = []  # one per task run: a few dozen at most
+    progress = Progress(total=total)
+    in_flight: deque[PrefectFuture[GroupSummary]] = deque()
+
+    def finish_oldest() -> None:
+        summary = in_flight.popleft().result()
+        summaries.append(summary)
+        progress.advance(summary.processed + summary.skipped)
+
+    with shared_api(params), build_runner(params) as runner:
+        for group in groups:
+            arguments = {"ctx": task_argument(params, ctx), "attempts": task_argument(params, group), "pool": pool}
+            in_flight.append(runner.submit(process_group, arguments))
+            if len(in_flight) > runner_slots(params):
+                finish_oldest()
+        while in_flight:
+            finish_oldest()
+    return GroupSummary.total(summaries)
+

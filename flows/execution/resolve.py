@@ -1,0 +1,169 @@
+"""A run before it starts: its locations, id and recorded parameters; the CLI's preflight.
+
+Kept out of ``flows/stage.py`` so that file holds the flow alone: ``prefect deploy`` loads it
+as a top-level module (``stage``), and anything defined there pickles by that name, which no
+Dask worker can import.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable
+from datetime import datetime, timezone
+from importlib.metadata import version
+from typing import Any
+
+from flows.params import StageParams
+from tasks.attempts.context import RunContext
+from flows.execution.credentials import storage_options_with
+from tasks.discover.scan import AttemptRef, check_inputs
+from tasks.inputs.naming import job_id_for, new_run_id
+from tasks.rundir import (
+    PARAMS_FILE,
+    RunConflict,
+    check_apart,
+    check_resume,
+    claim,
+    discard_temporaries,
+    finished_at,
+    gate_passed,
+    recorded_params,
+    run_dir_of,
+    update_latest,
+)
+from tasks.inputs.shards import Shard, expand_rollouts, find_shards
+from tasks.storage import Location
+
+
+def package_version() -> str:
+    return version("evidence-stage")
+
+
+def subset_filter(rollout_ids: list[str], rollout_glob: str | None) -> Callable[[AttemptRef], bool]:
+    """Whether an attempt is chosen by rollout id or glob for a subset rerun."""
+    wanted = set(rollout_ids)
+
+    def chosen(attempt: AttemptRef) -> bool:
+        rollout_id = attempt.rollout_id
+        if rollout_id is None:
+            return False
+        return rollout_id in wanted or (rollout_glob is not None and fnmatch.fnmatchcase(rollout_id, rollout_glob))
+
+    return chosen
+
+
+def is_subset(recorded: dict[str, Any]) -> bool:
+    """Whether a run's recorded parameters select a subset of the job's attempts."""
+    return bool(recorded["rollout_ids"]) or recorded["rollout_glob"] is not None
+
+
+def recorded_rollouts(shards: tuple[Shard, ...]) -> str | list[str]:
+    """What ``params.json`` records: the one rollouts URL, or the expanded shard URLs (a glob can match more later)."""
+    urls = [shard.main.url for shard in shards]
+    return urls[0] if len(urls) == 1 else urls
+
+
+def output_params(params: StageParams, job_id: str, rollouts: str | list[str]) -> dict[str, Any]:
+    """What ``params.json`` records; ``rollouts`` as ``recorded_rollouts`` gives it, ``gate`` only when set."""
+    return {
+        "rollouts": rollouts,
+        "capture_dir": params.capture_dir,
+        "failures": params.failures,
+        "job_id": job_id,
+        "session_id": params.session_id or job_id,
+        "agent_version": params.agent_version or package_version(),
+        "ignored_checks": list(params.ignored_checks),
+        "atif_all_or_nothing": params.atif_all_or_nothing,
+        "rollout_ids": list(params.rollout_ids),
+        "rollout_glob": params.rollout_glob,
+        **({"gate": params.gate.recorded()} if params.gate.active else {}),
+    }
+
+
+def job_locations(params: StageParams) -> tuple[tuple[Shard, ...], Location, Location, str]:
+    """The run's inputs (its shards, one for a one-file job; the capture dir), the output root and the job id.
+
+    Checks what can be checked before anything is written: every input exists (a failures
+    sidecar given explicitly too), and the job directory is apart from the inputs.
+    """
+    options = storage_options_with(params.storage_options, params.aws_credentials_block)
+    capture_dir = Location(params.capture_dir, options)
+    urls = expand_rollouts(params.rollouts, options)
+    shards = find_shards(urls, options, params.failures)
+    check_inputs(shards, capture_dir)
+    job_id = params.job_id or job_id_for(urls)
+    output = Location(params.output, options)
+    files = [f for shard in shards for f in (shard.main, shard.failures, shard.materialized) if f is not None]
+    check_apart(output.child(job_id), [capture_dir] + [f.parent() for f in files])  # parameter URLs are absolute
+    return shards, capture_dir, output, job_id
+
+
+def resolve_run(params: StageParams) -> tuple[RunContext, Location, dict[str, Any], str]:
+    """Locations, the run id, and the recorded parameters; claims the run directory.
+
+    On ``resume`` the recorded parameters win (explicit conflicting ones are an error), stale
+    temp files of the killed process are removed, and a complete full run gets the LATEST
+    update it may have been killed before.
+    """
+    shards, capture_dir, output, job_id = job_locations(params)
+    run_id = params.resume or params.run_id or new_run_id()
+    run_dir = run_dir_of(output, job_id, run_id)
+    requested = output_params(params, job_id, recorded_rollouts(shards))
+    if params.resume:
+        recorded = recorded_params(run_dir)
+        check_resume(recorded, _explicit(params, requested))
+        requested = recorded
+        discard_temporaries(run_dir)
+        if not is_subset(recorded) and (finished := finished_at(run_dir)) is not None:
+            update_latest(output.child(job_id), run_id, finished, gate_passed(run_dir))  # a kill between _SUCCESS and LATEST
+    else:
+        claim(run_dir, requested)
+    ctx = RunContext(
+        run_dir=run_dir,
+        shards=shards,
+        capture_dir=capture_dir,
+        session_id=requested["session_id"],
+        agent_version=requested["agent_version"],
+        exporter_version=package_version(),
+        ignored_checks=tuple(requested["ignored_checks"]),
+        resume=bool(params.resume),
+    )
+    return ctx, output.child(job_id), requested, run_id
+
+
+def _explicit(params: StageParams, requested: dict[str, Any]) -> dict[str, Any]:
+    """The output parameters the caller set explicitly (a resume must agree with them)."""
+    return {k: requested[k] for k in requested if k in params.model_fields_set or k == "job_id"}
+
+
+def preflight(params: StageParams) -> None:
+    """The checks that stop a run before it starts, made without starting a flow run.
+
+    The CLI calls this first so a typo or a taken run id costs one line, not a failed flow run;
+    ``resolve_run`` repeats the checks inside the flow (deployments do not pass through here).
+    """
+    shards, _, output, job_id = job_locations(params)
+    run_id = params.resume or params.run_id
+    if run_id is None:
+        return
+    run_dir = run_dir_of(output, job_id, run_id)
+    if params.resume:
+        check_resume(recorded_params(run_dir), _explicit(params, output_params(params, job_id, recorded_rollouts(shards))))
+    elif run_dir.child(PARAMS_FILE).is_file():
+        raise RunConflict(f"run id already exists: {run_dir.url} (use --resume to continue it)")
+
+
+def run_record(
+    params: StageParams, recorded: dict[str, Any], ctx: RunContext, run_id: str, started_at: datetime, subset: bool
+) -> dict[str, Any]:
+    """The manifest's ``run`` section: identity, scope and times of this run."""
+    return {
+        "run_id": run_id,
+        "job_id": recorded["job_id"],
+        "run_dir": ctx.run_dir.url,
+        "scope": "subset" if subset else "full",
+        "package_version": package_version(),
+        "started_at": started_at.isoformat(),
+        "finished_at": datetime.now(timezone.utc).isoformat(),
+        "resumed": bool(params.resume),
+    }

@@ -1,0 +1,22 @@
+"""The discovery task: a job's plan (attempts, inputs, orphans), retried on transient storage errors.
+
+Its own module, not ``tasks/discover/scan.py``: that one is imported by the attempt workers, which
+never import Prefect.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Executor
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from tasks.discover.scan import JobPlan, discover
+from tasks.storage.retry import retry_on_transient
+from tasks.inputs.shards import Shard
+from tasks.storage import Location
+
+
+@task(name="discover-job", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_condition_fn=retry_on_transient)
+def discover_job(shards: tuple[Shard, ...], capture_dir: Location, pool: Executor | None = None) -> JobPlan:
+    return discover(shards, capture_dir, pool)

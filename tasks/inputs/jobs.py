@@ -1,0 +1,112 @@
+"""Finding evaluation jobs under a prefix, and what the output already holds for each.
+
+A job folder, as ``gym eval run`` leaves it, holds a capture directory (``model-calls/``) and
+exactly one rollouts file, or several shards of one job (``gym eval run +disable_aggregation``
+per chunk, names matching the layout's shard glob). Gym writes other JSONL files beside them
+(the failures sidecar, materialised inputs, attempt logs, health verdicts) that are never
+rollouts files. A folder with several candidates that are not all shards is reported and
+skipped rather than guessed: processing the wrong file would publish a plausible but wrong run.
+One recursive listing serves the whole prefix.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from tasks.discover.scan import fingerprint_inputs, list_inputs
+from tasks.inputs.layout import JobLayout
+from tasks.inputs.naming import job_id_for
+from tasks.rundir import FAILED_GATE_FILE, LATEST_FILE, MANIFEST_FILE, is_complete, run_dir_of
+from tasks.inputs.shards import find_shards
+from tasks.storage import Location
+
+
+@dataclass(frozen=True)
+class FoundJob:
+    """One job: its rollouts file (or shard files, in order) and capture directory URLs, and its id (as ``run`` derives it)."""
+
+    folder: str
+    rollouts: str | list[str]
+    capture_dir: str
+    job_id: str
+
+
+@dataclass(frozen=True)
+class SkippedFolder:
+    """A folder with a capture directory that is not a usable job, and why."""
+
+    folder: str
+    reason: str
+    candidates: tuple[str, ...] = ()
+
+
+@dataclass
+class JobSearch:
+    """The jobs found under a prefix, and the folders reported instead of processed."""
+
+    jobs: list[FoundJob] = field(default_factory=list)
+    skipped: list[SkippedFolder] = field(default_factory=list)
+
+
+def find_jobs(prefix: Location, layout: JobLayout) -> JobSearch:
+    """Every job folder below ``prefix`` (the prefix itself included), sorted by folder."""
+    files_by_folder: dict[str, list[str]] = {}
+    job_folders: set[str] = set()
+    for rel in prefix.list_tree():
+        folder, _, name = rel.rpartition("/")
+        files_by_folder.setdefault(folder, []).append(name)
+        parent, _, last = folder.rpartition("/")
+        if last == layout.capture_dir:
+            job_folders.add(parent)
+    search = JobSearch()
+    for folder in sorted(job_folders):
+        candidates = tuple(sorted(n for n in files_by_folder.get(folder, []) if layout.is_rollouts_file(n)))
+        where = prefix.child(folder) if folder else prefix
+        if len(candidates) == 1:
+            rollouts = where.child(candidates[0]).url
+            search.jobs.append(FoundJob(folder, rollouts, where.child(layout.capture_dir).url, job_id_for(rollouts)))
+        elif candidates and all(fnmatch.fnmatchcase(n, layout.shard_glob) for n in candidates):
+            shards = [where.child(n).url for n in candidates]
+            search.jobs.append(FoundJob(folder, shards, where.child(layout.capture_dir).url, job_id_for(shards)))
+        elif candidates:
+            search.skipped.append(SkippedFolder(folder, f"ambiguous: {len(candidates)} rollouts files", candidates))
+        else:
+            search.skipped.append(SkippedFolder(folder, "no rollouts file"))
+    return search
+
+
+def input_fingerprint(job: FoundJob, options: dict[str, Any]) -> str:
+    """The job fingerprint the stage would record, from listings only (no rows are read)."""
+    urls = [job.rollouts] if isinstance(job.rollouts, str) else job.rollouts
+    return fingerprint_inputs(list_inputs(find_shards(urls, options), Location(job.capture_dir, options)))
+
+
+def newest_manifest(output: Location, job_id: str) -> dict[str, Any] | None:
+    """The manifest of the job's newest complete full run, whether its gate passed (LATEST) or not.
+
+    The sweep decides freshness from it: a run that failed its gate is still the job processed
+    for those inputs and that config, and redoing it would fail the same way.
+    """
+    found = [m for m in (latest_manifest(output, job_id), latest_manifest(output, job_id, FAILED_GATE_FILE)) if m is not None]
+    return max(found, key=_finished, default=None)
+
+
+def _finished(manifest: dict[str, Any]) -> tuple[str, str]:
+    """The order LATEST keeps (``tasks.rundir.update_latest``): finish time, then run id."""
+    return manifest["run"]["finished_at"], manifest["run"]["run_id"]
+
+
+def latest_manifest(output: Location, job_id: str, pointer: str = LATEST_FILE) -> dict[str, Any] | None:
+    """The manifest of the complete run the job's ``pointer`` file names (LATEST by default), or None."""
+    latest = output.child(job_id, pointer)
+    if not latest.is_file():
+        return None
+    run_dir = run_dir_of(output, job_id, latest.read_bytes().decode().strip())
+    manifest = run_dir.child(MANIFEST_FILE)
+    if not is_complete(run_dir) or not manifest.is_file():
+        return None
+    return orjson.loads(manifest.read_bytes())

@@ -1,0 +1,133 @@
+"""Publishing a finished run: manifest.json, _SUCCESS last, LATEST; then the parts removed while Prefect records the artifacts.
+
+``manifest.json`` (with ``report.html``) is the only output that carries the run id and times,
+so every other output stays byte-identical across reruns of the same inputs and parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from prefect import task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from evidence import dumps
+from tasks.discover.scan import JobPlan
+from tasks.publish.links import publish_folder, publish_link
+from tasks.reduce.attempt_log import Streamed, manifest_chunks
+from tasks.attempts.parts import ATTEMPTS_FOLDER
+from tasks.reduce.task import ReduceSummary
+from tasks.rundir import MANIFEST_FILE, mark_complete, update_latest
+from tasks.storage import Location
+
+
+def build_manifest(
+    *,
+    run: dict[str, Any],
+    params: dict[str, Any],
+    config_fingerprint: str,
+    plan: JobPlan,
+    reduced: ReduceSummary,
+    timings: dict[str, float],
+) -> dict[str, Any]:
+    """The run manifest (documented in the README, section "manifest.json").
+
+    Its two long lists, the input files and the attempts, are ``Streamed``: produced while
+    ``publish_run`` writes them, read from the plan and from the reduce's attempt log.
+    """
+    log = reduced.log
+    return {
+        "run": run,
+        "parameters": params,
+        "config_fingerprint": config_fingerprint,
+        "inputs": {
+            "fingerprint": plan.fingerprint,
+            "files": Streamed(lambda: ((name, asdict(entry)) for name, entry in plan.inputs), pairs=True),
+        },
+        "shards": [{**shard, "accounting": plan.accounting["shards"][shard["file"]]} for shard in plan.shards],
+        "accounting": {k: v for k, v in plan.accounting.items() if k not in ("shards", "lost_keys")},
+        "counts": {
+            "attempts": log.count,
+            "by_status": dict(sorted(log.by_status.items())),
+            "rows": reduced.rows,
+            "skipped_lines": len(plan.skipped),
+            "orphans": len(plan.orphans),
+            "repairs": log.repairs,
+            "atif_files": reduced.atif_files,
+            "atif_rejections": reduced.atif_rejections,
+            "verdicts": reduced.verdicts,
+            "fold_problems": len(reduced.fold_problems),
+        },
+        "attempts": Streamed(log.entries),
+        "skipped_lines": [{k: v for k, v in asdict(s).items() if k != "shard" or v is not None} for s in plan.skipped],
+        "orphans": plan.orphans,
+        "fold_problems": reduced.fold_problems,
+        "timings": {k: round(v, 3) for k, v in timings.items()},
+    }
+
+
+def write_document(run_dir: Location, name: str, document: dict[str, Any]) -> None:
+    """A run-level JSON output (``accounting.json``, ``gate.json``): 2-space indented, one trailing newline."""
+    run_dir.child(name).write_bytes(dumps(document, indent=True) + b"\n")
+
+
+@task(name="publish-run", cache_policy=NO_CACHE, persist_result=False)
+def publish_run(run_dir: Location, job_dir: Location, manifest: dict[str, Any], report_html: str, full_scope: bool) -> None:
+    """manifest.json and report.html, then _SUCCESS, then LATEST (full runs only; LATEST_FAILED_GATE when the gate failed)."""
+    run_dir.child(MANIFEST_FILE).write_chunks(lambda: manifest_chunks(manifest))
+    run_dir.child("report.html").write_bytes(report_html.encode())
+    mark_complete(run_dir)
+    if full_scope:
+        run = manifest["run"]
+        update_latest(job_dir, run["run_id"], datetime.fromisoformat(run["finished_at"]), manifest.get("gate", {}).get("passed", True))
+
+
+@contextmanager
+def parts_removed_meanwhile(run_dir: Location, keep_parts: bool) -> Iterator[None]:
+    """A published run's parts removed on a thread of their own while the block runs; a failed removal raises after it.
+
+    The per-attempt parts are what a resume of an unfinished run reuses; once ``_SUCCESS``
+    exists nothing reads them (the manifest and the outputs hold all they carried), and they
+    are the largest thing in a run and differ between identical runs (timings). Removing a
+    2,000-rollout run's segments takes about 0.25 s, nearly all of it in the kernel, and
+    recording the run's Prefect artifacts about as long, nearly all of it waiting for the
+    server: side by side they cost one of the two.
+    """
+    if keep_parts:
+        yield
+        return
+    with ThreadPoolExecutor(max_workers=1) as background:
+        removal = background.submit(run_dir.child(ATTEMPTS_FOLDER).remove_tree)
+        try:
+            yield
+        except BaseException as error:
+            failed = removal.exception()  # waits for the removal: the block's error goes on, with the removal's
+            if failed is not None:
+                error.add_note(f"removing the parts failed too: {failed}")
+            raise
+    removal.result()
+
+
+def publish_artifacts(manifest: dict[str, Any], run_dir: Location, tables: dict[str, Any]) -> None:
+    """Prefect artifacts: verdict table, perf markdown, capability table, links to the outputs."""
+    counts = manifest["counts"]
+    run = f"run {manifest['run']['run_id']} of job {manifest['run']['job_id']}"
+    create_table_artifact(
+        key="evidence-stage-verdicts",
+        table=[{"verdict": k, "rollouts": v} for k, v in sorted(counts["verdicts"].items())],
+        description=f"Health verdict counts (main rollouts) of {run}.",
+    )
+    for key, (shows, table) in tables.items():
+        description = f"{shows} of {run}."
+        if isinstance(table, str):
+            create_markdown_artifact(key=key, markdown=table, description=description)
+        else:
+            create_table_artifact(key=key, table=table, description=description)
+    publish_folder("evidence-stage-run-dir", run_dir, "run directory", f"Where the outputs of {run} are.")
+    publish_link("evidence-stage-report", run_dir.child("report.html"), "report.html", f"The report of {run}.")
