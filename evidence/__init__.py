@@ -11,6 +11,7 @@ Callers import from ``evidence``; the public surface below is pinned by a test.
 from evidence.accounting import ShardAccount, accounted_fields, run_accounting
 from evidence.gate import evaluate_gate, gate_reason
 from evidence.atif import (
+    MANIFEST_NAME,
     BatchRules,
     FirstKeyWins,
     config_error_message,
@@ -121,6 +122,7 @@ __all__ = [
     "Exporter",
     "FirstKeyWins",
     "HealthFold",
+    "MANIFEST_NAME",
     "MARKER_SUFFIX",
     "MainDigests",
     "PART_VERSION",

@@ -22,11 +22,11 @@ from flows.execution.modelflow import flow
 from flows.params import GateLimits, StageParams, config_fingerprint
 from flows.execution.resolve import is_subset, resolve_run, run_record, subset_filter
 from flows.execution.runners import attempt_pool, parallel_groups
-from tasks.publish.events import emit_gate_failed, emit_run_completed, emit_run_failed
+from tasks.publish.events import gate_failed, run_completed, run_failed
 from tasks.publish.gate import GateFailed, judge_run
 from tasks.inputs.naming import job_id_for
 from tasks.discover.task import discover_job
-from tasks.publish.task import build_manifest, parts_removed_meanwhile, publish_artifacts, publish_run, write_document
+from tasks.publish.task import emit, build_manifest, parts_removed_meanwhile, publish_artifacts, publish_run, write_document
 from tasks.reduce.task import reduce_run
 from tasks.publish.report import render_run_report
 from tasks.rundir import ACCOUNTING_FILE, is_complete
@@ -88,11 +88,13 @@ def stage_flow(params: StageParams) -> dict[str, Any] | State:
         logger.info("run %s complete: %s", run_id, manifest["counts"])
         result = {"run_id": run_id, "run_dir": ctx.run_dir.url, "counts": manifest["counts"], "already_complete": False}
         if gate is not None and not gate["passed"]:
-            reason = emit_gate_failed(manifest, gate)
+            event = gate_failed(manifest, gate)
+            emit(event)
+            reason = event.payload["reason"]
             logger.error("%s; LATEST left as it was", reason)
             return Failed(message=reason, data=GateFailed(reason, {**result, "gate": gate}))
-        emit_run_completed(manifest, ctx.run_dir, outputs)
+        emit(run_completed(manifest, ctx.run_dir, outputs))
         return result
     except Exception as exc:
-        emit_run_failed(params.job_id or job_id_for(params.rollouts), run_id, exc)
+        emit(run_failed(params.job_id or job_id_for(params.rollouts), run_id, exc))
         raise

@@ -1,6 +1,7 @@
-"""Run directories: claiming a run id, remembering its parameters, resuming, LATEST.
+"""Run directories: every name in one, claiming a run id, remembering its parameters, resuming, LATEST.
 
-A run id is claimed with a create-if-absent write of ``params.json`` (O_EXCL locally,
+Every file and folder name of a run directory (and of the job directory above it) is defined
+here and nowhere else; code reaches them through ``RunPaths``. A run id is claimed with a create-if-absent write of ``params.json`` (O_EXCL locally,
 If-None-Match on S3), so two runs can never share a directory. ``params.json`` holds the
 output-changing parameters; a resume must agree with them.
 """
@@ -13,19 +14,115 @@ from typing import Any
 
 import orjson
 
+from evidence import MANIFEST_NAME, SUMMARY_NAME, VERDICTS_NAME
 from tasks.storage import InputNotFound, Location
 from tasks.storage.writes import TEMP_PREFIX
 
-PARAMS_FILE = "params.json"
-MANIFEST_FILE = "manifest.json"
+# The job directory: <output>/<job-id>/
 RUNS_FOLDER = "runs"
-SUCCESS_FILE = "_SUCCESS"
 LATEST_FILE = "LATEST"
 # The newest complete full run whose quality gate failed: LATEST never names one, and the sweep
 # reads both pointers so it does not redo a gated job whose inputs did not change.
 FAILED_GATE_FILE = "LATEST_FAILED_GATE"
+
+# A run directory: <output>/<job-id>/runs/<run-id>/
+PARAMS_FILE = "params.json"
+MANIFEST_FILE = "manifest.json"
+SUCCESS_FILE = "_SUCCESS"
 ACCOUNTING_FILE = "accounting.json"
 GATE_FILE = "gate.json"
+REPORT_FILE = "report.html"
+ROLLOUTS_FILE = "rollouts.jsonl"
+FAILURES_FILE = "rollouts_failures.jsonl"
+PERF_SUMMARY_FILE = "perf_summary.json"
+CAPABILITIES_FILE = "capabilities.json"
+HEALTH_FOLDER = "health"  # the health drop-in's two files, under 0.7.0's names
+QUALITY_SUMMARY_FILE = f"{HEALTH_FOLDER}/{SUMMARY_NAME}"
+VERDICTS_FILE = f"{HEALTH_FOLDER}/{VERDICTS_NAME}"
+ATIF_FOLDER = "atif"  # one file per accepted rollout, 0.7.0's manifest, our rejections and error.txt
+ATIF_MANIFEST_FILE = f"{ATIF_FOLDER}/{MANIFEST_NAME}"
+ATIF_REJECTIONS_FILE = f"{ATIF_FOLDER}/rejections.jsonl"
+ATIF_ERROR_FILE = f"{ATIF_FOLDER}/error.txt"
+ATTEMPTS_FOLDER = "attempts"  # the per-attempt parts, removed once the run is published
+COMPARE_FILES = ("compare.json", "compare.md", "compare.html")
+
+
+class RunPaths:
+    """The locations of one run directory's outputs, by what they hold."""
+
+    def __init__(self, run_dir: Location) -> None:
+        self.run_dir = run_dir
+
+    def _at(self, name: str) -> Location:
+        return self.run_dir.child(name)
+
+    @property
+    def params(self) -> Location:
+        return self._at(PARAMS_FILE)
+
+    @property
+    def manifest(self) -> Location:
+        return self._at(MANIFEST_FILE)
+
+    @property
+    def success(self) -> Location:
+        return self._at(SUCCESS_FILE)
+
+    @property
+    def accounting(self) -> Location:
+        return self._at(ACCOUNTING_FILE)
+
+    @property
+    def gate(self) -> Location:
+        return self._at(GATE_FILE)
+
+    @property
+    def report(self) -> Location:
+        return self._at(REPORT_FILE)
+
+    @property
+    def rollouts(self) -> Location:
+        return self._at(ROLLOUTS_FILE)
+
+    @property
+    def failures(self) -> Location:
+        return self._at(FAILURES_FILE)
+
+    @property
+    def perf_summary(self) -> Location:
+        return self._at(PERF_SUMMARY_FILE)
+
+    @property
+    def capabilities(self) -> Location:
+        return self._at(CAPABILITIES_FILE)
+
+    @property
+    def quality_summary(self) -> Location:
+        return self._at(QUALITY_SUMMARY_FILE)
+
+    @property
+    def verdicts(self) -> Location:
+        return self._at(VERDICTS_FILE)
+
+    @property
+    def atif(self) -> Location:
+        return self._at(ATIF_FOLDER)
+
+    @property
+    def atif_manifest(self) -> Location:
+        return self._at(ATIF_MANIFEST_FILE)
+
+    @property
+    def atif_rejections(self) -> Location:
+        return self._at(ATIF_REJECTIONS_FILE)
+
+    @property
+    def atif_error(self) -> Location:
+        return self._at(ATIF_ERROR_FILE)
+
+    @property
+    def attempts(self) -> Location:
+        return self._at(ATTEMPTS_FOLDER)
 
 
 class RunConflict(Exception):
@@ -56,13 +153,13 @@ def check_apart(job_dir: Location, inputs: Iterable[Location]) -> None:
 
 def claim(run_dir: Location, recorded: dict[str, Any]) -> None:
     """Create the run directory's ``params.json``; a taken run id is an error."""
-    if not run_dir.child(PARAMS_FILE).write_new(orjson.dumps(recorded, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"):
+    if not RunPaths(run_dir).params.write_new(orjson.dumps(recorded, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"):
         raise RunConflict(f"run id already exists: {run_dir.url} (use --resume to continue it)")
 
 
 def recorded_params(run_dir: Location) -> dict[str, Any]:
     """The parameters an existing run was started with."""
-    location = run_dir.child(PARAMS_FILE)
+    location = RunPaths(run_dir).params
     if not location.is_file():
         raise RunConflict(f"no such run to resume: {run_dir.url}")
     return orjson.loads(location.read_bytes())
@@ -92,21 +189,21 @@ def discard_temporaries(run_dir: Location) -> list[str]:
 
 def gate_passed(run_dir: Location) -> bool:
     """Whether a run may stand as LATEST: it had no gate, or its ``gate.json`` says it passed."""
-    location = run_dir.child(GATE_FILE)
+    location = RunPaths(run_dir).gate
     return not location.is_file() or bool(orjson.loads(location.read_bytes())["passed"])
 
 
 def is_complete(run_dir: Location) -> bool:
-    return run_dir.child(SUCCESS_FILE).is_file()
+    return RunPaths(run_dir).success.is_file()
 
 
 def mark_complete(run_dir: Location) -> None:
-    run_dir.child(SUCCESS_FILE).write_bytes(b"")
+    RunPaths(run_dir).success.write_bytes(b"")
 
 
 def finished_at(run_dir: Location) -> datetime | None:
     """When a complete run finished (its manifest's ``run.finished_at``); None without a readable manifest."""
-    manifest = run_dir.child(MANIFEST_FILE)
+    manifest = RunPaths(run_dir).manifest
     if not is_complete(run_dir) or not manifest.is_file():
         return None
     try:

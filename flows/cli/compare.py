@@ -21,12 +21,13 @@ def register(subcommands: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     from tasks.compare.task import compare_run_dirs  # Prefect and the evidence library load only when comparing
     from tasks.storage import Location
+    from tasks.rundir import COMPARE_FILES
 
     options = storage_options_of(args)
     output = Location(args.output, options) if args.output else None
     result = compare_run_dirs(Location(args.run_a, options), Location(args.run_b, options), output, seed=args.seed)
     changed = f" ({', '.join(result.changed)})" if result.changed else ""
     print(f"{result.status}{changed}; {'trusted' if result.trusted else 'not to be trusted as is: see compare.md'}")
-    for name in ("compare.json", "compare.md", "compare.html"):
+    for name in COMPARE_FILES:
         print(Location(result.output, options).child(name).url)
     return 0

@@ -32,18 +32,18 @@ def register(subcommands: Any) -> None:
 
 
 def handle_mlflow(args: argparse.Namespace) -> int:
-    from tasks.export import export_run_to_mlflow  # Prefect and MLflow only when exporting
+    from tasks.export import export_to_mlflow  # MLflow only when exporting
     from tasks.storage import Location
 
-    result = export_run_to_mlflow.fn(Location(args.run_dir, storage_options_of(args)), args.tracking_uri, args.experiment)
+    result = export_to_mlflow(Location(args.run_dir, storage_options_of(args)), args.tracking_uri, args.experiment)
     print(orjson.dumps({**result.as_dict(), "url": result.run_url(args.tracking_uri)}).decode())
     return 0
 
 
 def handle_otel(args: argparse.Namespace) -> int:
-    from tasks.export import export_run_to_otel  # Prefect and OpenTelemetry only when exporting
+    from tasks.export import export_to_otel  # OpenTelemetry only when exporting
     from tasks.storage import Location
 
-    result = export_run_to_otel.fn(Location(args.run_dir, storage_options_of(args)), args.endpoint, dict(args.header))
+    result = export_to_otel(Location(args.run_dir, storage_options_of(args)), args.endpoint, dict(args.header))
     print(orjson.dumps(result.as_dict()).decode())
     return 0

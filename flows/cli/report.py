@@ -19,13 +19,14 @@ def register(subcommands: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from tasks.publish.report import rebuild_histograms, render_run_report
+    from tasks.rundir import MANIFEST_FILE, RunPaths
     from tasks.storage import InputNotFound, Location
 
     run_dir = Location(args.run_dir, storage_options_of(args))
-    manifest_file = run_dir.child("manifest.json")
-    if not manifest_file.exists():
-        raise InputNotFound(manifest_file.url, "no manifest.json: not a finished run directory")
-    html, _, _ = render_run_report(run_dir, orjson.loads(manifest_file.read_bytes()), rebuild_histograms(run_dir))
-    run_dir.child("report.html").write_bytes(html.encode())
-    print(run_dir.child("report.html").url)
+    paths = RunPaths(run_dir)
+    if not paths.manifest.exists():
+        raise InputNotFound(paths.manifest.url, f"no {MANIFEST_FILE}: not a finished run directory")
+    html, _, _ = render_run_report(run_dir, orjson.loads(paths.manifest.read_bytes()), rebuild_histograms(run_dir))
+    paths.report.write_bytes(html.encode())
+    print(paths.report.url)
     return 0

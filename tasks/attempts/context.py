@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from evidence import AttemptConfig, Exporter
 from tasks.discover.scan import MAIN, AttemptRef
 from tasks.inputs.shards import Shard
+from tasks.rundir import ROLLOUTS_FILE, RunPaths
 from tasks.storage import Location
 
-EXPORTER_NAME = "evidence-stage"
-ROLLOUTS_NAME = "rollouts.jsonl"
+EXPORTER_NAME = "evidence-stage"  # ATIF extra.nemo_gym.exporter.name
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,8 @@ class RunContext:
         )
 
     @property
-    def rollouts_out(self) -> Location:
-        return self.run_dir.child(ROLLOUTS_NAME)
+    def paths(self) -> RunPaths:
+        return RunPaths(self.run_dir)
 
     @property
     def verdict_source(self) -> str:
@@ -61,8 +61,4 @@ class RunContext:
         0.7.0 quotes the path it was given; the stage's path holds the run id, so quoting it
         would make two runs of the same job write different verdicts (README, guarantee 3).
         """
-        return ROLLOUTS_NAME
-
-    @property
-    def health_dir(self) -> Location:
-        return self.run_dir.child("health")
+        return ROLLOUTS_FILE

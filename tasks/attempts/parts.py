@@ -29,11 +29,11 @@ import orjson
 
 from evidence import AttemptPart, decode_part
 from tasks.discover.scan import AttemptRef
+from tasks.rundir import RunPaths
 from tasks.storage.concurrent import ordered_prefetch
 from tasks.storage import InputNotFound, Location, PermanentStorageError, release_view
 
 __all__ = [
-    "ATTEMPTS_FOLDER",
     "SEGMENT_PARTS",
     "PartEntry",
     "PartIndex",
@@ -45,7 +45,6 @@ __all__ = [
     "segment_parts",
 ]
 
-ATTEMPTS_FOLDER = "attempts"
 SEGMENT_SUFFIX = ".seg"
 SEGMENT_PARTS = 64
 SEGMENT_BYTES = 8 * 2**20
@@ -61,7 +60,7 @@ class PartMissing(PermanentStorageError):
 
 
 def segment_folder(run_dir: Location, source: str) -> Location:
-    return run_dir.child(ATTEMPTS_FOLDER, source)
+    return RunPaths(run_dir).attempts.child(source)
 
 
 def encode_segment(parts: list[tuple[AttemptRef, list[bytes]]]) -> list[bytes]:

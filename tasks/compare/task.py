@@ -30,7 +30,7 @@ from evidence import (
 )
 from tasks.inputs.jobs import latest_manifest
 from tasks.storage.retry import retry_on_transient
-from tasks.rundir import read_document, run_dir_of
+from tasks.rundir import COMPARE_FILES, RUNS_FOLDER, RunPaths, read_document, run_dir_of
 from tasks.storage import InputNotFound, Location
 
 
@@ -62,39 +62,41 @@ def _objects(location: Location) -> Iterator[dict[str, Any]]:
 
 def read_run(run_dir: Location) -> RunEvidence:
     """A finished run directory as the comparison's input (its ``manifest.json`` is required)."""
-    manifest = run_dir.child("manifest.json")
+    paths = RunPaths(run_dir)
+    manifest = paths.manifest
     if not manifest.exists():
         raise InputNotFound(manifest.url, "no manifest.json: not a finished run directory")
     return RunEvidence(
         location=run_dir.url,
         manifest=orjson.loads(manifest.read_bytes()),
-        quality_summary=read_document(run_dir.child("health", "quality_summary.json")),
-        perf_summary=read_document(run_dir.child("perf_summary.json")),
-        capabilities=read_document(run_dir.child("capabilities.json")),
-        gate=read_document(run_dir.child("gate.json")),
-        accounting=read_document(run_dir.child("accounting.json")),
-        rollouts=[rollout_facts(row) for row in _objects(run_dir.child("rollouts.jsonl"))],
-        verdicts=[verdict_facts(line) for line in _objects(run_dir.child("health", "rollout_verdicts.jsonl"))],
+        quality_summary=read_document(paths.quality_summary),
+        perf_summary=read_document(paths.perf_summary),
+        capabilities=read_document(paths.capabilities),
+        gate=read_document(paths.gate),
+        accounting=read_document(paths.accounting),
+        rollouts=[rollout_facts(row) for row in _objects(paths.rollouts)],
+        verdicts=[verdict_facts(line) for line in _objects(paths.verdicts)],
         atif_accepted=[
-            f"{line.get('_ng_task_index')}-{line.get('_ng_rollout_index')}" for line in _objects(run_dir.child("atif", "manifest.jsonl"))
+            f"{line.get('_ng_task_index')}-{line.get('_ng_rollout_index')}" for line in _objects(paths.atif_manifest)
         ],
-        atif_rejections=list(_objects(run_dir.child("atif", "rejections.jsonl"))),
+        atif_rejections=list(_objects(paths.atif_rejections)),
     )
 
 
 def default_output(run_a: Location, run_b: Location) -> Location:
     """``<job dir of B>/compare/<run A>--<run B>/`` for runs in the stage's layout, else beside B."""
     runs = run_b.parent()
-    base = runs.parent() if runs.name == "runs" else runs
+    base = runs.parent() if runs.name == RUNS_FOLDER else runs
     return base.child("compare", f"{run_a.name}--{run_b.name}")
 
 
 def write_comparison(comparison: Comparison, output: Location) -> str:
     """Write the three files; return the markdown (the flow run's artifact)."""
     markdown = compare_markdown(comparison)
-    output.child("compare.json").write_bytes(comparison_json(comparison))
-    output.child("compare.md").write_bytes(markdown.encode())
-    output.child("compare.html").write_bytes(render_compare(comparison).encode())
+    json_name, markdown_name, html_name = COMPARE_FILES
+    output.child(json_name).write_bytes(comparison_json(comparison))
+    output.child(markdown_name).write_bytes(markdown.encode())
+    output.child(html_name).write_bytes(render_compare(comparison).encode())
     return markdown
 
 

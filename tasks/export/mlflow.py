@@ -16,18 +16,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 from evidence import RUN_KEY_TAG, RunRecord, run_metrics
 from tasks.export.otlp import OtlpSender, TraceExport
 from tasks.export.run_dir import ExportError, finished_manifest, require, run_documents, run_traces
+from tasks.rundir import CAPABILITIES_FILE, MANIFEST_FILE, PERF_SUMMARY_FILE, QUALITY_SUMMARY_FILE, REPORT_FILE
 from tasks.storage import Location
 
-__all__ = ["ARTIFACTS", "DEFAULT_EXPERIMENT", "MlflowExport", "export_run_to_mlflow"]
+__all__ = ["ARTIFACTS", "DEFAULT_EXPERIMENT", "MlflowExport", "export_to_mlflow"]
 
 DEFAULT_EXPERIMENT = "evidence-stage"
-ARTIFACTS = ("report.html", "capabilities.json", "health/quality_summary.json", "perf_summary.json", "manifest.json")
+ARTIFACTS = (REPORT_FILE, CAPABILITIES_FILE, QUALITY_SUMMARY_FILE, PERF_SUMMARY_FILE, MANIFEST_FILE)
 EXPERIMENT_HEADER = "x-mlflow-experiment-id"
 RUN_HEADER = "x-mlflow-run-id"
 _BATCH = 1000  # MLflow's limit of metrics per log_batch
@@ -95,8 +94,7 @@ def _log_artifacts(client: Any, mlflow_run_id: str, run_dir: Location) -> list[s
     return logged
 
 
-@task(name="export-mlflow-run", cache_policy=NO_CACHE, persist_result=False)
-def export_run_to_mlflow(run_dir: Location, tracking_uri: str, experiment: str = DEFAULT_EXPERIMENT) -> MlflowExport:
+def export_to_mlflow(run_dir: Location, tracking_uri: str, experiment: str = DEFAULT_EXPERIMENT) -> MlflowExport:
     """Create or update the MLflow run of a finished stage run and send its traces."""
     _check_tracking_uri(tracking_uri)
     tracking = require("mlflow.tracking")

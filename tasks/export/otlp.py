@@ -15,14 +15,12 @@ from itertools import islice
 from typing import Any
 from urllib.parse import urlsplit
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 from evidence import SERVICE_NAME, TraceModel, TraceSkipped
 from tasks.export.run_dir import ExportError, finished_manifest, require, run_traces
 from tasks.storage import Location
 
-__all__ = ["TRACES_PER_REQUEST", "OtlpSender", "TraceExport", "export_run_to_otel", "traces_url"]
+__all__ = ["TRACES_PER_REQUEST", "OtlpSender", "TraceExport", "export_to_otel", "traces_url"]
 
 TRACES_PER_REQUEST = 50
 TRACES_PATH = "/v1/traces"
@@ -119,8 +117,7 @@ def _batches(traces: Iterator[TraceModel], size: int) -> Iterator[list[TraceMode
         yield batch
 
 
-@task(name="export-otel-traces", cache_policy=NO_CACHE, persist_result=False)
-def export_run_to_otel(run_dir: Location, endpoint: str, headers: Mapping[str, str]) -> TraceExport:
+def export_to_otel(run_dir: Location, endpoint: str, headers: Mapping[str, str]) -> TraceExport:
     """One trace per main row of a finished run, sent to an OTLP/HTTP endpoint."""
     sender = OtlpSender(endpoint, headers)
     return sender.send(run_traces(run_dir, finished_manifest(run_dir)))

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from evidence import RunDocuments, TraceModel, TraceSkipped, main_identities, rollout_trace
-from tasks.rundir import MANIFEST_FILE, SUCCESS_FILE, is_complete, read_document
+from tasks.rundir import RunPaths, is_complete, read_document
 from tasks.storage import InputNotFound, Location
 
 __all__ = ["ExportError", "ExtraMissing", "finished_manifest", "require", "run_documents", "run_traces"]
@@ -43,25 +43,26 @@ def require(module: str) -> Any:
 def finished_manifest(run_dir: Location) -> dict[str, Any]:
     """The run's manifest; a run directory without ``_SUCCESS`` is not finished and is refused."""
     if not is_complete(run_dir):
-        raise InputNotFound(run_dir.child(SUCCESS_FILE).url, "no _SUCCESS: not a finished run directory")
-    return orjson.loads(run_dir.child(MANIFEST_FILE).read_bytes())
+        raise InputNotFound(RunPaths(run_dir).success.url, "no _SUCCESS: not a finished run directory")
+    return orjson.loads(RunPaths(run_dir).manifest.read_bytes())
 
 
 def run_documents(run_dir: Location, manifest: dict[str, Any]) -> RunDocuments:
     """The small files the metrics come from (the optional ones are None when absent)."""
+    paths = RunPaths(run_dir)
     return RunDocuments(
         manifest=manifest,
-        quality_summary=read_document(run_dir.child("health", "quality_summary.json")),
-        perf_summary=read_document(run_dir.child("perf_summary.json")),
-        accounting=read_document(run_dir.child("accounting.json")),
-        gate=read_document(run_dir.child("gate.json")),
+        quality_summary=read_document(paths.quality_summary),
+        perf_summary=read_document(paths.perf_summary),
+        accounting=read_document(paths.accounting),
+        gate=read_document(paths.gate),
     )
 
 
 def run_traces(run_dir: Location, manifest: dict[str, Any]) -> Iterator[TraceModel | TraceSkipped]:
     """One trace (or the reason there is none) per line of ``rollouts.jsonl``, streamed."""
     identities = iter(main_identities(manifest))
-    for line_no, _, raw in run_dir.child("rollouts.jsonl").iter_lines():
+    for line_no, _, raw in RunPaths(run_dir).rollouts.iter_lines():
         if not raw.strip():
             continue
         identity = next(identities, None)

@@ -5,16 +5,16 @@
 ``evidence-stage.run.<job-id>.<run-id>``, with the job and run ids as labels to match on. A run
 that was written but failed its quality gate emits ``evidence-stage.gate.failed`` instead of
 ``run.completed``, so followers that export metrics (the export deployments) skip it.
+This module builds the events; ``tasks.publish.task.emit`` sends them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from prefect.events import emit_event
-
 from evidence import gate_reason
-
+from tasks.rundir import RunPaths
 from tasks.storage import Location
 
 RUN_COMPLETED = "evidence-stage.run.completed"
@@ -34,32 +34,39 @@ def run_resource(job_id: str, run_id: str | None) -> dict[str, str]:
     }
 
 
-def emit_run_completed(manifest: dict[str, Any], run_dir: Location, outputs: list[str]) -> None:
+@dataclass(frozen=True, slots=True)
+class StageEvent:
+    """One event as Prefect's ``emit_event`` takes it."""
+
+    name: str
+    resource: dict[str, str]
+    payload: dict[str, Any]
+
+
+def run_completed(manifest: dict[str, Any], run_dir: Location, outputs: list[str]) -> StageEvent:
     """``evidence-stage.run.completed``: scope, counts, and the URL of every output the run wrote
     (``outputs``, the names the report found: asking again cost a request each)."""
     run = manifest["run"]
     urls = {name: run_dir.child(name).url for name in outputs}
-    payload = {"scope": run["scope"], "run_dir": run_dir.url, "report": run_dir.child("report.html").url, "outputs": urls, "counts": manifest["counts"]}
-    emit_event(RUN_COMPLETED, resource=run_resource(run["job_id"], run["run_id"]), payload=payload)
+    payload = {"scope": run["scope"], "run_dir": run_dir.url, "report": RunPaths(run_dir).report.url, "outputs": urls, "counts": manifest["counts"]}
+    return StageEvent(RUN_COMPLETED, run_resource(run["job_id"], run["run_id"]), payload)
 
 
-def emit_run_failed(job_id: str, run_id: str | None, error: BaseException) -> None:
+def run_failed(job_id: str, run_id: str | None, error: BaseException) -> StageEvent:
     """``evidence-stage.run.failed``: what stopped the run (bounded), so a follower can report it."""
     message = f"{type(error).__name__}: {error}"[:ERROR_CHARS]
-    emit_event(RUN_FAILED, resource=run_resource(job_id, run_id), payload={"error": message})
+    return StageEvent(RUN_FAILED, run_resource(job_id, run_id), {"error": message})
 
 
-def emit_gate_failed(manifest: dict[str, Any], gate: dict[str, Any]) -> str:
+def gate_failed(manifest: dict[str, Any], gate: dict[str, Any]) -> StageEvent:
     """``evidence-stage.gate.failed``: the job, the run, the one-line reason and the failing limits
-    with what was measured; returns the reason."""
+    with what was measured."""
     run = manifest["run"]
-    reason = gate_reason(gate)
     payload = {
         "job_id": run["job_id"],
         "run_id": run["run_id"],
         "run_dir": run["run_dir"],
-        "reason": reason,
+        "reason": gate_reason(gate),
         "failing": [limit for limit in gate["limits"] if not limit["passed"]],
     }
-    emit_event(GATE_FAILED, resource=run_resource(run["job_id"], run["run_id"]), payload=payload)
-    return reason
+    return StageEvent(GATE_FAILED, run_resource(run["job_id"], run["run_id"]), payload)

@@ -12,7 +12,7 @@ import orjson
 
 from evidence import evaluate_gate
 from tasks.publish.task import write_document
-from tasks.rundir import GATE_FILE
+from tasks.rundir import GATE_FILE, RunPaths
 from tasks.storage import Location
 
 
@@ -31,7 +31,7 @@ def judge_run(run_dir: Location, limits: dict[str, float], accounting: dict[str,
     """
     if not limits:
         return None
-    summary = orjson.loads(run_dir.child("health", "quality_summary.json").read_bytes())
+    summary = orjson.loads(RunPaths(run_dir).quality_summary.read_bytes())
     gate = evaluate_gate(limits, accounting, summary)
     write_document(run_dir, GATE_FILE, gate)
     return gate

@@ -23,25 +23,39 @@ from evidence import (
     perf_markdown,
     render_report,
 )
-from tasks.rundir import ACCOUNTING_FILE, GATE_FILE, read_document
+from tasks.rundir import (
+    ACCOUNTING_FILE,
+    ATIF_MANIFEST_FILE,
+    ATIF_REJECTIONS_FILE,
+    CAPABILITIES_FILE,
+    FAILURES_FILE,
+    GATE_FILE,
+    MANIFEST_FILE,
+    PERF_SUMMARY_FILE,
+    QUALITY_SUMMARY_FILE,
+    ROLLOUTS_FILE,
+    VERDICTS_FILE,
+    RunPaths,
+    read_document,
+)
 from tasks.storage import Location
 
 LINKS = (
-    ("quality gate", "gate.json"),
-    ("run accounting", "accounting.json"),
-    ("enriched rollouts", "rollouts.jsonl"),
-    ("enriched failed attempts", "rollouts_failures.jsonl"),
-    ("health summary", "health/quality_summary.json"),
-    ("rollout verdicts", "health/rollout_verdicts.jsonl"),
-    ("perf summary", "perf_summary.json"),
-    ("capability matrix", "capabilities.json"),
-    ("ATIF manifest", "atif/manifest.jsonl"),
-    ("ATIF rejections", "atif/rejections.jsonl"),
-    ("run manifest", "manifest.json"),
+    ("quality gate", GATE_FILE),
+    ("run accounting", ACCOUNTING_FILE),
+    ("enriched rollouts", ROLLOUTS_FILE),
+    ("enriched failed attempts", FAILURES_FILE),
+    ("health summary", QUALITY_SUMMARY_FILE),
+    ("rollout verdicts", VERDICTS_FILE),
+    ("perf summary", PERF_SUMMARY_FILE),
+    ("capability matrix", CAPABILITIES_FILE),
+    ("ATIF manifest", ATIF_MANIFEST_FILE),
+    ("ATIF rejections", ATIF_REJECTIONS_FILE),
+    ("run manifest", MANIFEST_FILE),
 )
 
 
-DOCUMENTS = ("health/quality_summary.json", "capabilities.json", "perf_summary.json", ACCOUNTING_FILE, GATE_FILE)
+DOCUMENTS = (QUALITY_SUMMARY_FILE, CAPABILITIES_FILE, PERF_SUMMARY_FILE, ACCOUNTING_FILE, GATE_FILE)
 
 
 def _read_outputs(run_dir: Location) -> tuple[set[str], dict[str, Any]]:
@@ -65,7 +79,7 @@ def report_context(run_dir: Location, manifest: dict[str, Any], histograms: dict
     if params.get("failures"):
         inputs["failures"] = params["failures"]
     present, documents = _read_outputs(run_dir)
-    present.add("manifest.json")
+    present.add(MANIFEST_FILE)
     return ReportContext(
         job_id=run["job_id"],
         run_id=run["run_id"],
@@ -73,9 +87,9 @@ def report_context(run_dir: Location, manifest: dict[str, Any], histograms: dict
         finished_at=run["finished_at"],
         inputs=inputs,
         parameters=params,
-        quality_summary=documents["health/quality_summary.json"],
-        capabilities=documents["capabilities.json"] or {},
-        perf_summary=documents["perf_summary.json"],
+        quality_summary=documents[QUALITY_SUMMARY_FILE],
+        capabilities=documents[CAPABILITIES_FILE] or {},
+        perf_summary=documents[PERF_SUMMARY_FILE],
         latency_ms=histograms.get("latency_ms", []),
         tokens_per_turn=histograms.get("tokens_per_turn", []),
         links=[(label, name) for label, name in LINKS if name in present],
@@ -107,5 +121,5 @@ def render_run_report(
 
 def rebuild_histograms(run_dir: Location) -> dict[str, list[float]]:
     """Histogram values recomputed from the run's enriched main rows (for ``report``)."""
-    digests = (capability_digest(orjson.loads(raw)) for _, _, raw in run_dir.child("rollouts.jsonl").iter_lines() if raw.strip())
+    digests = (capability_digest(orjson.loads(raw)) for _, _, raw in RunPaths(run_dir).rollouts.iter_lines() if raw.strip())
     return histogram_values(digests)

@@ -14,16 +14,17 @@ from datetime import datetime
 from typing import Any
 
 from prefect import task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.events import emit_event
 from prefect.cache_policies import NO_CACHE
 
 from evidence import dumps
 from tasks.discover.scan import JobPlan
-from tasks.publish.links import publish_folder, publish_link
+from tasks.publish.events import StageEvent
+from tasks.publish.links import openable_url
 from tasks.reduce.attempt_log import Streamed, manifest_chunks
-from tasks.attempts.parts import ATTEMPTS_FOLDER
 from tasks.reduce.task import ReduceSummary
-from tasks.rundir import MANIFEST_FILE, mark_complete, update_latest
+from tasks.rundir import REPORT_FILE, RunPaths, mark_complete, update_latest
 from tasks.storage import Location
 
 
@@ -80,8 +81,9 @@ def write_document(run_dir: Location, name: str, document: dict[str, Any]) -> No
 @task(name="publish-run", cache_policy=NO_CACHE, persist_result=False)
 def publish_run(run_dir: Location, job_dir: Location, manifest: dict[str, Any], report_html: str, full_scope: bool) -> None:
     """manifest.json and report.html, then _SUCCESS, then LATEST (full runs only; LATEST_FAILED_GATE when the gate failed)."""
-    run_dir.child(MANIFEST_FILE).write_chunks(lambda: manifest_chunks(manifest))
-    run_dir.child("report.html").write_bytes(report_html.encode())
+    paths = RunPaths(run_dir)
+    paths.manifest.write_chunks(lambda: manifest_chunks(manifest))
+    paths.report.write_bytes(report_html.encode())
     mark_complete(run_dir)
     if full_scope:
         run = manifest["run"]
@@ -103,7 +105,7 @@ def parts_removed_meanwhile(run_dir: Location, keep_parts: bool) -> Iterator[Non
         yield
         return
     with ThreadPoolExecutor(max_workers=1) as background:
-        removal = background.submit(run_dir.child(ATTEMPTS_FOLDER).remove_tree)
+        removal = background.submit(RunPaths(run_dir).attempts.remove_tree)
         try:
             yield
         except BaseException as error:
@@ -130,4 +132,23 @@ def publish_artifacts(manifest: dict[str, Any], run_dir: Location, tables: dict[
         else:
             create_table_artifact(key=key, table=table, description=description)
     publish_folder("evidence-stage-run-dir", run_dir, "run directory", f"Where the outputs of {run} are.")
-    publish_link("evidence-stage-report", run_dir.child("report.html"), "report.html", f"The report of {run}.")
+    publish_link("evidence-stage-report", RunPaths(run_dir).report, REPORT_FILE, f"The report of {run}.")
+
+
+def publish_link(key: str, location: Location, label: str, description: str) -> None:
+    """A link artifact to ``location`` when a browser can open it, else its URL as text; always described."""
+    url, note = openable_url(location)
+    if url is None:
+        create_markdown_artifact(key=key, markdown=f"{label}: `{location.url}`", description=f"{description} {note}")
+    else:
+        create_link_artifact(key=key, link=url, link_text=label, description=f"{description} {note}")
+
+
+def publish_folder(key: str, folder: Location, label: str, description: str) -> None:
+    """A folder (no single object to sign) as text: its URL, to copy into a client or a console."""
+    create_markdown_artifact(key=key, markdown=f"{label}: `{folder.url}`", description=description)
+
+
+def emit(event: StageEvent) -> None:
+    """Send one of the run's events (``tasks.publish.events``) to the Prefect server."""
+    emit_event(event.name, resource=event.resource, payload=event.payload)

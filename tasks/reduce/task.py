@@ -81,10 +81,10 @@ def _part_folder(attempt: AttemptRef) -> str:
     return attempt.part_folder
 
 
-def _write_rows(ctx: RunContext, attempts: Iterable[AttemptRef], name: str, log: AttemptLog) -> int:
+def _write_rows(ctx: RunContext, attempts: Iterable[AttemptRef], target: Location, log: AttemptLog) -> int:
     """Concatenate the output lines of one source, in input order."""
     count = 0
-    with atomic_writer(ctx.run_dir.child(name)) as out:
+    with atomic_writer(target) as out:
         for attempt, part in _parts(ctx, attempts):
             out.write(part.outcome.line)
             out.write(b"\n")
@@ -202,7 +202,7 @@ class _MainFold:
 def _fold_main(ctx: RunContext, attempts: Iterable[AttemptRef], fold: _MainFold, log: AttemptLog) -> int:
     """One streaming pass over the main parts: rollouts.jsonl plus every fold's spill; the row count."""
     count = 0
-    with atomic_writer(ctx.rollouts_out) as out:
+    with atomic_writer(ctx.paths.rollouts) as out:
         for attempt, part in _parts(ctx, attempts):
             out.write(part.outcome.line)
             out.write(b"\n")
@@ -220,8 +220,8 @@ def _write_health(ctx: RunContext, spill: Spill[RowDigest]) -> dict[str, int]:
         for digest in spill:
             reported = fold.add(digest)
             lines.add(verdict_order(reported), verdict_line(reported))
-        ctx.health_dir.child("quality_summary.json").write_bytes(fold.summary_text().encode())
-        with atomic_writer(ctx.health_dir.child("rollout_verdicts.jsonl")) as out:
+        ctx.paths.quality_summary.write_bytes(fold.summary_text().encode())
+        with atomic_writer(ctx.paths.verdicts) as out:
             for _, line in lines.items():
                 out.write(line.encode())
     return fold.verdicts
@@ -239,7 +239,7 @@ def _write_perf(ctx: RunContext, spill: Spill[PerfDigest]) -> list[str]:
         for digest in spill:
             fold.add(digest.group, digest.record)
         document = fold.document()
-    ctx.run_dir.child("perf_summary.json").write_bytes(dumps(document, indent=True) + b"\n")
+    ctx.paths.perf_summary.write_bytes(dumps(document, indent=True) + b"\n")
     return fold.problems
 
 
@@ -249,19 +249,20 @@ def _write_file(folder: Location, accepted: AtifFile) -> None:
 
 def _write_atif(ctx: RunContext, atif: _AtifState) -> bool:
     """The rejections and the manifest; for an all-or-nothing run, its held files, or only error.txt when 0.7.0's batch export fails."""
-    folder = ctx.run_dir.child("atif")
+    paths = ctx.paths
+    folder = paths.atif
     if atif.writes is not None:
         atif.writes.drain()  # the manifest lists only files that are written
-    folder.child("rejections.jsonl").write_chunks(lambda: (dumps(r) + b"\n" for r in atif.rejections))
+    paths.atif_rejections.write_chunks(lambda: (dumps(r) + b"\n" for r in atif.rejections))
     if atif.held is not None:
         error = atif.held.error()
         if error is not None:
-            folder.child("error.txt").write_bytes(error.encode())
+            paths.atif_error.write_bytes(error.encode())
             return False
 
         for _ in ordered_prefetch(functools.partial(_write_file, folder), iter(atif.held.files)):
             pass
-    with atomic_writer(folder.child("manifest.jsonl")) as out:
+    with atomic_writer(paths.atif_manifest) as out:
         for entry in atif.manifest:
             out.write(entry + b"\n")
     return True
@@ -286,15 +287,15 @@ def reduce_run(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: boo
 
 def _reduce(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool, result: ReduceSummary) -> None:
     with ExitStack() as stack:
-        fold = _MainFold.open(stack, _AtifState.open(stack, ctx.run_dir.child("atif"), all_or_nothing))
+        fold = _MainFold.open(stack, _AtifState.open(stack, ctx.paths.atif, all_or_nothing))
         result.rows[MAIN] = _fold_main(ctx, _of_source(attempts, MAIN), fold, result.log)
         if ctx.has_failures:
-            result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), "rollouts_failures.jsonl", result.log)
+            result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), ctx.paths.failures, result.log)
         result.verdicts = _write_health(ctx, fold.health)
         result.fold_problems = [f"perf_summary: {problem}" for problem in _write_perf(ctx, fold.perf)]
         result.fold_problems += [f"{name}: {count} main rows without a digest" for name, count in sorted(fold.unavailable.items())]
         capabilities = build_capabilities(fold.capabilities)
-        ctx.run_dir.child("capabilities.json").write_bytes(dumps(capabilities, indent=True) + b"\n")
+        ctx.paths.capabilities.write_bytes(dumps(capabilities, indent=True) + b"\n")
         result.histograms = histogram_values(fold.capabilities)
         result.atif_published = _write_atif(ctx, fold.atif)
     result.atif_files = fold.atif.accepted if result.atif_published else 0

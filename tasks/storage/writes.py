@@ -12,7 +12,7 @@ import io
 import os
 import secrets
 from collections.abc import Iterator
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import IO, Any, Protocol
 
 from fsspec.implementations.local import LocalFileSystem
 
@@ -20,8 +20,20 @@ from tasks.storage import retry  # the module, not its names: importing tasks.st
 from tasks.storage.concurrent import WriteBehind
 from tasks.storage.base import classify
 
-if TYPE_CHECKING:
-    from tasks.storage.fs import Location
+
+
+class Target(Protocol):
+    """What a write needs of its destination (``tasks.storage.fs.Location`` is one): this module
+    sits below ``fs``, which writes through it."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def fs(self) -> Any: ...
 
 TEMP_PREFIX = ".tmp-"
 """Local atomic writes stage their bytes in ``<folder>/.tmp-*`` files; a crash can leave some."""
@@ -99,7 +111,7 @@ class _S3Upload:
     is one PUT at the commit. Each request retries itself.
     """
 
-    def __init__(self, location: Location, behind: WriteBehind) -> None:
+    def __init__(self, location: Target, behind: WriteBehind) -> None:
         self._location = location
         self._bucket, self._key, _ = location.fs.split_path(location.path)
         self._behind = behind
@@ -153,7 +165,7 @@ class _S3Upload:
 
 
 @contextlib.contextmanager
-def atomic_writer(location: Location) -> Iterator[Writer]:
+def atomic_writer(location: Target) -> Iterator[Writer]:
     """A binary writer whose content appears at ``location`` only if the block succeeds.
 
     Locally: a temp file in the same folder, then ``os.replace``. On S3: ``_S3Upload``, committed
