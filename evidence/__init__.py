@@ -84,6 +84,7 @@ from evidence.health import (
 from evidence.identity import capture_file_id, capture_rollout_id, check_capture_file_id, trajectory_identity
 from evidence.jsonl import dump_row, dumps, orjson_line
 from evidence.models.atif import AtifRollout, Exporter
+from evidence.models.run import ManifestHead, RecordedParams, RunCounts, RunIdentity, RunManifest, Streamed
 from evidence.perf_summary import PerfSummaryFold, compute_perf_summary, perf_group, summary_input
 from evidence.report import (
     accounting_markdown,
@@ -123,6 +124,12 @@ __all__ = [
     "FirstKeyWins",
     "HealthFold",
     "MANIFEST_NAME",
+    "ManifestHead",
+    "RecordedParams",
+    "RunCounts",
+    "RunIdentity",
+    "RunManifest",
+    "Streamed",
     "MARKER_SUFFIX",
     "MainDigests",
     "PART_VERSION",

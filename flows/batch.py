@@ -20,7 +20,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field
 
 from flows.execution.modelflow import flow
-from flows.params import GateLimits, IgnoredChecks, OptionalCount, OptionalText, StageParams, StorageOptions, TaskRunnerKind, Url, config_fingerprint
+from flows.params import GateLimits, IgnoredChecks, OptionalCount, OptionalText, StageParams, StorageOptions, TaskRunnerKind, Url
 from flows.execution.resolve import output_params
 from flows.stage import stage_flow
 from tasks.batch.task import publish_batch_artifacts, stage_job, summarise
@@ -99,7 +99,7 @@ def batch_flow(params: BatchParams) -> dict[str, Any]:
             {
                 "job": search.jobs,
                 "output": unmapped(output),
-                "config_fingerprint": [config_fingerprint(output_params(p, job.job_id, job.rollouts)) for p, job in zip(job_params, search.jobs)],
+                "config_fingerprint": [output_params(p, job.job_id, job.rollouts).config_fingerprint() for p, job in zip(job_params, search.jobs)],
                 "force": unmapped(params.force),
                 "compare_previous": unmapped(params.compare_previous),
                 "run_job": [partial(stage_flow, p) for p in job_params],

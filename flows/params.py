@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 from enum import Enum
 from typing import Annotated, Any
 
-import orjson
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from tasks.inputs.naming import canonical_url, check_id
-
-# Parameters whose change changes outputs: they make the run's config fingerprint and must
-# match when a run is resumed.
-OUTPUT_PARAMETERS = ("session_id", "agent_version", "ignored_checks", "atif_all_or_nothing")
 
 # A URL parameter: a local path becomes an absolute ``file://`` URL where the parameters are
 # made (CLI, batch, serve, the flow-run process of a UI rerun). A relative path would name
@@ -273,18 +267,6 @@ class StageParams(BaseModel):
         if self.run_id is not None and self.resume is not None and self.run_id != self.resume:
             raise ValueError(f"run_id {self.run_id!r} contradicts resume {self.resume!r}: give run_id for a new run or resume to continue one")
         return self
-
-
-def config_fingerprint(recorded: dict[str, Any]) -> str:
-    """sha256 of the output-changing parameters of a run (its ``params.json`` values).
-
-    A gate changes what the run publishes (``gate.json``, whether it becomes LATEST), so it is
-    part of the fingerprint when set; an ungated run's fingerprint is what it always was.
-    """
-    chosen = {name: recorded.get(name) for name in OUTPUT_PARAMETERS}
-    if recorded.get("gate"):
-        chosen["gate"] = recorded["gate"]
-    return hashlib.sha256(orjson.dumps(chosen, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 class MlflowExportParams(BaseModel):

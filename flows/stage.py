@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from contextlib import ExitStack
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -19,8 +20,8 @@ from prefect.states import Failed
 
 from flows.execution.groups import GroupSizes, fan_out, make_groups
 from flows.execution.modelflow import flow
-from flows.params import GateLimits, StageParams, config_fingerprint
-from flows.execution.resolve import is_subset, resolve_run, run_record, subset_filter
+from flows.params import GateLimits, StageParams
+from flows.execution.resolve import resolve_run, run_record, subset_filter
 from flows.execution.runners import attempt_pool, parallel_groups
 from tasks.publish.events import gate_failed, run_completed, run_failed
 from tasks.publish.gate import GateFailed, judge_run
@@ -49,14 +50,13 @@ def stage_flow(params: StageParams) -> dict[str, Any] | State:
         if params.resume and is_complete(ctx.run_dir):
             logger.info("run %s is already complete; nothing to do", run_id)
             return {"run_id": run_id, "run_dir": ctx.run_dir.url, "already_complete": True}
-        subset = is_subset(recorded)  # from the run itself: a resumed subset run stays a subset
         with ExitStack() as stack:
             with attempt_pool(params) as pool:  # its workers scan the rollouts file, then process groups
                 plan = stack.enter_context(discover_job(ctx.shards, ctx.capture_dir, pool))
                 timings["discover_s"] = time.perf_counter() - clock
                 timings["discover_task_s"] = plan.seconds
-                if subset:
-                    plan.select(subset_filter(recorded["rollout_ids"], recorded["rollout_glob"]))
+                if recorded.is_subset:  # from the run itself: a resumed subset run stays a subset
+                    plan.select(subset_filter(recorded.rollout_ids, recorded.rollout_glob))
                 total = plan.attempts.count
                 sizes = GroupSizes(total, params.attempts_per_task, parallel_groups(params))
                 logger.info("%d attempts in groups of %s; %d orphan captures; %d skipped lines", total, sizes.describe(), len(plan.orphans), len(plan.skipped))
@@ -66,29 +66,25 @@ def stage_flow(params: StageParams) -> dict[str, Any] | State:
             timings["in_task_s"] = work.seconds
             timings["fan_out_parallelism"] = min(parallel_groups(params), work.runs)
             clock = time.perf_counter()
-            reduced = reduce_run(ctx, plan.attempts, recorded["atif_all_or_nothing"])
+            reduced = reduce_run(ctx, plan.attempts, recorded.atif_all_or_nothing)
             stack.enter_context(reduced.log)
             timings["reduce_s"] = time.perf_counter() - clock
             timings["reduce_task_s"] = reduced.seconds
             write_document(ctx.run_dir, ACCOUNTING_FILE, plan.accounting)
-            gate = judge_run(ctx.run_dir, GateLimits.model_validate(recorded.get("gate", {})).named(), plan.accounting)
-            run = run_record(params, recorded, ctx, run_id, started_at, subset)
-            manifest = build_manifest(
-                run=run, params=recorded, config_fingerprint=config_fingerprint(recorded),
-                plan=plan, reduced=reduced, timings=timings,
-            )
-            if gate is not None:
-                manifest["gate"] = gate
+            gate = judge_run(ctx.run_dir, GateLimits.model_validate(recorded.gate or {}).named(), plan.accounting)
+            run = run_record(params, recorded, ctx, run_id, started_at)
+            manifest = replace(build_manifest(run=run, params=recorded, plan=plan, reduced=reduced, timings=timings), gate=gate)
             clock = time.perf_counter()
-            report_html, tables, outputs = render_run_report(ctx.run_dir, manifest, reduced.histograms)
-            manifest["timings"]["report_s"] = round(time.perf_counter() - clock, 3)
-            publish_run(ctx.run_dir, job_dir, manifest, report_html, not subset)
+            report_html, tables, outputs = render_run_report(ctx.run_dir, manifest.document(), reduced.histograms)
+            manifest = manifest.with_timing("report_s", time.perf_counter() - clock)
+            publish_run(ctx.run_dir, job_dir, manifest, report_html, not recorded.is_subset)
             with parts_removed_meanwhile(ctx.run_dir, params.keep_parts):
                 publish_artifacts(manifest, ctx.run_dir, tables)
-        logger.info("run %s complete: %s", run_id, manifest["counts"])
-        result = {"run_id": run_id, "run_dir": ctx.run_dir.url, "counts": manifest["counts"], "already_complete": False}
-        if gate is not None and not gate["passed"]:
-            event = gate_failed(manifest, gate)
+        counts = manifest.counts.to_json()
+        logger.info("run %s complete: %s", run_id, counts)
+        result = {"run_id": run_id, "run_dir": ctx.run_dir.url, "counts": counts, "already_complete": False}
+        if gate is not None and not manifest.gate_passed:
+            event = gate_failed(manifest.run, gate)
             emit(event)
             reason = event.payload["reason"]
             logger.error("%s; LATEST left as it was", reason)

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from evidence import MANIFEST_NAME, SUMMARY_NAME, VERDICTS_NAME
+from evidence import MANIFEST_NAME, SUMMARY_NAME, VERDICTS_NAME, RecordedParams
 from tasks.storage import InputNotFound, Location
 from tasks.storage.writes import TEMP_PREFIX
 
@@ -151,22 +151,23 @@ def check_apart(job_dir: Location, inputs: Iterable[Location]) -> None:
             )
 
 
-def claim(run_dir: Location, recorded: dict[str, Any]) -> None:
+def claim(run_dir: Location, recorded: RecordedParams) -> None:
     """Create the run directory's ``params.json``; a taken run id is an error."""
-    if not RunPaths(run_dir).params.write_new(orjson.dumps(recorded, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"):
+    if not RunPaths(run_dir).params.write_new(orjson.dumps(recorded.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"):
         raise RunConflict(f"run id already exists: {run_dir.url} (use --resume to continue it)")
 
 
-def recorded_params(run_dir: Location) -> dict[str, Any]:
+def recorded_params(run_dir: Location) -> RecordedParams:
     """The parameters an existing run was started with."""
     location = RunPaths(run_dir).params
     if not location.is_file():
         raise RunConflict(f"no such run to resume: {run_dir.url}")
-    return orjson.loads(location.read_bytes())
+    return RecordedParams.model_validate_json(location.read_bytes())
 
 
-def check_resume(recorded: dict[str, Any], requested: dict[str, Any]) -> None:
-    """Every parameter the caller set explicitly must equal the interrupted run's."""
+def check_resume(run: RecordedParams, requested: dict[str, Any]) -> None:
+    """Every parameter the caller set explicitly (``requested``) must equal the interrupted run's."""
+    recorded = run.to_json()
     conflicts = sorted(k for k, v in requested.items() if k in recorded and recorded[k] != v)
     if conflicts:
         detail = ", ".join(f"{k}: run has {recorded[k]!r}, asked {requested[k]!r}" for k in conflicts)

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from importlib.metadata import version
 from typing import Any
 
+from evidence import RecordedParams, RunIdentity
 from flows.params import StageParams
 from tasks.attempts.context import RunContext
 from flows.execution.credentials import storage_options_with
@@ -52,32 +53,27 @@ def subset_filter(rollout_ids: list[str], rollout_glob: str | None) -> Callable[
     return chosen
 
 
-def is_subset(recorded: dict[str, Any]) -> bool:
-    """Whether a run's recorded parameters select a subset of the job's attempts."""
-    return bool(recorded["rollout_ids"]) or recorded["rollout_glob"] is not None
-
-
 def recorded_rollouts(shards: tuple[Shard, ...]) -> str | list[str]:
     """What ``params.json`` records: the one rollouts URL, or the expanded shard URLs (a glob can match more later)."""
     urls = [shard.main.url for shard in shards]
     return urls[0] if len(urls) == 1 else urls
 
 
-def output_params(params: StageParams, job_id: str, rollouts: str | list[str]) -> dict[str, Any]:
+def output_params(params: StageParams, job_id: str, rollouts: str | list[str]) -> RecordedParams:
     """What ``params.json`` records; ``rollouts`` as ``recorded_rollouts`` gives it, ``gate`` only when set."""
-    return {
-        "rollouts": rollouts,
-        "capture_dir": params.capture_dir,
-        "failures": params.failures,
-        "job_id": job_id,
-        "session_id": params.session_id or job_id,
-        "agent_version": params.agent_version or package_version(),
-        "ignored_checks": list(params.ignored_checks),
-        "atif_all_or_nothing": params.atif_all_or_nothing,
-        "rollout_ids": list(params.rollout_ids),
-        "rollout_glob": params.rollout_glob,
-        **({"gate": params.gate.recorded()} if params.gate.active else {}),
-    }
+    return RecordedParams(
+        rollouts=rollouts,
+        capture_dir=params.capture_dir,
+        failures=params.failures,
+        job_id=job_id,
+        session_id=params.session_id or job_id,
+        agent_version=params.agent_version or package_version(),
+        ignored_checks=list(params.ignored_checks),
+        atif_all_or_nothing=params.atif_all_or_nothing,
+        rollout_ids=list(params.rollout_ids),
+        rollout_glob=params.rollout_glob,
+        gate=params.gate.recorded() if params.gate.active else None,
+    )
 
 
 def job_locations(params: StageParams) -> tuple[tuple[Shard, ...], Location, Location, str]:
@@ -98,7 +94,7 @@ def job_locations(params: StageParams) -> tuple[tuple[Shard, ...], Location, Loc
     return shards, capture_dir, output, job_id
 
 
-def resolve_run(params: StageParams) -> tuple[RunContext, Location, dict[str, Any], str]:
+def resolve_run(params: StageParams) -> tuple[RunContext, Location, RecordedParams, str]:
     """Locations, the run id, and the recorded parameters; claims the run directory.
 
     On ``resume`` the recorded parameters win (explicit conflicting ones are an error), stale
@@ -114,7 +110,7 @@ def resolve_run(params: StageParams) -> tuple[RunContext, Location, dict[str, An
         check_resume(recorded, _explicit(params, requested))
         requested = recorded
         discard_temporaries(run_dir)
-        if not is_subset(recorded) and (finished := finished_at(run_dir)) is not None:
+        if not recorded.is_subset and (finished := finished_at(run_dir)) is not None:
             update_latest(output.child(job_id), run_id, finished, gate_passed(run_dir))  # a kill between _SUCCESS and LATEST
     else:
         claim(run_dir, requested)
@@ -122,18 +118,18 @@ def resolve_run(params: StageParams) -> tuple[RunContext, Location, dict[str, An
         run_dir=run_dir,
         shards=shards,
         capture_dir=capture_dir,
-        session_id=requested["session_id"],
-        agent_version=requested["agent_version"],
+        session_id=requested.session_id,
+        agent_version=requested.agent_version,
         exporter_version=package_version(),
-        ignored_checks=tuple(requested["ignored_checks"]),
+        ignored_checks=tuple(requested.ignored_checks),
         resume=bool(params.resume),
     )
     return ctx, output.child(job_id), requested, run_id
 
 
-def _explicit(params: StageParams, requested: dict[str, Any]) -> dict[str, Any]:
+def _explicit(params: StageParams, requested: RecordedParams) -> dict[str, Any]:
     """The output parameters the caller set explicitly (a resume must agree with them)."""
-    return {k: requested[k] for k in requested if k in params.model_fields_set or k == "job_id"}
+    return {k: v for k, v in requested.to_json().items() if k in params.model_fields_set or k == "job_id"}
 
 
 def preflight(params: StageParams) -> None:
@@ -153,17 +149,15 @@ def preflight(params: StageParams) -> None:
         raise RunConflict(f"run id already exists: {run_dir.url} (use --resume to continue it)")
 
 
-def run_record(
-    params: StageParams, recorded: dict[str, Any], ctx: RunContext, run_id: str, started_at: datetime, subset: bool
-) -> dict[str, Any]:
+def run_record(params: StageParams, recorded: RecordedParams, ctx: RunContext, run_id: str, started_at: datetime) -> RunIdentity:
     """The manifest's ``run`` section: identity, scope and times of this run."""
-    return {
-        "run_id": run_id,
-        "job_id": recorded["job_id"],
-        "run_dir": ctx.run_dir.url,
-        "scope": "subset" if subset else "full",
-        "package_version": package_version(),
-        "started_at": started_at.isoformat(),
-        "finished_at": datetime.now(timezone.utc).isoformat(),
-        "resumed": bool(params.resume),
-    }
+    return RunIdentity(
+        run_id=run_id,
+        job_id=recorded.job_id,
+        run_dir=ctx.run_dir.url,
+        scope="subset" if recorded.is_subset else "full",
+        package_version=package_version(),
+        started_at=started_at.isoformat(),
+        finished_at=datetime.now(timezone.utc).isoformat(),
+        resumed=bool(params.resume),
+    )

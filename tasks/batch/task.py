@@ -28,10 +28,10 @@ def freshness(job: FoundJob, output: Location, config_fingerprint: str) -> tuple
     manifest = newest_manifest(output, job.job_id)
     if manifest is None:
         return "no complete run", None
-    run_id = manifest["run"]["run_id"]
-    if manifest["inputs"]["fingerprint"] != input_fingerprint(job, output.options):
+    run_id = manifest.run.run_id
+    if manifest.inputs.fingerprint != input_fingerprint(job, output.options):
         return "inputs changed", run_id
-    if manifest["config_fingerprint"] != config_fingerprint:
+    if manifest.config_fingerprint != config_fingerprint:
         return "config changed", run_id
     return None, run_id
 

@@ -128,7 +128,7 @@ def previous_complete_run(output: Location, job_id: str) -> Location | None:
     """The job's ``LATEST`` complete run directory (None when it has none): what a new run of
     the job is compared with."""
     manifest = latest_manifest(output, job_id)
-    return None if manifest is None else run_dir_of(output, job_id, manifest["run"]["run_id"])
+    return None if manifest is None else run_dir_of(output, job_id, manifest.run.run_id)
 
 
 def compare_with_previous(previous: Location | None, run_dir: str, job_id: str) -> dict[str, Any] | None:

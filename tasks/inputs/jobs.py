@@ -15,8 +15,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
+from evidence import ManifestHead
 from tasks.discover.scan import fingerprint_inputs, list_inputs
 from tasks.inputs.layout import JobLayout
 from tasks.inputs.naming import job_id_for
@@ -85,7 +84,7 @@ def input_fingerprint(job: FoundJob, options: dict[str, Any]) -> str:
     return fingerprint_inputs(list_inputs(find_shards(urls, options), Location(job.capture_dir, options)))
 
 
-def newest_manifest(output: Location, job_id: str) -> dict[str, Any] | None:
+def newest_manifest(output: Location, job_id: str) -> ManifestHead | None:
     """The manifest of the job's newest complete full run, whether its gate passed (LATEST) or not.
 
     The sweep decides freshness from it: a run that failed its gate is still the job processed
@@ -95,12 +94,12 @@ def newest_manifest(output: Location, job_id: str) -> dict[str, Any] | None:
     return max(found, key=_finished, default=None)
 
 
-def _finished(manifest: dict[str, Any]) -> tuple[str, str]:
+def _finished(manifest: ManifestHead) -> tuple[str, str]:
     """The order LATEST keeps (``tasks.rundir.update_latest``): finish time, then run id."""
-    return manifest["run"]["finished_at"], manifest["run"]["run_id"]
+    return manifest.run.finished_at, manifest.run.run_id
 
 
-def latest_manifest(output: Location, job_id: str, pointer: str = LATEST_FILE) -> dict[str, Any] | None:
+def latest_manifest(output: Location, job_id: str, pointer: str = LATEST_FILE) -> ManifestHead | None:
     """The manifest of the complete run the job's ``pointer`` file names (LATEST by default), or None."""
     latest = output.child(job_id, pointer)
     if not latest.is_file():
@@ -109,4 +108,4 @@ def latest_manifest(output: Location, job_id: str, pointer: str = LATEST_FILE) -
     manifest = run_dir.child(MANIFEST_FILE)
     if not is_complete(run_dir) or not manifest.is_file():
         return None
-    return orjson.loads(manifest.read_bytes())
+    return ManifestHead.from_json(manifest.read_bytes())

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from evidence import gate_reason
+from evidence import RunIdentity, RunManifest, gate_reason
 from tasks.rundir import RunPaths
 from tasks.storage import Location
 
@@ -43,13 +43,13 @@ class StageEvent:
     payload: dict[str, Any]
 
 
-def run_completed(manifest: dict[str, Any], run_dir: Location, outputs: list[str]) -> StageEvent:
+def run_completed(manifest: RunManifest, run_dir: Location, outputs: list[str]) -> StageEvent:
     """``evidence-stage.run.completed``: scope, counts, and the URL of every output the run wrote
     (``outputs``, the names the report found: asking again cost a request each)."""
-    run = manifest["run"]
+    run = manifest.run
     urls = {name: run_dir.child(name).url for name in outputs}
-    payload = {"scope": run["scope"], "run_dir": run_dir.url, "report": RunPaths(run_dir).report.url, "outputs": urls, "counts": manifest["counts"]}
-    return StageEvent(RUN_COMPLETED, run_resource(run["job_id"], run["run_id"]), payload)
+    payload = {"scope": run.scope, "run_dir": run_dir.url, "report": RunPaths(run_dir).report.url, "outputs": urls, "counts": manifest.counts.to_json()}
+    return StageEvent(RUN_COMPLETED, run_resource(run.job_id, run.run_id), payload)
 
 
 def run_failed(job_id: str, run_id: str | None, error: BaseException) -> StageEvent:
@@ -58,15 +58,14 @@ def run_failed(job_id: str, run_id: str | None, error: BaseException) -> StageEv
     return StageEvent(RUN_FAILED, run_resource(job_id, run_id), {"error": message})
 
 
-def gate_failed(manifest: dict[str, Any], gate: dict[str, Any]) -> StageEvent:
+def gate_failed(run: RunIdentity, gate: dict[str, Any]) -> StageEvent:
     """``evidence-stage.gate.failed``: the job, the run, the one-line reason and the failing limits
     with what was measured."""
-    run = manifest["run"]
     payload = {
-        "job_id": run["job_id"],
-        "run_id": run["run_id"],
-        "run_dir": run["run_dir"],
+        "job_id": run.job_id,
+        "run_id": run.run_id,
+        "run_dir": run.run_dir,
         "reason": gate_reason(gate),
         "failing": [limit for limit in gate["limits"] if not limit["passed"]],
     }
-    return StageEvent(GATE_FAILED, run_resource(run["job_id"], run["run_id"]), payload)
+    return StageEvent(GATE_FAILED, run_resource(run.job_id, run.run_id), payload)

@@ -18,59 +18,49 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 from prefect.events import emit_event
 from prefect.cache_policies import NO_CACHE
 
-from evidence import dumps
+from evidence import RecordedParams, RunCounts, RunIdentity, RunManifest, Streamed, dumps
 from tasks.discover.scan import JobPlan
 from tasks.publish.events import StageEvent
 from tasks.publish.links import openable_url
-from tasks.reduce.attempt_log import Streamed, manifest_chunks
 from tasks.reduce.task import ReduceSummary
 from tasks.rundir import REPORT_FILE, RunPaths, mark_complete, update_latest
 from tasks.storage import Location
 
 
 def build_manifest(
-    *,
-    run: dict[str, Any],
-    params: dict[str, Any],
-    config_fingerprint: str,
-    plan: JobPlan,
-    reduced: ReduceSummary,
-    timings: dict[str, float],
-) -> dict[str, Any]:
-    """The run manifest (documented in the README, section "manifest.json").
+    *, run: RunIdentity, params: RecordedParams, plan: JobPlan, reduced: ReduceSummary, timings: dict[str, float]
+) -> RunManifest:
+    """The run manifest (FORMATS.md, "manifest.json").
 
     Its two long lists, the input files and the attempts, are ``Streamed``: produced while
     ``publish_run`` writes them, read from the plan and from the reduce's attempt log.
     """
     log = reduced.log
-    return {
-        "run": run,
-        "parameters": params,
-        "config_fingerprint": config_fingerprint,
-        "inputs": {
-            "fingerprint": plan.fingerprint,
-            "files": Streamed(lambda: ((name, asdict(entry)) for name, entry in plan.inputs), pairs=True),
-        },
-        "shards": [{**shard, "accounting": plan.accounting["shards"][shard["file"]]} for shard in plan.shards],
-        "accounting": {k: v for k, v in plan.accounting.items() if k not in ("shards", "lost_keys")},
-        "counts": {
-            "attempts": log.count,
-            "by_status": dict(sorted(log.by_status.items())),
-            "rows": reduced.rows,
-            "skipped_lines": len(plan.skipped),
-            "orphans": len(plan.orphans),
-            "repairs": log.repairs,
-            "atif_files": reduced.atif_files,
-            "atif_rejections": reduced.atif_rejections,
-            "verdicts": reduced.verdicts,
-            "fold_problems": len(reduced.fold_problems),
-        },
-        "attempts": Streamed(log.entries),
-        "skipped_lines": [{k: v for k, v in asdict(s).items() if k != "shard" or v is not None} for s in plan.skipped],
-        "orphans": plan.orphans,
-        "fold_problems": reduced.fold_problems,
-        "timings": {k: round(v, 3) for k, v in timings.items()},
-    }
+    return RunManifest(
+        run=run,
+        parameters=params,
+        inputs_fingerprint=plan.fingerprint,
+        input_files=Streamed(lambda: ((name, asdict(entry)) for name, entry in plan.inputs), pairs=True),
+        shards=[{**shard, "accounting": plan.accounting["shards"][shard["file"]]} for shard in plan.shards],
+        accounting={k: v for k, v in plan.accounting.items() if k not in ("shards", "lost_keys")},
+        counts=RunCounts(
+            attempts=log.count,
+            by_status=dict(sorted(log.by_status.items())),
+            rows=reduced.rows,
+            skipped_lines=len(plan.skipped),
+            orphans=len(plan.orphans),
+            repairs=log.repairs,
+            atif_files=reduced.atif_files,
+            atif_rejections=reduced.atif_rejections,
+            verdicts=reduced.verdicts,
+            fold_problems=len(reduced.fold_problems),
+        ),
+        attempts=Streamed(log.entries),
+        skipped_lines=[{k: v for k, v in asdict(s).items() if k != "shard" or v is not None} for s in plan.skipped],
+        orphans=plan.orphans,
+        fold_problems=reduced.fold_problems,
+        timings={k: round(v, 3) for k, v in timings.items()},
+    )
 
 
 def write_document(run_dir: Location, name: str, document: dict[str, Any]) -> None:
@@ -79,15 +69,14 @@ def write_document(run_dir: Location, name: str, document: dict[str, Any]) -> No
 
 
 @task(name="publish-run", cache_policy=NO_CACHE, persist_result=False)
-def publish_run(run_dir: Location, job_dir: Location, manifest: dict[str, Any], report_html: str, full_scope: bool) -> None:
+def publish_run(run_dir: Location, job_dir: Location, manifest: RunManifest, report_html: str, full_scope: bool) -> None:
     """manifest.json and report.html, then _SUCCESS, then LATEST (full runs only; LATEST_FAILED_GATE when the gate failed)."""
     paths = RunPaths(run_dir)
-    paths.manifest.write_chunks(lambda: manifest_chunks(manifest))
+    paths.manifest.write_chunks(manifest.json_chunks)
     paths.report.write_bytes(report_html.encode())
     mark_complete(run_dir)
     if full_scope:
-        run = manifest["run"]
-        update_latest(job_dir, run["run_id"], datetime.fromisoformat(run["finished_at"]), manifest.get("gate", {}).get("passed", True))
+        update_latest(job_dir, manifest.run.run_id, datetime.fromisoformat(manifest.run.finished_at), manifest.gate_passed)
 
 
 @contextmanager
@@ -116,13 +105,12 @@ def parts_removed_meanwhile(run_dir: Location, keep_parts: bool) -> Iterator[Non
     removal.result()
 
 
-def publish_artifacts(manifest: dict[str, Any], run_dir: Location, tables: dict[str, Any]) -> None:
+def publish_artifacts(manifest: RunManifest, run_dir: Location, tables: dict[str, Any]) -> None:
     """Prefect artifacts: verdict table, perf markdown, capability table, links to the outputs."""
-    counts = manifest["counts"]
-    run = f"run {manifest['run']['run_id']} of job {manifest['run']['job_id']}"
+    run = f"run {manifest.run.run_id} of job {manifest.run.job_id}"
     create_table_artifact(
         key="evidence-stage-verdicts",
-        table=[{"verdict": k, "rollouts": v} for k, v in sorted(counts["verdicts"].items())],
+        table=[{"verdict": k, "rollouts": v} for k, v in sorted(manifest.counts.verdicts.items())],
         description=f"Health verdict counts (main rollouts) of {run}.",
     )
     for key, (shows, table) in tables.items():

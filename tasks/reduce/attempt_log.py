@@ -1,24 +1,20 @@
-"""The run manifest's per-attempt entries, and writing the manifest without holding them.
+"""The run manifest's per-attempt entries, held on local disk until the manifest is written.
 
 The reduce reads every part header once; it records each attempt's manifest entry here (spilled
-to a local temporary file) with a few counters. ``manifest_chunks`` then writes ``manifest.json``
-with those entries streamed into its ``attempts`` list, byte-identical to ``orjson``'s 2-space
-indentation of the whole document, so a 20,000-attempt manifest is never in memory at once.
+to a local temporary file) with a few counters. ``RunManifest`` (``evidence.models.run``) then
+streams those entries into ``manifest.json``'s ``attempts`` list, so a 20,000-attempt manifest
+is never in memory at once.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
-
-import orjson
 
 from evidence import AttemptPart
 from tasks.discover.scan import AttemptRef
 from tasks.storage.spill import Spill, TemporaryStore, count_repeats
-
-INDENT = orjson.OPT_INDENT_2
 
 
 def attempt_status(part: AttemptPart) -> dict[str, Any]:
@@ -70,43 +66,3 @@ class AttemptLog(TemporaryStore):
     def close(self) -> None:
         self._entries.close()
         self._rollout_ids.close()
-
-
-class Streamed:
-    """A manifest value produced while it is written: a list of items, or a mapping of (key, value) pairs.
-
-    ``items`` is called each time the manifest is written (a retried write starts over).
-    """
-
-    def __init__(self, items: Callable[[], Iterable[Any]], *, pairs: bool = False) -> None:
-        self.items = items
-        self.pairs = pairs
-
-
-def manifest_chunks(document: dict[str, Any]) -> Iterator[bytes]:
-    """``document`` as ``orjson.dumps(..., OPT_INDENT_2) + b"\\n"``, with ``Streamed`` values expanded in place."""
-    yield from _chunks(document, 0)
-    yield b"\n"
-
-
-def _chunks(value: Any, level: int) -> Iterator[bytes]:
-    if isinstance(value, Streamed):
-        items = value.items() if value.pairs else ((None, item) for item in value.items())
-        yield from _container(items, level, b"{}" if value.pairs else b"[]")
-    elif isinstance(value, dict) and any(isinstance(v, (Streamed, dict)) for v in value.values()):
-        yield from _container(value.items(), level, b"{}")
-    else:
-        yield orjson.dumps(value, option=INDENT).replace(b"\n", b"\n" + b"  " * level)
-
-
-def _container(items: Iterable[tuple[str | None, Any]], level: int, brackets: bytes) -> Iterator[bytes]:
-    """Items one per line at ``level + 1``; an empty container stays ``{}`` / ``[]`` as orjson writes it."""
-    pad = b"\n" + b"  " * (level + 1)
-    separator = brackets[:1]
-    for key, item in items:
-        yield separator + pad
-        if key is not None:
-            yield orjson.dumps(key) + b": "
-        yield from _chunks(item, level + 1)
-        separator = b","
-    yield brackets if separator == brackets[:1] else b"\n" + b"  " * level + brackets[1:]

@@ -11,7 +11,7 @@ EXPECTED = {
     "AtifFile", "AtifRefusal", "AttemptConfig", "AttemptInputs", "AttemptOutcome", "AttemptPart", "FirstKeyWins", "MainDigests", "PART_VERSION",
     "PartError", "PerfDigest", "PerfSummaryFold", "Status", "capture_file_id", "decode_part", "dumps", "encode_part",
     "perf_group", "process_attempt", "unprocessed_attempt",
-    "AtifExportError", "AtifRollout", "BatchRules", "CAPTURE_SUFFIX", "MANIFEST_NAME", "MARKER_SUFFIX", "CaptureFiles", "CaptureLookup", "CollectedRow", "EvidenceError",
+    "AtifExportError", "AtifRollout", "BatchRules", "CAPTURE_SUFFIX", "MANIFEST_NAME", "ManifestHead", "RecordedParams", "RunCounts", "RunIdentity", "RunManifest", "Streamed", "MARKER_SUFFIX", "CaptureFiles", "CaptureLookup", "CollectedRow", "EvidenceError",
     "Exporter", "HealthFold", "ReportContext", "RowDigest", "RowRejected", "SUMMARY_NAME",
     "UnknownHealthCheck", "VERDICTS_NAME", "build_capabilities", "capabilities_markdown",
     "capability_digest", "capability_table_rows", "capture_rollout_id", "check_capture_file_id",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from evidence import ManifestHead
 from tasks.inputs.jobs import find_jobs, input_fingerprint, latest_manifest
 from tasks.inputs.layout import JobLayout
 from tasks.inputs.naming import job_id_for
@@ -99,10 +100,11 @@ def test_latest_manifest_needs_latest_success_and_manifest() -> None:
     out = Location(f"{ROOT}/out")
     assert latest_manifest(out, "job-1") is None
     put("out/job-1/LATEST", b"r1\n")
-    put("out/job-1/runs/r1/manifest.json", b'{"run": {"run_id": "r1"}}')
+    manifest = b'{"run": {"run_id": "r1", "job_id": "job-1", "finished_at": "2026-01-01T00:00:00+00:00"}, "config_fingerprint": "c", "inputs": {"fingerprint": "i"}}'
+    put("out/job-1/runs/r1/manifest.json", manifest)
     assert latest_manifest(out, "job-1") is None
     put("out/job-1/runs/r1/_SUCCESS", b"")
-    assert latest_manifest(out, "job-1") == {"run": {"run_id": "r1"}}
+    assert latest_manifest(out, "job-1") == ManifestHead.from_json(manifest)
 
 
 def test_a_folder_of_shards_is_one_sharded_job() -> None:

@@ -9,7 +9,8 @@ import pytest
 
 from evidence import AttemptOutcome, AttemptPart, Status
 from tasks.discover.scan import AttemptRef
-from tasks.reduce.attempt_log import AttemptLog, Streamed, manifest_chunks
+from evidence.models.run import Streamed, manifest_chunks
+from tasks.reduce.attempt_log import AttemptLog
 
 
 def _document(entries: list[dict[str, Any]], files: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -1,0 +1,224 @@
+"""The run contract: what one run records about itself in ``params.json`` and ``manifest.json``.
+
+Every stage of the flow hands the run's facts on as these values, not as dicts: the flow
+resolves ``RecordedParams``, the reduce counts ``RunCounts``, publishing writes a
+``RunManifest``, and the readers of a finished run (batch freshness, LATEST, compare) parse
+``ManifestHead``. The documents keep their byte layout (FORMATS.md, "manifest.json"): the
+manifest's two long lists are ``Streamed`` and written while they are produced, so a
+20,000-attempt manifest is never in memory at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["OUTPUT_PARAMETERS", "ManifestHead", "RecordedParams", "RunCounts", "RunIdentity", "RunManifest", "Streamed", "manifest_chunks"]
+
+# Parameters whose change changes outputs: they make the run's config fingerprint and must
+# match when a run is resumed.
+OUTPUT_PARAMETERS = ("session_id", "agent_version", "ignored_checks", "atif_all_or_nothing")
+
+_INDENT = orjson.OPT_INDENT_2
+
+
+class RecordedParams(BaseModel):
+    """A run's ``params.json``: what it was asked to do, fixed when the run id is claimed.
+
+    A resume reads it back and wins over the caller (explicit conflicting values are refused).
+    ``gate`` holds the set limits only, and is absent from the file of an ungated run.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    rollouts: str | list[str]
+    capture_dir: str
+    failures: str | None
+    job_id: str
+    session_id: str
+    agent_version: str
+    ignored_checks: list[str]
+    atif_all_or_nothing: bool
+    rollout_ids: list[str]
+    rollout_glob: str | None
+    gate: dict[str, Any] | None = None
+
+    @property
+    def is_subset(self) -> bool:
+        """Whether the run selects a subset of the job's attempts (a rerun by rollout id or glob)."""
+        return bool(self.rollout_ids) or self.rollout_glob is not None
+
+    def to_json(self) -> dict[str, Any]:
+        """The document as ``params.json`` and the manifest's ``parameters`` hold it."""
+        document = self.model_dump(exclude={"gate"})
+        if self.gate:
+            document["gate"] = self.gate
+        return document
+
+    def config_fingerprint(self) -> str:
+        """sha256 of the output-changing parameters.
+
+        A gate changes what the run publishes (``gate.json``, whether it becomes LATEST), so it
+        is part of the fingerprint when set; an ungated run's fingerprint is what it always was.
+        """
+        chosen: dict[str, Any] = {name: getattr(self, name) for name in OUTPUT_PARAMETERS}
+        if self.gate:
+            chosen["gate"] = self.gate
+        return hashlib.sha256(orjson.dumps(chosen, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class RunIdentity:
+    """The manifest's ``run`` section: identity, scope and times of one run."""
+
+    run_id: str
+    job_id: str
+    run_dir: str
+    scope: str  # "full" or "subset"
+    package_version: str
+    started_at: str  # ISO 8601, UTC
+    finished_at: str
+    resumed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RunCounts:
+    """The manifest's ``counts``: what the run processed and produced (also the CLI's summary)."""
+
+    attempts: int
+    by_status: dict[str, int]
+    rows: dict[str, int]
+    skipped_lines: int
+    orphans: int
+    repairs: int
+    atif_files: int
+    atif_rejections: int
+    verdicts: dict[str, int]
+    fold_problems: int
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class Streamed:
+    """A manifest value produced while it is written: a list of items, or a mapping of (key, value) pairs.
+
+    ``items`` is called each time the manifest is written (a retried write starts over).
+    """
+
+    def __init__(self, items: Callable[[], Iterable[Any]], *, pairs: bool = False) -> None:
+        self.items = items
+        self.pairs = pairs
+
+
+@dataclass(frozen=True)
+class RunManifest:
+    """``manifest.json``: the one output that carries the run id and times (every other output
+    is byte-identical across reruns of the same inputs and parameters)."""
+
+    run: RunIdentity
+    parameters: RecordedParams
+    inputs_fingerprint: str
+    input_files: Streamed  # (relative name, {size, ...}) pairs
+    shards: list[dict[str, Any]]
+    accounting: dict[str, Any]
+    counts: RunCounts
+    attempts: Streamed  # one entry per attempt, input order
+    skipped_lines: list[dict[str, Any]]
+    orphans: list[str]
+    fold_problems: list[str]
+    timings: dict[str, float] = field(default_factory=dict)
+    gate: dict[str, Any] | None = None  # gate.json's document when the run was gated
+
+    @property
+    def gate_passed(self) -> bool:
+        """Whether the run may become LATEST: ungated, or its gate passed."""
+        return self.gate is None or bool(self.gate["passed"])
+
+    def with_timing(self, name: str, seconds: float) -> RunManifest:
+        return dataclasses.replace(self, timings={**self.timings, name: round(seconds, 3)})
+
+    def document(self) -> dict[str, Any]:
+        """The manifest as ``manifest_chunks`` writes it, keys in their documented order."""
+        document: dict[str, Any] = {
+            "run": dataclasses.asdict(self.run),
+            "parameters": self.parameters.to_json(),
+            "config_fingerprint": self.parameters.config_fingerprint(),
+            "inputs": {"fingerprint": self.inputs_fingerprint, "files": self.input_files},
+            "shards": self.shards,
+            "accounting": self.accounting,
+            "counts": self.counts.to_json(),
+            "attempts": self.attempts,
+            "skipped_lines": self.skipped_lines,
+            "orphans": self.orphans,
+            "fold_problems": self.fold_problems,
+            "timings": self.timings,
+        }
+        if self.gate is not None:
+            document["gate"] = self.gate
+        return document
+
+    def json_chunks(self) -> Iterator[bytes]:
+        """``manifest.json``'s bytes: ``orjson``'s 2-space indentation of ``document()``, streamed."""
+        return manifest_chunks(self.document())
+
+
+class ManifestHead(BaseModel):
+    """What readers of a finished run take from its ``manifest.json`` (other keys are ignored)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    class Run(BaseModel):
+        model_config = ConfigDict(frozen=True, extra="ignore")
+
+        run_id: str
+        job_id: str
+        finished_at: str
+
+    class Inputs(BaseModel):
+        model_config = ConfigDict(frozen=True, extra="ignore")
+
+        fingerprint: str
+
+    run: Run
+    config_fingerprint: str
+    inputs: Inputs
+
+    @classmethod
+    def from_json(cls, data: bytes) -> ManifestHead:
+        return cls.model_validate_json(data)
+
+
+def manifest_chunks(document: dict[str, Any]) -> Iterator[bytes]:
+    """``document`` as ``orjson.dumps(..., OPT_INDENT_2) + b"\\n"``, with ``Streamed`` values expanded in place."""
+    yield from _chunks(document, 0)
+    yield b"\n"
+
+
+def _chunks(value: Any, level: int) -> Iterator[bytes]:
+    if isinstance(value, Streamed):
+        items = value.items() if value.pairs else ((None, item) for item in value.items())
+        yield from _container(items, level, b"{}" if value.pairs else b"[]")
+    elif isinstance(value, dict) and any(isinstance(v, (Streamed, dict)) for v in value.values()):
+        yield from _container(value.items(), level, b"{}")
+    else:
+        yield orjson.dumps(value, option=_INDENT).replace(b"\n", b"\n" + b"  " * level)
+
+
+def _container(items: Iterable[tuple[str | None, Any]], level: int, brackets: bytes) -> Iterator[bytes]:
+    """Items one per line at ``level + 1``; an empty container stays ``{}`` / ``[]`` as orjson writes it."""
+    pad = b"\n" + b"  " * (level + 1)
+    separator = brackets[:1]
+    for key, item in items:
+        yield separator + pad
+        if key is not None:
+            yield orjson.dumps(key) + b": "
+        yield from _chunks(item, level + 1)
+        separator = b","
+    yield brackets if separator == brackets[:1] else b"\n" + b"  " * level + brackets[1:]
