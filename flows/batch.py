@@ -25,7 +25,7 @@ from flows.execution.resolve import output_params
 from flows.stage import stage_flow
 from tasks.batch.task import publish_batch_artifacts, stage_job, summarise
 from flows.execution.credentials import storage_options_with
-from tasks.inputs.jobs import FoundJob, find_jobs
+from tasks.batch.jobs import FoundJob, find_jobs
 from tasks.inputs.layout import DEFAULT_CAPTURE_DIR, DEFAULT_EXCLUDE_GLOBS, DEFAULT_ROLLOUTS_GLOB, DEFAULT_SHARD_GLOB, JobLayout
 from tasks.inputs.naming import new_run_id
 from tasks.storage import Location

@@ -15,7 +15,7 @@ from flows.execution.progress import Progress
 from flows.execution.runners import build_runner, runner_slots, shared_api, task_argument
 from tasks.attempts.group import GroupSummary
 from tasks.attempts.context import RunContext
-from tasks.discover.scan import AttemptRef
+from tasks.discover.refs import AttemptRef
 from tasks.attempts.task import process_group
 
 GUIDED_SHARES = 2

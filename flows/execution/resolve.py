@@ -17,7 +17,8 @@ from evidence import RecordedParams, RunIdentity
 from flows.params import StageParams
 from tasks.attempts.context import RunContext
 from flows.execution.credentials import storage_options_with
-from tasks.discover.scan import AttemptRef, check_inputs
+from tasks.discover.inputs import check_inputs
+from tasks.discover.refs import AttemptRef
 from tasks.inputs.naming import job_id_for, new_run_id
 from tasks.rundir import (
     PARAMS_FILE,

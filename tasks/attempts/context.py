@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evidence import AttemptConfig, Exporter
-from tasks.discover.scan import MAIN, AttemptRef
+from tasks.discover.refs import MAIN, AttemptRef
 from tasks.inputs.shards import Shard
 from tasks.rundir import ROLLOUTS_FILE, RunPaths
 from tasks.storage import Location

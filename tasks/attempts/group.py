@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from evidence import AttemptConfig, AttemptInputs, AttemptPart, CaptureFiles, encode_part, process_attempt, unprocessed_attempt
 from tasks.attempts.context import RunContext
-from tasks.discover.scan import MAIN, AttemptRef
+from tasks.discover.refs import MAIN, AttemptRef
 from tasks.attempts.parts import PartIndex, SegmentWriter, segment_folder
 from tasks.storage.concurrent import WriteBehind, ordered_prefetch
 from tasks.storage.retry import backoff_delay

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import orjson
 
 from evidence import AttemptPart, decode_part
-from tasks.discover.scan import AttemptRef
+from tasks.discover.refs import AttemptRef
 from tasks.rundir import RunPaths
 from tasks.storage.concurrent import ordered_prefetch
 from tasks.storage import InputNotFound, Location, PermanentStorageError, release_view

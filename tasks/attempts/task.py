@@ -17,7 +17,7 @@ from prefect.tasks import exponential_backoff
 
 from tasks.attempts.group import GroupSummary, run_group
 from tasks.attempts.context import RunContext
-from tasks.discover.scan import AttemptRef
+from tasks.discover.refs import AttemptRef
 from tasks.attempts.parts import SEGMENT_PARTS
 from tasks.storage.retry import retry_on_transient
 

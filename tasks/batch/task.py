@@ -16,7 +16,7 @@ from prefect.cache_policies import NO_CACHE
 
 from tasks.compare.task import compare_with_previous, previous_complete_run
 from tasks.publish.gate import GateFailed
-from tasks.inputs.jobs import FoundJob, input_fingerprint, newest_manifest
+from tasks.batch.jobs import FoundJob, input_fingerprint, newest_manifest
 from tasks.publish.task import publish_link
 from tasks.storage import Location
 

@@ -28,7 +28,7 @@ from evidence import (
     rollout_facts,
     verdict_facts,
 )
-from tasks.inputs.jobs import latest_manifest
+from tasks.batch.jobs import latest_manifest
 from tasks.storage.retry import retry_on_transient
 from tasks.rundir import COMPARE_FILES, RUNS_FOLDER, RunPaths, read_document, run_dir_of
 from tasks.storage import InputNotFound, Location

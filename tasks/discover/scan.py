@@ -9,12 +9,10 @@ attempts costs the flow no more memory than one of 2,000 (README, guarantee 6).
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import heapq
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, replace
 from typing import Any
@@ -22,53 +20,16 @@ from typing import Any
 import orjson
 
 from evidence import CAPTURE_SUFFIX, MARKER_SUFFIX, PART_VERSION, ShardAccount, accounted_fields, capture_file_id, run_accounting
-from tasks.storage.concurrent import at_once
-from tasks.inputs.shards import Shard, is_remote
+from tasks.discover.inputs import JobInputs, fingerprint_files, fingerprint_inputs, list_inputs, shown_name
+from tasks.discover.refs import FAILURES, MAIN, AttemptRef, SkippedLine
+from tasks.inputs.shards import Shard
+from tasks.storage import FileEntry, Location
 from tasks.storage.spill import Spill, TemporaryStore
-from tasks.storage import FileEntry, InputNotFound, Location
 
 # A rollouts file at least twice this long is scanned in spans of this size by the attempt pool,
 # this many at a time (what the flow holds of the file's rows: their scanned lines, no bytes).
 SCAN_SPAN_BYTES = 32 * 2**20
 SCAN_SPANS_IN_FLIGHT = 4
-
-MAIN = "main"
-FAILURES = "failures"
-
-
-@dataclass(frozen=True, slots=True)
-class AttemptRef:
-    """One input row: where its bytes are, which capture it owns, and what it was when seen."""
-
-    source: str
-    line: int
-    offset: int
-    length: int
-    out_line: int
-    rollout_id: str | None
-    capture: FileEntry | None
-    incomplete: bool
-    fingerprint: str
-    shard: int | None = None  # position of its rollouts file in a sharded job; None in a one-file job
-
-    @property
-    def key(self) -> str:
-        return f"{self.source}:{self.line}" if self.shard is None else f"{self.shard}:{self.source}:{self.line}"
-
-    @property
-    def part_folder(self) -> str:
-        """Its folder under ``attempts/``: the source, below the shard's folder in a sharded job."""
-        return self.source if self.shard is None else f"shard-{self.shard:04d}/{self.source}"
-
-
-@dataclass(frozen=True, slots=True)
-class SkippedLine:
-    """A non-blank input line that is not a JSON object: it cannot become a row."""
-
-    source: str
-    line: int
-    reason: str
-    shard: str | None = None  # the shard's file name in a sharded job
 
 
 class JobPlan(TemporaryStore):
@@ -107,97 +68,6 @@ def _attempt_fingerprint(line: bytes, capture: FileEntry | None, incomplete: boo
     return digest.hexdigest()
 
 
-def check_inputs(shards: Sequence[Shard], capture_dir: Location) -> None:
-    """Raise ``InputNotFound`` for a missing rollouts file, failures sidecar or capture directory.
-
-    A run over a typo would otherwise report every attempt as ``no_records`` (or fail in
-    discovery, after its run directory was claimed).
-    """
-    checks: list[tuple[Location, str, Callable[[], bool]]] = []
-    for shard in shards:
-        checks.append((shard.main, "rollouts file not found", shard.main.is_file))
-        if shard.failures is not None:  # an explicit --failures
-            checks.append((shard.failures, "failures sidecar not found", shard.failures.is_file))
-    checks.append((capture_dir, "capture directory not found", capture_dir.is_dir))
-    found = at_once([functools.partial(_outcome, check) for _, _, check in checks], remote=is_remote([location for location, _, _ in checks]))
-    for (location, problem, _), outcome in zip(checks, found, strict=True):  # the first to fail, in order, says why
-        if isinstance(outcome, Exception):
-            raise outcome
-        if not outcome:
-            raise InputNotFound(location.url, problem)
-
-
-def _outcome(check: Callable[[], bool]) -> bool | Exception:
-    """A check's answer, or the error it raised (told in order with the others' answers)."""
-    try:
-        return check()
-    except Exception as exc:  # noqa: BLE001 - raised again by check_inputs when no earlier input is missing
-        return exc
-
-
-@dataclass(frozen=True, slots=True)
-class JobInputs:
-    """Every input file: the rollouts file(s) by name, and the capture folder's files by name."""
-
-    files: dict[str, FileEntry]
-    capture_folder: str
-    captures: list[FileEntry]  # sorted by name
-
-    def items(self) -> Iterator[tuple[str, FileEntry]]:
-        """(relative name, entry) of every input, sorted by relative name (made as they are read)."""
-        listed = ((f"{self.capture_folder}/{entry.name}", entry) for entry in self.captures)
-        return heapq.merge(sorted(self.files.items()), listed, key=_relative_name)
-
-
-def _relative_name(item: tuple[str, FileEntry]) -> str:
-    return item[0]
-
-
-def list_inputs(shards: Sequence[Shard], capture_dir: Location) -> JobInputs:
-    """Every input file, from one HEAD per rollouts file or sidecar (made at once) and one LIST of the capture directory."""
-    check_inputs([Shard(shard.main) for shard in shards], capture_dir)  # a missing sidecar is reported by its entry() just below
-    located = [location for shard in shards for location in (shard.main, shard.failures, shard.materialized) if location is not None]
-    entries = at_once([location.entry for location in located], remote=is_remote(located))
-    files = {location.name: entry for location, entry in zip(located, entries, strict=True)}
-    return JobInputs(files, capture_dir.name, _capture_entries(capture_dir))
-
-
-def _capture_entries(capture_dir: Location) -> list[FileEntry]:
-    """The capture folder's files, and its folders named as a capture file or marker: 0.7.0's
-    lookups find those as they find files. Such a folder's entry has no size or version (0.7.0
-    asks only whether the name exists; what is inside never changes an attempt), and an S3
-    prefix named as an object that exists is not listed (the object is the capture)."""
-    listed = capture_dir.list_files(folders=True)
-    names = {entry.name for entry in listed if not entry.folder}
-    return [
-        entry if not entry.folder else FileEntry(entry.name, 0, "", folder=True)
-        for entry in listed
-        if not entry.folder or (entry.name.endswith((CAPTURE_SUFFIX, MARKER_SUFFIX)) and entry.name not in names)
-    ]
-
-
-def fingerprint_inputs(inputs: JobInputs) -> str:
-    """The job fingerprint: sha256 over the sorted (relative path, size, version) of every input."""
-    return _fingerprint(inputs.items())
-
-
-def _fingerprint(items: Iterable[tuple[str, FileEntry]]) -> str:
-    digest = hashlib.sha256()
-    for rel, entry in items:
-        digest.update(name_bytes(rel) + f"\0{entry.size}\0{entry.version}\n".encode())
-    return digest.hexdigest()
-
-
-def name_bytes(name: str) -> bytes:
-    """A file name's bytes: a local name that is not UTF-8 arrives with its bytes escaped as surrogates."""
-    return name.encode("utf-8", "surrogateescape")
-
-
-def shown_name(name: str) -> str:
-    """A file name as the manifest shows it: bytes that are not UTF-8 as ``\\xNN`` (JSON cannot hold them)."""
-    return name_bytes(name).decode("utf-8", "backslashreplace")
-
-
 def _shard_summaries(shards: Sequence[Shard], inputs: JobInputs, rows: Counter[tuple[int | None, str]], sharded: bool) -> list[dict[str, Any]]:
     """What the manifest says of each rollouts file: its sidecars, rows per source, and a fingerprint of its files."""
     summaries = []
@@ -210,7 +80,7 @@ def _shard_summaries(shards: Sequence[Shard], inputs: JobInputs, rows: Counter[t
             "failures": shard.failures.url if shard.failures is not None else None,
             "materialized_inputs": shard.materialized.url if shard.materialized is not None else None,
             "rows": {MAIN: rows[(index, MAIN)], FAILURES: rows[(index, FAILURES)]},
-            "fingerprint": _fingerprint((name, inputs.files[name]) for name in files),
+            "fingerprint": fingerprint_files((name, inputs.files[name]) for name in files),
         })
     return summaries
 

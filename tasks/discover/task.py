@@ -12,9 +12,9 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from tasks.discover.scan import JobPlan, discover
-from tasks.storage.retry import retry_on_transient
 from tasks.inputs.shards import Shard
 from tasks.storage import Location
+from tasks.storage.retry import retry_on_transient
 
 
 @task(name="discover-job", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_condition_fn=retry_on_transient)

@@ -1,6 +1,6 @@
 """How a job folder is recognised: the capture directory that marks it and its rollouts file globs.
 
-Apart from ``tasks.inputs.jobs`` (which finds jobs) so the CLI can name the defaults in ``--help``
+Apart from ``tasks.batch.jobs`` (which finds jobs) so the CLI can name the defaults in ``--help``
 without importing the storage layer and the evidence library behind job finding.
 """
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from evidence import AttemptPart
-from tasks.discover.scan import AttemptRef
+from tasks.discover.refs import AttemptRef
 from tasks.storage.spill import Spill, TemporaryStore, count_repeats
 
 

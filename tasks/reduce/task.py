@@ -40,7 +40,7 @@ from evidence import (
     verdict_order,
 )
 from tasks.attempts.context import RunContext
-from tasks.discover.scan import FAILURES, MAIN, AttemptRef
+from tasks.discover.refs import FAILURES, MAIN, AttemptRef
 from tasks.reduce.attempt_log import AttemptLog
 from tasks.attempts.parts import read_parts, segment_folder
 from tasks.storage.concurrent import WriteBehind, ordered_prefetch

@@ -16,7 +16,7 @@ from distributed import Client, LocalCluster, get_task_stream
 
 from tasks.attempts.group import GroupSummary
 from tasks.attempts.context import RunContext
-from tasks.discover.scan import AttemptRef
+from tasks.discover.refs import AttemptRef
 from tasks.inputs.naming import job_id_for
 from tests.conftest import EXAMPLE_JOB
 from tests.flows.support import local_path, run_outputs, run_stage

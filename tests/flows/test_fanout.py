@@ -12,7 +12,7 @@ from flows.params import MAX_GROUP, MAX_TASK_RUNS, MIN_GROUP, StageParams
 from flows.execution.runners import runner_slots
 from flows.execution.groups import GroupSizes, fan_out, make_groups
 from tasks.attempts.group import GroupSummary
-from tasks.discover.scan import FAILURES, MAIN, AttemptRef
+from tasks.discover.refs import FAILURES, MAIN, AttemptRef
 
 
 def _attempt(source: str, line: int) -> AttemptRef:

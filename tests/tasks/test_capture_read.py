@@ -12,7 +12,8 @@ import tasks.attempts.group
 from evidence import Status
 from tasks.attempts.group import run_group
 from tasks.attempts.context import RunContext
-from tasks.discover.scan import AttemptRef, discover
+from tasks.discover.refs import AttemptRef
+from tasks.discover.scan import discover
 from tasks.attempts.parts import segment_parts
 from tasks.inputs.shards import Shard
 from tasks.storage import Location

@@ -9,8 +9,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+import tasks.discover.inputs
 import tasks.discover.scan
-from tasks.discover.scan import discover, fingerprint_inputs, list_inputs
+from tasks.discover.inputs import fingerprint_inputs, list_inputs
+from tasks.discover.scan import discover
 from tasks.inputs.shards import Shard
 from tasks.storage import InputNotFound, Location, PermanentStorageError
 
@@ -153,16 +155,16 @@ def test_input_checks_fail_in_order_whether_they_answer_or_raise(remote: bool, m
     """The checks run at once, yet a missing rollouts file is reported before a capture folder
     whose check raises, and that error before any later answer."""
     _, captures = _job([orjson.dumps(ROWS[0])], {"0-0.capture.jsonl": b"{}\n"})
-    monkeypatch.setattr(tasks.discover.scan, "is_remote", lambda locations: remote)
+    monkeypatch.setattr(tasks.discover.inputs, "is_remote", lambda locations: remote)
 
     def unreadable(self: Location) -> bool:
         raise PermanentStorageError(self.url, "denied")
 
     monkeypatch.setattr(Location, "is_dir", unreadable)
     with pytest.raises(InputNotFound, match="rollouts file"):
-        tasks.discover.scan.check_inputs([Shard(Location("memory://job/none.jsonl"))], captures)
+        tasks.discover.inputs.check_inputs([Shard(Location("memory://job/none.jsonl"))], captures)
     with pytest.raises(PermanentStorageError, match="denied"):
-        tasks.discover.scan.check_inputs([Shard(Location("memory://job/rollouts.jsonl"))], captures)
+        tasks.discover.inputs.check_inputs([Shard(Location("memory://job/rollouts.jsonl"))], captures)
 
 
 def test_a_capture_file_name_that_is_not_utf8_is_an_orphan(tmp_path: Path) -> None:

@@ -15,7 +15,8 @@ import tasks.attempts.task
 from evidence import AttemptOutcome
 from tasks.attempts.group import GroupSummary, run_group
 from tasks.attempts.context import RunContext
-from tasks.discover.scan import AttemptRef, discover
+from tasks.discover.refs import AttemptRef
+from tasks.discover.scan import discover
 from tasks.attempts.task import process_group
 from tasks.attempts.parts import segment_parts
 from tasks.inputs.shards import Shard

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evidence import ManifestHead
-from tasks.inputs.jobs import find_jobs, input_fingerprint, latest_manifest
+from tasks.batch.jobs import find_jobs, input_fingerprint, latest_manifest
 from tasks.inputs.layout import JobLayout
 from tasks.inputs.naming import job_id_for
 from tasks.storage import Location

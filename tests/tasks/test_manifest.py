@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from evidence import AttemptOutcome, AttemptPart, Status
-from tasks.discover.scan import AttemptRef
+from tasks.discover.refs import AttemptRef
 from evidence.models.run import Streamed, manifest_chunks
 from tasks.reduce.attempt_log import AttemptLog
 
