@@ -83,6 +83,7 @@ from evidence.health import (
 )
 from evidence.identity import capture_file_id, capture_rollout_id, check_capture_file_id, trajectory_identity
 from evidence.jsonl import dump_row, dumps, orjson_line
+from evidence.folds.atif import AtifAcceptance
 from evidence.models.atif import AtifRollout, Exporter
 from evidence.models.run import ManifestHead, RecordedParams, RunCounts, RunIdentity, RunManifest, Streamed
 from evidence.perf_summary import PerfSummaryFold, compute_perf_summary, perf_group, summary_input
@@ -106,6 +107,7 @@ __all__ = [
     "gate_markdown",
     "run_accounting",
     "AtifExportError",
+    "AtifAcceptance",
     "AtifFile",
     "AtifRefusal",
     "AtifRollout",

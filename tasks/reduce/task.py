@@ -23,12 +23,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from evidence import (
+    AtifAcceptance,
     AtifFile,
     AtifRefusal,
     AttemptOutcome,
     AttemptPart,
-    BatchRules,
-    FirstKeyWins,
     HealthFold,
     PerfDigest,
     PerfSummaryFold,
@@ -40,14 +39,13 @@ from evidence import (
     verdict_order,
 )
 from tasks.attempts.context import RunContext
+from tasks.attempts.parts import read_parts, segment_folder
 from tasks.discover.refs import FAILURES, MAIN, AttemptRef
 from tasks.reduce.attempt_log import AttemptLog
-from tasks.attempts.parts import read_parts, segment_folder
+from tasks.storage import Location, atomic_writer
 from tasks.storage.concurrent import WriteBehind, ordered_prefetch
 from tasks.storage.retry import retry_on_transient
 from tasks.storage.spill import SortedSpill, Spill, count_repeats
-from tasks.storage import Location, atomic_writer
-
 
 # Accepted ATIF files written behind the main pass: this many at once, this many bytes waiting.
 # Small: at 32 MiB this budget filled only on large jobs and was 7 MiB of the flow process's
@@ -98,71 +96,49 @@ def _of_source(attempts: Iterable[AttemptRef], source: str) -> Iterator[AttemptR
 
 
 @dataclass(slots=True)
-class _AllOrNothing:
-    """An all-or-nothing run's ATIF: the accepted files, held until the last row is seen, and
-    0.7.0's batch export replayed over the rows, whose error (if any) is all the run publishes."""
-
-    files: Spill  # the accepted files, input order
-    refused: Spill  # the texts the batch records, input order
-    rules: BatchRules = field(default_factory=BatchRules)
-
-    def replay(self, line: int, atif: AtifFile | AtifRefusal) -> None:
-        """The batch's decision on the main row at ``line`` of ``rollouts.jsonl``, from its digest."""
-        if isinstance(atif, AtifFile):
-            recorded = self.rules.replay(line, atif.key, atif.agent, None)
-        else:
-            recorded = self.rules.replay(line, atif.key, None, atif.message)
-        if recorded is not None:
-            self.refused.add(recorded)
-
-    def error(self) -> str | None:
-        """The batch's error once every main row is in, else None (the files are published)."""
-        return self.rules.error(list(self.refused))
-
-
-@dataclass(slots=True)
-class _AtifState:
-    """ATIF decisions taken in input order (the first (task, rollout) key wins).
+class _AtifOutputs:
+    """Where the ATIF decisions (``evidence.folds.AtifAcceptance``) go, in input order.
 
     An accepted file is final when it is decided, so it is written at once (behind the pass,
     a few at a time); only an all-or-nothing run, which may still publish none, spills the
-    accepted files to local disk until its last row is seen. That run also replays 0.7.0's
-    batch export over the rows (``BatchRules``), whose checks and texts its ``error.txt`` gives.
+    accepted files to local disk until its last row is seen, with the texts its replay of
+    0.7.0's batch export recorded (its ``error.txt`` says them).
     """
 
+    acceptance: AtifAcceptance
     accept: Callable[[AtifFile], None]  # each accepted main attempt's file, input order
     manifest: Spill  # manifest lines, input order
     rejections: Spill  # {"line", "rollout_id", "error"}, input order
-    held: _AllOrNothing | None = None  # an all-or-nothing run's files and batch decisions
+    held: Spill | None = None  # an all-or-nothing run's accepted files
+    batch_refused: Spill | None = None  # an all-or-nothing run's recorded texts
     writes: WriteBehind | None = None  # the accepted files being written (any other run)
     accepted: int = 0
-    keys: FirstKeyWins = field(default_factory=FirstKeyWins)
 
     @classmethod
-    def open(cls, stack: ExitStack, folder: Location, all_or_nothing: bool) -> _AtifState:
+    def open(cls, stack: ExitStack, folder: Location, all_or_nothing: bool) -> _AtifOutputs:
         """Files written into ``folder``, or held until the end for an all-or-nothing run."""
         manifest, rejections = stack.enter_context(Spill()), stack.enter_context(Spill())
+        acceptance = AtifAcceptance(all_or_nothing)
         if all_or_nothing:
             files: Spill[AtifFile] = stack.enter_context(Spill(batch=1))  # a file can be megabytes
-            return cls(files.add, manifest, rejections, _AllOrNothing(files, stack.enter_context(Spill())))
+            return cls(acceptance, files.add, manifest, rejections, held=files, batch_refused=stack.enter_context(Spill()))
         writes = stack.enter_context(WriteBehind(window=ATIF_WRITE_WINDOW, budget=ATIF_WRITE_BUDGET_BYTES))
 
         def write(accepted: AtifFile) -> None:
             writes.submit(functools.partial(_write_file, folder, accepted), accepted.size)
 
-        return cls(write, manifest, rejections, writes=writes)
+        return cls(acceptance, write, manifest, rejections, writes=writes)
 
     def decide(self, attempt: AttemptRef, outcome: AttemptOutcome, atif: AtifFile | AtifRefusal) -> None:
-        if self.held is not None:
-            self.held.replay(attempt.out_line, atif)
-        refusal = atif.message if isinstance(atif, AtifRefusal) else self.keys.refusal(atif.key)
-        if refusal is not None:
-            self.rejections.add({"line": attempt.out_line, "rollout_id": outcome.rollout_id, "error": refusal})
-            return
-        assert isinstance(atif, AtifFile)
-        self.accept(atif)
-        self.accepted += 1
-        self.manifest.add(atif.manifest_line)
+        decision = self.acceptance.decide(attempt.out_line, outcome.rollout_id, atif)
+        if decision.batch_refusal is not None and self.batch_refused is not None:
+            self.batch_refused.add(decision.batch_refusal)
+        if decision.rejection is not None:
+            self.rejections.add(decision.rejection)
+        if decision.accepted is not None:
+            self.accept(decision.accepted)
+            self.accepted += 1
+            self.manifest.add(decision.accepted.manifest_line)
 
 
 @dataclass(slots=True)
@@ -172,11 +148,11 @@ class _MainFold:
     health: Spill  # RowDigest, input order
     perf: Spill  # PerfDigest, input order
     capabilities: Spill
-    atif: _AtifState
+    atif: _AtifOutputs
     unavailable: Counter[str] = field(default_factory=Counter)  # digest name -> rows without it
 
     @classmethod
-    def open(cls, stack: ExitStack, atif: _AtifState) -> _MainFold:
+    def open(cls, stack: ExitStack, atif: _AtifOutputs) -> _MainFold:
         """Empty spills, deleted when ``stack`` closes."""
 
         def spill() -> Spill:
@@ -247,20 +223,20 @@ def _write_file(folder: Location, accepted: AtifFile) -> None:
     folder.child(accepted.name).write_chunks(accepted.chunks)
 
 
-def _write_atif(ctx: RunContext, atif: _AtifState) -> bool:
+def _write_atif(ctx: RunContext, atif: _AtifOutputs) -> bool:
     """The rejections and the manifest; for an all-or-nothing run, its held files, or only error.txt when 0.7.0's batch export fails."""
     paths = ctx.paths
     folder = paths.atif
     if atif.writes is not None:
         atif.writes.drain()  # the manifest lists only files that are written
     paths.atif_rejections.write_chunks(lambda: (dumps(r) + b"\n" for r in atif.rejections))
-    if atif.held is not None:
-        error = atif.held.error()
+    if atif.held is not None and atif.batch_refused is not None:
+        error = atif.acceptance.batch_error(list(atif.batch_refused))
         if error is not None:
             paths.atif_error.write_bytes(error.encode())
             return False
 
-        for _ in ordered_prefetch(functools.partial(_write_file, folder), iter(atif.held.files)):
+        for _ in ordered_prefetch(functools.partial(_write_file, folder), iter(atif.held)):
             pass
     with atomic_writer(paths.atif_manifest) as out:
         for entry in atif.manifest:
@@ -287,7 +263,7 @@ def reduce_run(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: boo
 
 def _reduce(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool, result: ReduceSummary) -> None:
     with ExitStack() as stack:
-        fold = _MainFold.open(stack, _AtifState.open(stack, ctx.paths.atif, all_or_nothing))
+        fold = _MainFold.open(stack, _AtifOutputs.open(stack, ctx.paths.atif, all_or_nothing))
         result.rows[MAIN] = _fold_main(ctx, _of_source(attempts, MAIN), fold, result.log)
         if ctx.has_failures:
             result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), ctx.paths.failures, result.log)
