@@ -22,7 +22,7 @@ from evidence import RecordedParams, RunCounts, RunIdentity, RunManifest, Stream
 from tasks.discover.scan import JobPlan
 from tasks.publish.events import StageEvent
 from tasks.publish.links import openable_url
-from tasks.reduce.task import ReduceSummary
+from tasks.reduce.outputs import ReduceSummary
 from tasks.rundir import REPORT_FILE, RunPaths, mark_complete, update_latest
 from tasks.storage import Location
 

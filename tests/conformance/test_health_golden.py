@@ -24,7 +24,7 @@ from evidence.health import (
 )
 import tasks.storage.spill
 from tasks.attempts.context import RunContext
-from tasks.reduce.task import _write_health
+from tasks.reduce.outputs import write_health
 from tasks.inputs.shards import Shard
 from tasks.storage.spill import Spill
 from tasks.storage import Location
@@ -95,7 +95,7 @@ def test_stage_reduce_matches_golden_bytes(name: str, case: dict[str, Any], tmp_
     with Spill() as spill:
         for digest in digest_lines(case["rollouts_jsonl"].encode(), source=ROLLOUTS_PATH, ignored=ignored):
             spill.add(RowDigest.from_json(json.loads(json.dumps(digest.to_json()))))
-        _write_health(ctx, spill)
+        write_health(ctx, spill)
     summary, verdicts, _ = _expected(case)
     assert (tmp_path / "health" / "rollout_verdicts.jsonl").read_text(encoding="utf-8") == verdicts
     assert (tmp_path / "health" / "quality_summary.json").read_text(encoding="utf-8") == summary

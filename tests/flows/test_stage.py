@@ -137,12 +137,12 @@ def test_report_command_regenerates_the_same_page(tmp_path: Path, capsys: pytest
 
 def test_a_retried_reduce_records_each_attempt_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The reduce fails once on a transient error after its first pass; Prefect's retry starts over."""
-    import tasks.reduce.task
+    import tasks.reduce.outputs
     from tasks.storage import TransientStorageError
 
     common = dict(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"))
     clean = run_stage(**common, output=str(tmp_path / "clean"))
-    write_perf, failed = tasks.reduce.task._write_perf, []
+    write_perf, failed = tasks.reduce.outputs.write_perf, []
 
     def fail_once(*args: object) -> list[str]:
         if not failed:
@@ -150,7 +150,7 @@ def test_a_retried_reduce_records_each_attempt_once(tmp_path: Path, monkeypatch:
             raise TransientStorageError("s3://x/perf_summary.json", "503 SlowDown")
         return write_perf(*args)
 
-    monkeypatch.setattr(tasks.reduce.task, "_write_perf", fail_once)
+    monkeypatch.setattr(tasks.reduce.outputs, "write_perf", fail_once)
     retried = run_stage(**common, output=str(tmp_path / "retried"))
     assert failed and run_outputs(retried["run_dir"]) == run_outputs(clean["run_dir"])
     manifest = orjson.loads((local_path(retried["run_dir"]) / "manifest.json").read_bytes())

@@ -1,0 +1,175 @@
+"""The reduce: per-attempt parts -> the run's outputs, streaming in input order.
+
+Parts are read once each (with bounded read-ahead) and each output is written atomically. The
+one pass over the main parts writes ``rollouts.jsonl`` and spills every per-attempt record a
+fold needs (health digests, perf records, capability digests, accepted ATIF files) to local
+temporary files; each fold then streams its spill. Memory holds only the folds' own state:
+counters, the identities seen (duplicates, the ATIF first-wins rule, an all-or-nothing run's batch keys) and one sort buffer for the
+verdict lines, so it does not grow by kilobytes per attempt (README, guarantee 6).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+from evidence import (
+    AttemptOutcome,
+    AttemptPart,
+    HealthFold,
+    PerfDigest,
+    PerfSummaryFold,
+    RowDigest,
+    build_capabilities,
+    dumps,
+    histogram_values,
+    verdict_line,
+    verdict_order,
+)
+from tasks.attempts.context import RunContext
+from tasks.attempts.parts import read_parts, segment_folder
+from tasks.discover.refs import FAILURES, MAIN, AttemptRef
+from tasks.reduce.atif_outputs import AtifOutputs, write_atif
+from tasks.reduce.attempt_log import AttemptLog
+from tasks.storage import Location, atomic_writer
+from tasks.storage.spill import SortedSpill, Spill, count_repeats
+
+
+@dataclass(slots=True)
+class ReduceSummary:
+    """Counts the run manifest and the CLI report, and the manifest's attempt entries."""
+
+    log: AttemptLog  # every attempt's manifest entry; the caller closes it after publishing
+    rows: dict[str, int] = field(default_factory=dict)
+    atif_files: int = 0
+    atif_rejections: int = 0
+    atif_published: bool = True
+    verdicts: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    histograms: dict[str, list[float]] = field(default_factory=dict)
+    fold_problems: list[str] = field(default_factory=list)  # values no fold could use, and missing digests
+
+
+def _parts(ctx: RunContext, attempts: Iterable[AttemptRef]) -> Iterator[tuple[AttemptRef, AttemptPart]]:
+    """The current part of each attempt, in input order (segments read ahead; one index per shard's source folder)."""
+    for folder, run in itertools.groupby(attempts, key=_part_folder):
+        yield from read_parts(segment_folder(ctx.run_dir, folder), run)
+
+
+def _part_folder(attempt: AttemptRef) -> str:
+    return attempt.part_folder
+
+
+def _write_rows(ctx: RunContext, attempts: Iterable[AttemptRef], target: Location, log: AttemptLog) -> int:
+    """Concatenate the output lines of one source, in input order."""
+    count = 0
+    with atomic_writer(target) as out:
+        for attempt, part in _parts(ctx, attempts):
+            out.write(part.outcome.line)
+            out.write(b"\n")
+            log.add(attempt, part)
+            count += 1
+    return count
+
+
+def _of_source(attempts: Iterable[AttemptRef], source: str) -> Iterator[AttemptRef]:
+    return (attempt for attempt in attempts if attempt.source == source)
+
+
+@dataclass(slots=True)
+class _MainFold:
+    """Where the main pass puts each attempt's digests: spills, the ATIF decisions, and what is missing."""
+
+    health: Spill  # RowDigest, input order
+    perf: Spill  # PerfDigest, input order
+    capabilities: Spill
+    atif: AtifOutputs
+    unavailable: Counter[str] = field(default_factory=Counter)  # digest name -> rows without it
+
+    @classmethod
+    def open(cls, stack: ExitStack, atif: AtifOutputs) -> _MainFold:
+        """Empty spills, deleted when ``stack`` closes."""
+
+        def spill() -> Spill:
+            return stack.enter_context(Spill())
+
+        return cls(spill(), spill(), spill(), atif)
+
+    def add(self, attempt: AttemptRef, outcome: AttemptOutcome) -> None:
+        digests = outcome.main
+        assert digests is not None, "a main attempt always has digests"
+        for name, digest, spill in (
+            ("health", digests.health, self.health),
+            ("perf", digests.perf, self.perf),
+            ("capabilities", digests.capability, self.capabilities),
+        ):
+            if digest is None:
+                self.unavailable[name] += 1
+            else:
+                spill.add(digest)
+        self.atif.decide(attempt, outcome, digests.atif)
+
+
+def _fold_main(ctx: RunContext, attempts: Iterable[AttemptRef], fold: _MainFold, log: AttemptLog) -> int:
+    """One streaming pass over the main parts: rollouts.jsonl plus every fold's spill; the row count."""
+    count = 0
+    with atomic_writer(ctx.paths.rollouts) as out:
+        for attempt, part in _parts(ctx, attempts):
+            out.write(part.outcome.line)
+            out.write(b"\n")
+            log.add(attempt, part)
+            fold.add(attempt, part.outcome)
+            count += 1
+    return count
+
+
+def write_health(ctx: RunContext, spill: Spill[RowDigest]) -> dict[str, int]:
+    """Both health files from the spilled digests: count identities, fold, sort the verdict lines."""
+    repeated = count_repeats((digest.identity_key for digest in spill), _identity_order)
+    fold = HealthFold(ctx.ignored_checks, repeated)
+    with SortedSpill[str]() as lines:
+        for digest in spill:
+            reported = fold.add(digest)
+            lines.add(verdict_order(reported), verdict_line(reported))
+        ctx.paths.quality_summary.write_bytes(fold.summary_text().encode())
+        with atomic_writer(ctx.paths.verdicts) as out:
+            for _, line in lines.items():
+                out.write(line.encode())
+    return fold.verdicts
+
+
+def _identity_order(key: tuple[Any, ...]) -> tuple[tuple[int, Any], ...]:
+    """Sortable and equal exactly when the identities are: None, then ints, then strings."""
+    return tuple((0, 0) if part is None else (1, part) if isinstance(part, int) else (2, part) for part in key)
+
+
+def write_perf(ctx: RunContext, spill: Spill[PerfDigest]) -> list[str]:
+    """``perf_summary.json`` from the spilled digests (groups by a stable external sort); its problems."""
+    with SortedSpill[dict[str, Any] | None]() as by_group:
+        fold = PerfSummaryFold(by_group)
+        for digest in spill:
+            fold.add(digest.group, digest.record)
+        document = fold.document()
+    ctx.paths.perf_summary.write_bytes(dumps(document, indent=True) + b"\n")
+    return fold.problems
+
+
+def write_outputs(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool, result: ReduceSummary) -> None:
+    with ExitStack() as stack:
+        fold = _MainFold.open(stack, AtifOutputs.open(stack, ctx.paths.atif, all_or_nothing))
+        result.rows[MAIN] = _fold_main(ctx, _of_source(attempts, MAIN), fold, result.log)
+        if ctx.has_failures:
+            result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), ctx.paths.failures, result.log)
+        result.verdicts = write_health(ctx, fold.health)
+        result.fold_problems = [f"perf_summary: {problem}" for problem in write_perf(ctx, fold.perf)]
+        result.fold_problems += [f"{name}: {count} main rows without a digest" for name, count in sorted(fold.unavailable.items())]
+        capabilities = build_capabilities(fold.capabilities)
+        ctx.paths.capabilities.write_bytes(dumps(capabilities, indent=True) + b"\n")
+        result.histograms = histogram_values(fold.capabilities)
+        result.atif_published = write_atif(ctx, fold.atif)
+    result.atif_files = fold.atif.accepted if result.atif_published else 0
+    result.atif_rejections = fold.atif.rejections.count
