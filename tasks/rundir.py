@@ -44,7 +44,8 @@ ATIF_MANIFEST_FILE = f"{ATIF_FOLDER}/{MANIFEST_NAME}"
 ATIF_REJECTIONS_FILE = f"{ATIF_FOLDER}/rejections.jsonl"
 ATIF_ERROR_FILE = f"{ATIF_FOLDER}/error.txt"
 ATTEMPTS_FOLDER = "attempts"  # the per-attempt parts, removed once the run is published
-COMPARE_FILES = ("compare.json", "compare.md", "compare.html")
+COMPARE_JSON, COMPARE_MARKDOWN, COMPARE_PAGE = "compare.json", "compare.md", "compare.html"  # in a comparison folder
+COMPARE_FILES = (COMPARE_JSON, COMPARE_MARKDOWN, COMPARE_PAGE)
 
 
 class RunPaths:

@@ -19,9 +19,9 @@ def register(subcommands: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from tasks.compare.task import compare_run_dirs  # Prefect and the evidence library load only when comparing
-    from tasks.storage import Location
+    from tasks.compare.run_dirs import compare_run_dirs  # the evidence library loads only when comparing
     from tasks.rundir import COMPARE_FILES
+    from tasks.storage import Location
 
     options = storage_options_of(args)
     output = Location(args.output, options) if args.output else None

@@ -14,9 +14,10 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from tasks.compare.task import compare_with_previous, previous_complete_run
-from tasks.publish.gate import GateFailed
 from tasks.batch.jobs import FoundJob, input_fingerprint, newest_manifest
+from tasks.compare.run_dirs import previous_complete_run
+from tasks.compare.task import compare_with_previous
+from tasks.publish.gate import GateFailed
 from tasks.publish.task import publish_link
 from tasks.storage import Location
 

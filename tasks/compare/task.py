@@ -1,112 +1,18 @@
-"""Comparing two run directories: read each through the storage layer, compare, write.
-
-Rows are streamed once per run and reduced to their facts as they are read (``evidence.compare``
-keeps nothing else of them), so two large runs compare in little memory. The outputs go to
-``--output``, by default ``<job dir of B>/compare/<run A>--<run B>/`` beside B's ``runs/``, so
-the compared runs' own directories are never written.
-"""
+"""The comparison as Prefect sees it: a retried task, its artifacts, and a job's new run against its previous one."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from prefect import task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from evidence import (
-    Comparison,
-    RunEvidence,
-    compare_markdown,
-    compare_runs,
-    comparison_json,
-    render_compare,
-    rollout_facts,
-    verdict_facts,
-)
-from tasks.batch.jobs import latest_manifest
+from tasks.compare.run_dirs import CompareResult, compare_run_dirs
+from tasks.rundir import COMPARE_PAGE
+from tasks.storage import Location
 from tasks.storage.retry import retry_on_transient
-from tasks.rundir import COMPARE_FILES, RUNS_FOLDER, RunPaths, read_document, run_dir_of
-from tasks.storage import InputNotFound, Location
-
-
-@dataclass(frozen=True)
-class CompareResult:
-    """What a comparison wrote and its verdict, small enough to return from a task."""
-
-    status: str
-    trusted: bool
-    changed: list[str]
-    output: str
-    markdown: str
-
-    def summary(self) -> dict[str, Any]:
-        """The verdict and where the files are (a flow's return value, a batch entry's ``compare``)."""
-        return {"status": self.status, "trusted": self.trusted, "changed": self.changed, "output": self.output}
-
-
-def _objects(location: Location) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a JSONL file (absent file: none), streamed."""
-    if not location.exists():
-        return
-    for _, _, raw in location.iter_lines():
-        if raw.strip():
-            value = orjson.loads(raw)
-            if isinstance(value, dict):
-                yield value
-
-
-def read_run(run_dir: Location) -> RunEvidence:
-    """A finished run directory as the comparison's input (its ``manifest.json`` is required)."""
-    paths = RunPaths(run_dir)
-    manifest = paths.manifest
-    if not manifest.exists():
-        raise InputNotFound(manifest.url, "no manifest.json: not a finished run directory")
-    return RunEvidence(
-        location=run_dir.url,
-        manifest=orjson.loads(manifest.read_bytes()),
-        quality_summary=read_document(paths.quality_summary),
-        perf_summary=read_document(paths.perf_summary),
-        capabilities=read_document(paths.capabilities),
-        gate=read_document(paths.gate),
-        accounting=read_document(paths.accounting),
-        rollouts=[rollout_facts(row) for row in _objects(paths.rollouts)],
-        verdicts=[verdict_facts(line) for line in _objects(paths.verdicts)],
-        atif_accepted=[
-            f"{line.get('_ng_task_index')}-{line.get('_ng_rollout_index')}" for line in _objects(paths.atif_manifest)
-        ],
-        atif_rejections=list(_objects(paths.atif_rejections)),
-    )
-
-
-def default_output(run_a: Location, run_b: Location) -> Location:
-    """``<job dir of B>/compare/<run A>--<run B>/`` for runs in the stage's layout, else beside B."""
-    runs = run_b.parent()
-    base = runs.parent() if runs.name == RUNS_FOLDER else runs
-    return base.child("compare", f"{run_a.name}--{run_b.name}")
-
-
-def write_comparison(comparison: Comparison, output: Location) -> str:
-    """Write the three files; return the markdown (the flow run's artifact)."""
-    markdown = compare_markdown(comparison)
-    json_name, markdown_name, html_name = COMPARE_FILES
-    output.child(json_name).write_bytes(comparison_json(comparison))
-    output.child(markdown_name).write_bytes(markdown.encode())
-    output.child(html_name).write_bytes(render_compare(comparison).encode())
-    return markdown
-
-
-def compare_run_dirs(run_a: Location, run_b: Location, output: Location | None = None, *, seed: int = 0) -> CompareResult:
-    """Read both runs, compare B against A, write ``compare.json``/``.md``/``.html``."""
-    target = output or default_output(run_a, run_b)
-    comparison = compare_runs(read_run(run_a), read_run(run_b), seed=seed)
-    markdown = write_comparison(comparison, target)
-    return CompareResult(comparison.status, comparison.trust.trusted, comparison.changed, target.url, markdown)
-
 
 compare_task = task(
     compare_run_dirs, name="compare-runs", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_condition_fn=retry_on_transient
@@ -116,19 +22,12 @@ compare_task = task(
 def publish_comparison(result: CompareResult, key: str = "evidence-stage-compare") -> None:
     """The comparison as a markdown artifact, and a link to its page."""
     create_markdown_artifact(key=artifact_key(key), markdown=result.markdown, description=f"{result.status}; trusted: {result.trusted}")
-    create_link_artifact(key=artifact_key(f"{key}-page"), link=Location(result.output).child("compare.html").url, link_text="compare.html")
+    create_link_artifact(key=artifact_key(f"{key}-page"), link=Location(result.output).child(COMPARE_PAGE).url, link_text=COMPARE_PAGE)
 
 
 def artifact_key(text: str) -> str:
     """Prefect artifact keys allow lowercase letters, digits and dashes only."""
     return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
-
-
-def previous_complete_run(output: Location, job_id: str) -> Location | None:
-    """The job's ``LATEST`` complete run directory (None when it has none): what a new run of
-    the job is compared with."""
-    manifest = latest_manifest(output, job_id)
-    return None if manifest is None else run_dir_of(output, job_id, manifest.run.run_id)
 
 
 def compare_with_previous(previous: Location | None, run_dir: str, job_id: str) -> dict[str, Any] | None:

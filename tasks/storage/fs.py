@@ -23,7 +23,6 @@ import fsspec.asyn
 from fsspec.implementations.local import LocalFileSystem
 
 from tasks.storage import retry  # the module, not its names: importing tasks.storage.retry first imports this package
-from tasks.storage.base import classify
 from tasks.storage.writes import atomic_writer, create_local
 
 READ_BLOCK = 8 * 2**20
