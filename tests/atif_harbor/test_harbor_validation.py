@@ -10,7 +10,7 @@ from evidence.atif import convert_rollout, export_rollouts
 from evidence.errors import AtifExportError
 from evidence.models.atif import Exporter
 from tests.conformance.conftest import load_cases
-from tests.evidence.test_atif_samples import sample_rows
+from tests.evidence.atif.test_samples import sample_rows
 
 EXPORTER = Exporter(name="evidence-stage", version="0.1.0")
 VALIDATE = Path(__file__).with_name("validate.py")

@@ -19,7 +19,7 @@ from evidence.jsonl import decodes_to_itself, dump_row, json_dump_decodes_to_its
 from evidence.models.response_items import FileSearchResult
 from evidence.models.trajectory import TrajectoryModelCall
 from tests.conformance.conftest import strict_diff
-from tests.evidence.test_atif_samples import EXPORTER, sample_rows
+from tests.evidence.atif.test_samples import EXPORTER, sample_rows
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats() | st.text(),

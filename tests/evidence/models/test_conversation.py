@@ -27,7 +27,7 @@ from evidence.models.observations import AgentInvocationRecord
 from tests.conformance.conftest import CASES_DIR, as_persisted, strict_diff
 from tests.conformance.test_collect_golden import lookup_from
 
-DATA = Path(__file__).parents[1] / "data"
+DATA = Path(__file__).parents[2] / "data"
 
 
 def _load(path: Path) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from evidence.capabilities import (
     histogram_values,
 )
 
-SAMPLES = Path(__file__).resolve().parents[1] / "data" / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 MODEL_REF = {"type": "responses_api_models", "name": "policy_model"}
 
 

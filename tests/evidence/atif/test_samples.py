@@ -17,7 +17,7 @@ from evidence.errors import AtifExportError
 from evidence.models.atif import Exporter
 from tests.conformance.conftest import strict_diff
 
-SAMPLES = Path(__file__).resolve().parents[1] / "data" / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 EXPORTER = Exporter(name="evidence-stage", version="9.8.7-test")
 REFERENCE_EXPORTER = {"name": "nemo-gym", "version": "0.7.0"}
 

@@ -16,7 +16,7 @@ import pytest
 
 from evidence import TraceIdentity, TraceModel, TraceSkipped, rollout_trace
 
-SAMPLES = Path(__file__).resolve().parents[1] / "data" / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 GOLDEN = Path(__file__).resolve().parent / "export_golden"
 JOBS = ("realistic_job", "hostile_job")
 

@@ -24,7 +24,7 @@ from tests.conformance.test_collect_golden import lookup_from
 
 LINKED_PATH = CASES_DIR / "collect" / "49_claude_code_compaction_association.json"
 LINKED = json.loads(LINKED_PATH.read_text(encoding="utf-8"))
-UNLINKED_PATH = Path(__file__).parents[1] / "data" / "claude_code_compaction_unlinked.json"
+UNLINKED_PATH = Path(__file__).parents[2] / "data" / "claude_code_compaction_unlinked.json"
 UNLINKED = json.loads(UNLINKED_PATH.read_text(encoding="utf-8"))
 PATH = "/home/dev/.claude/projects/demo/3f1c.jsonl"
 SUFFIXES = (
