@@ -38,7 +38,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from flows.batch import batch_flow
 from flows.compare import compare_flow
 from flows.export import export_mlflow_flow, export_otel_flow
-from flows.params import GateLimits, StorageOptions, Url
+from flows.params.gate import GateLimits
+from flows.params.storage import StorageOptions, Url
 from flows.stage import stage_flow
 from tasks.publish.events import RUN_COMPLETED
 from tasks.inputs.naming import canonical_url, job_id_for

@@ -12,7 +12,7 @@ from typing import Any
 from prefect.artifacts import create_link_artifact, create_markdown_artifact
 
 from flows.execution.modelflow import flow
-from flows.params import MlflowExportParams, OtelExportParams
+from flows.params.export import MlflowExportParams, OtelExportParams
 from tasks.export import TraceExport
 from tasks.export.task import export_run_to_mlflow, export_run_to_otel
 from tasks.storage import Location

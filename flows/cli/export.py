@@ -11,7 +11,8 @@ from typing import Any
 
 import orjson
 
-from flows.cli.options import add_storage_options, key_value, storage_options_of
+from flows.cli.options import add_storage_options, storage_options_of
+from flows.params.cli import key_value
 
 
 def register(subcommands: Any) -> None:

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from flows.params import StageParams, TaskRunnerKind
+from flows.params.stage import StageParams, TaskRunnerKind
 
 console = Console(stderr=True)
 

@@ -13,7 +13,7 @@ import multiprocessing
 import multiprocessing.forkserver
 from multiprocessing.context import BaseContext
 
-from flows.params import StageParams
+from flows.params.stage import StageParams
 
 # The worker code, and the watch that ends a worker with the pool's owner (tasks.attempts.lifeline).
 WORKER_MODULES = ["tasks.attempts.group", "tasks.attempts.lifeline"]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from prefect.futures import PrefectFuture
 
-from flows.params import MAX_GROUP, MAX_TASK_RUNS, MIN_GROUP, StageParams
+from flows.params.stage import MAX_GROUP, MAX_TASK_RUNS, MIN_GROUP, StageParams
 from flows.execution.progress import Progress
 from flows.execution.runners import build_runner, runner_slots, shared_api, task_argument
 from tasks.attempts.group import GroupSummary

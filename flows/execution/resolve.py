@@ -14,7 +14,7 @@ from importlib.metadata import version
 from typing import Any
 
 from evidence import RecordedParams, RunIdentity
-from flows.params import StageParams
+from flows.params.stage import StageParams
 from tasks.attempts.context import RunContext
 from flows.execution.credentials import storage_options_with
 from tasks.discover.inputs import check_inputs

@@ -24,7 +24,7 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 from flows.execution.forkserver import forkserver_context
-from flows.params import StageParams, TaskRunnerKind
+from flows.params.stage import StageParams, TaskRunnerKind
 from tasks.attempts.lifeline import start_worker
 
 T = TypeVar("T")

@@ -19,8 +19,8 @@ from evidence import ManifestHead
 from tasks.discover.inputs import fingerprint_inputs, list_inputs
 from tasks.inputs.layout import JobLayout
 from tasks.inputs.naming import job_id_for
-from tasks.rundir import FAILED_GATE_FILE, LATEST_FILE, MANIFEST_FILE, is_complete, run_dir_of
 from tasks.inputs.shards import find_shards
+from tasks.rundir import FAILED_GATE_FILE, LATEST_FILE, MANIFEST_FILE, is_complete, run_dir_of
 from tasks.storage import Location
 
 

@@ -136,7 +136,7 @@ def run_child(params_json: str) -> None:
     So the flow's start and end cost here what they cost a CLI run.
     """
     sys.path.insert(0, str(REPO))
-    from flows.params import StageParams, TaskRunnerKind
+    from flows.params.stage import StageParams, TaskRunnerKind
 
     params = StageParams(**json.loads(params_json))
     if params.task_runner is TaskRunnerKind.process:

@@ -10,7 +10,7 @@ import pytest
 
 from flows.deployments import ON_RUN_COMPLETED, RUN_COMPLETED, ServeConfig, build_deployments
 from flows.export import MLFLOW_FLOW, OTEL_FLOW, export_mlflow_flow
-from flows.params import MlflowExportParams
+from flows.params.export import MlflowExportParams
 from tests.flows.test_deployments import prefect_client, wait_for
 
 CONFIG = {

@@ -8,7 +8,7 @@ from typing import Any
 
 import fsspec
 
-from flows.params import StageParams
+from flows.params.stage import StageParams
 from flows.stage import stage_flow
 
 # The only outputs allowed to differ between two runs of the same inputs (README, guarantee 3).

@@ -12,8 +12,9 @@ import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterType, FlowRunFilter, FlowRunFilterId
 
-from flows.batch import BatchParams, batch_flow
-from flows.params import StageParams
+from flows.batch import batch_flow
+from flows.params.batch import BatchParams
+from flows.params.stage import StageParams
 from flows.stage import stage_flow
 from tests.conftest import EXAMPLE_JOB, SAMPLES
 

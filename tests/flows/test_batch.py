@@ -10,9 +10,10 @@ import pytest
 import s3fs
 
 import flows.batch
-from flows.batch import BatchParams, batch_flow
+from flows.batch import batch_flow
+from flows.params.batch import BatchParams
 from flows.cli.main import main
-from flows.params import StageParams
+from flows.params.stage import StageParams
 from tests.conftest import SAMPLES
 from tests.flows.support import run_stage
 from tasks.inputs.naming import job_id_for

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from flows.batch import BatchParams
+from flows.params.batch import BatchParams
 from flows.cli.main import main
-from flows.params import StageParams
+from flows.params.stage import StageParams
 from tests.conftest import EXAMPLE_JOB
 
 

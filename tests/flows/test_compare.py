@@ -250,7 +250,8 @@ def test_the_compare_flow_writes_the_default_folder_and_attaches_the_comparison(
 def test_the_sweep_compares_a_reprocessed_job_with_its_previous_complete_run(tmp_path: Path) -> None:
     import shutil
 
-    from flows.batch import BatchParams, batch_flow
+    from flows.batch import batch_flow
+    from flows.params.batch import BatchParams
     from tests.conftest import EXAMPLE_JOB
     from tests.flows.test_artifacts import artifacts_of
 

@@ -8,7 +8,7 @@ from prefect.utilities.callables import parameter_schema
 from flows.batch import batch_flow
 from flows.compare import compare_flow
 from flows.execution.groups import GroupSizes
-from flows.params import MAX_TASK_RUNS, StageParams
+from flows.params.stage import MAX_TASK_RUNS, StageParams
 from flows.stage import stage_flow
 
 

@@ -11,9 +11,11 @@ import pytest
 from prefect import get_client
 from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
 
-from flows.batch import BatchParams, batch_flow
+from flows.batch import batch_flow
+from flows.params.batch import BatchParams
 from flows.cli.main import main
-from flows.params import StageParams, gate_limits
+from flows.params.gate import gate_limits
+from flows.params.stage import StageParams
 from flows.stage import stage_flow
 from tests.flows.support import local_path
 from tests.flows.test_artifacts import artifacts_of

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from flows.params import GateError, GateLimits, StageParams, gate_limits
+from flows.params.gate import GateError, GateLimits, gate_limits
+from flows.params.stage import StageParams
 
 
 def test_an_empty_gate_is_off_and_records_nothing() -> None:

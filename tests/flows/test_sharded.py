@@ -10,9 +10,10 @@ from uuid import UUID
 
 import pytest
 
-from flows.batch import BatchParams, batch_flow
+from flows.batch import batch_flow
+from flows.params.batch import BatchParams
 from flows.cli.main import main
-from flows.params import StageParams
+from flows.params.stage import StageParams
 from flows.stage import stage_flow
 from tasks.inputs.naming import canonical_url, job_id_for
 from tests.conftest import REPO

@@ -20,7 +20,7 @@ import pytest
 
 from flows.cli.main import build_parser
 from flows.execution.forkserver import WORKER_MODULES, worker_modules
-from flows.params import StageParams
+from flows.params.stage import StageParams
 from tests.conftest import EXAMPLE_JOB, REPO
 
 # The orchestration stack, and the evidence library (its pydantic models take ~0.2 s to build).
@@ -96,7 +96,7 @@ WORKER_PROBE = """
 import json, sys
 from concurrent.futures import ProcessPoolExecutor
 from flows.execution.forkserver import forkserver_context
-from flows.params import StageParams
+from flows.params.stage import StageParams
 
 params = StageParams(**json.loads(sys.argv[1]))
 with ProcessPoolExecutor(1, mp_context=forkserver_context(params)) as pool:

@@ -19,7 +19,7 @@ import psutil
 
 
 def main(rollouts: str, capture_dir: str, output: str) -> int:
-    from flows.params import StageParams
+    from flows.params.stage import StageParams
     from flows.stage import stage_flow
 
     baseline = psutil.Process().memory_info().rss / 2**20

@@ -18,7 +18,7 @@ import pytest
 from prefect import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
-from flows.params import StageParams
+from flows.params.stage import StageParams
 from flows.stage import stage_flow
 from tasks.storage.retry import ATTEMPTS, RETRY_COUNTER
 from tests.flows.support import run_outputs, tree_digest

@@ -1,0 +1,104 @@
+"""One run's journey after it is claimed: discover, fan out, reduce (``process_job``), then
+judge and publish (``publish_job``), each step timed into the manifest's ``timings``.
+
+Kept out of ``flows/stage.py`` so that file holds the flow alone (see its docstring); the
+tasks these steps call run as task runs of the flow that calls them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from prefect import get_run_logger
+
+from evidence import RecordedParams, RunManifest
+from flows.execution.groups import GroupSizes, fan_out, make_groups
+from flows.execution.resolve import run_record, subset_filter
+from flows.execution.runners import attempt_pool, parallel_groups
+from flows.params.gate import GateLimits
+from flows.params.stage import StageParams
+from tasks.attempts.context import RunContext
+from tasks.discover.scan import JobPlan
+from tasks.discover.task import discover_job
+from tasks.publish.gate import judge_run
+from tasks.publish.report import render_run_report
+from tasks.publish.task import build_manifest, parts_removed_meanwhile, publish_artifacts, publish_run, write_document
+from tasks.reduce.outputs import ReduceSummary
+from tasks.reduce.task import reduce_run
+from tasks.rundir import ACCOUNTING_FILE
+from tasks.storage import Location
+
+
+@dataclass
+class Timings:
+    """Wall-clock seconds per step of the run, as the manifest records them."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def measure(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = time.perf_counter() - started
+
+
+@dataclass(frozen=True)
+class ProcessedJob:
+    """What discovery and the reduce found (their spills live until the caller's stack closes)."""
+
+    plan: JobPlan
+    reduced: ReduceSummary
+
+
+def process_job(params: StageParams, ctx: RunContext, recorded: RecordedParams, timings: Timings, stack: ExitStack) -> ProcessedJob:
+    """Discover the job's attempts, process them in groups on the attempt pool, reduce the parts."""
+    with attempt_pool(params) as pool:  # its workers scan the rollouts file, then process groups
+        with timings.measure("discover_s"):
+            plan = stack.enter_context(discover_job(ctx.shards, ctx.capture_dir, pool))
+        timings.seconds["discover_task_s"] = plan.seconds
+        if recorded.is_subset:  # from the run itself: a resumed subset run stays a subset
+            plan.select(subset_filter(recorded.rollout_ids, recorded.rollout_glob))
+        sizes = GroupSizes(plan.attempts.count, params.attempts_per_task, parallel_groups(params))
+        get_run_logger().info(
+            "%d attempts in groups of %s; %d orphan captures; %d skipped lines", plan.attempts.count, sizes.describe(), len(plan.orphans), len(plan.skipped)
+        )
+        with timings.measure("fan_out_s"):
+            work = fan_out(params, ctx, make_groups(plan.attempts, sizes), plan.attempts.count, pool)
+    timings.seconds["in_task_s"] = work.seconds
+    timings.seconds["fan_out_parallelism"] = min(parallel_groups(params), work.runs)
+    with timings.measure("reduce_s"):
+        reduced = reduce_run(ctx, plan.attempts, recorded.atif_all_or_nothing)
+        stack.enter_context(reduced.log)
+    timings.seconds["reduce_task_s"] = reduced.seconds
+    return ProcessedJob(plan, reduced)
+
+
+def publish_job(
+    params: StageParams,
+    ctx: RunContext,
+    job_dir: Location,
+    recorded: RecordedParams,
+    run_id: str,
+    started_at: datetime,
+    job: ProcessedJob,
+    timings: Timings,
+) -> tuple[RunManifest, list[str]]:
+    """Accounting, the quality gate, the report and the manifest, then ``_SUCCESS`` and LATEST;
+    the manifest and the names of the outputs the run has."""
+    write_document(ctx.run_dir, ACCOUNTING_FILE, job.plan.accounting)
+    gate = judge_run(ctx.run_dir, GateLimits.model_validate(recorded.gate or {}).named(), job.plan.accounting)
+    run = run_record(params, recorded, ctx, run_id, started_at)
+    manifest = replace(build_manifest(run=run, params=recorded, plan=job.plan, reduced=job.reduced, timings=timings.seconds), gate=gate)
+    clock = time.perf_counter()
+    report_html, tables, outputs = render_run_report(ctx.run_dir, manifest.document(), job.reduced.histograms)
+    manifest = manifest.with_timing("report_s", time.perf_counter() - clock)
+    publish_run(ctx.run_dir, job_dir, manifest, report_html, not recorded.is_subset)
+    with parts_removed_meanwhile(ctx.run_dir, params.keep_parts):
+        publish_artifacts(manifest, ctx.run_dir, tables)
+    return manifest, outputs

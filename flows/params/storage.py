@@ -1,0 +1,78 @@
+"""Where a run reads and writes: URL parameters and storage options (credentials refused)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import orjson
+from pydantic import AfterValidator, BeforeValidator, WithJsonSchema
+
+from flows.params.cli import Cli, key_value
+from flows.params.fields import blank_is_none
+from tasks.inputs.naming import canonical_url
+
+# A URL parameter: a local path becomes an absolute ``file://`` URL where the parameters are
+# made (CLI, batch, serve, the flow-run process of a UI rerun). A relative path would name
+# another file for a Dask worker or a served process in another working directory, and a
+# stored parameter must mean the same file whoever reads it.
+Url = Annotated[str, AfterValidator(canonical_url)]
+
+
+def _absolute_or_none(value: str | None) -> str | None:
+    return None if value is None else canonical_url(value)
+
+
+OptionalUrl = Annotated[str | None, BeforeValidator(blank_is_none), AfterValidator(_absolute_or_none), WithJsonSchema({"type": "string"})]
+
+# fsspec option names that carry credentials (s3fs, gcsfs, adlfs, HTTP auth), at any depth.
+CREDENTIAL_KEYS = frozenset(
+    {
+        "key",
+        "secret",
+        "token",
+        "password",
+        "aws_access_key_id",
+        "aws_secret_access_key",
+        "aws_session_token",
+        "access_key",
+        "secret_key",
+        "session_token",
+        "account_key",
+        "sas_token",
+        "client_secret",
+        "credentials",
+        "auth",
+    }
+)
+
+
+def _credential_keys(options: dict[str, Any]) -> set[str]:
+    found = {name for name in options if name.lower() in CREDENTIAL_KEYS}
+    return found.union(*(_credential_keys(value) for value in options.values() if isinstance(value, dict)))
+
+
+def refuse_credentials(options: dict[str, Any]) -> dict[str, Any]:
+    """Storage options without secrets: parameters are stored by the Prefect server and shown in its UI."""
+    found = _credential_keys(options)
+    if found:
+        raise ValueError(
+            f"credentials do not go in storage options ({', '.join(sorted(found))}): "
+            "use the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE)"
+            " or a Prefect AwsCredentials block (--aws-credentials-block)"
+        )
+    return options
+
+
+def storage_option(text: str) -> tuple[str, Any]:
+    """``key=value``; the value is parsed as JSON when it is JSON (true, 3, "x"), else kept as text."""
+    key, raw = key_value(text)
+    try:
+        return key, orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return key, raw
+
+
+STORAGE_OPTION = Cli(flag="--storage-option", dest="storage_option", metavar="KEY=VALUE", append=True, parse=storage_option, collect=dict)
+"""One ``--storage-option KEY=VALUE`` per option, in every command that reads storage."""
+
+StorageOptions = Annotated[dict[str, Any], AfterValidator(refuse_credentials), STORAGE_OPTION]

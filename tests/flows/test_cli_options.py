@@ -1,0 +1,149 @@
+"""``run`` and ``batch`` options made from the parameter models (``flows/cli/options.py``).
+
+Every field is one option with a help line, the option sets that field only, and what ``--help``
+says of its default and choices is the model's. Which option sets which field is found by
+giving each option alone, so a field the generator left out, or an option that sets nothing,
+fails here.
+"""
+
+from __future__ import annotations
+
+import argparse
+from enum import Enum
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, Field
+
+from flows.cli.main import build_parser, main
+from flows.cli.options import add_model_options, model_from_args
+from flows.params.batch import BatchParams
+from flows.params.stage import StageParams
+
+REQUIRED = {
+    "run": ["--rollouts", "/job/rollouts.jsonl", "--capture-dir", "/job/model-calls", "--output", "/out"],
+    "batch": ["/jobs", "--output", "/out"],
+}
+MODELS: dict[str, type[BaseModel]] = {"run": StageParams, "batch": BatchParams}
+# A value each option accepts; any other option takes "x1" (an id, a URL, a glob) or 3 (a number).
+SAMPLES = {"--ignore-check": "model_call_failed", "--gate": "max_lost_share=0.5", "--storage-option": "endpoint_url=http://127.0.0.1:5000"}
+
+
+def _parser(command: str) -> argparse.ArgumentParser:
+    (subcommands,) = [action for action in build_parser()._actions if isinstance(action, argparse._SubParsersAction)]
+    parser: argparse.ArgumentParser = subcommands.choices[command]
+    return parser
+
+
+def _options(command: str) -> list[argparse.Action]:
+    return [action for action in _parser(command)._actions if action.option_strings and action.dest != "help"]
+
+
+def _required(command: str) -> set[str]:
+    return set(MODELS[command].model_json_schema()["required"])
+
+
+def _given(command: str, argv: list[str]) -> set[str]:
+    """The fields the options set explicitly, beyond the required ones."""
+    params = model_from_args(MODELS[command], _parser(command).parse_args([*REQUIRED[command], *argv]))
+    return params.model_fields_set - _required(command)
+
+
+def _sample(action: argparse.Action) -> list[str]:
+    flag = action.option_strings[0]
+    if action.nargs == 0:
+        return [flag]
+    if action.choices:
+        return [flag, str(next(iter(action.choices)))]
+    return [flag, SAMPLES.get(flag, "3" if action.type is int else "x1")]
+
+
+def _fields_of_options(command: str) -> dict[str, argparse.Action]:
+    """Field name -> the optional option that sets it (each given alone must set exactly one field)."""
+    found: dict[str, argparse.Action] = {}
+    for action in (action for action in _options(command) if not action.required):
+        given = _given(command, _sample(action))
+        assert len(given) == 1, (action.option_strings, given)
+        found[given.pop()] = action
+    return found
+
+
+@pytest.mark.parametrize("command", ["run", "batch"])
+def test_every_field_is_one_option_with_a_help_line(command: str) -> None:
+    model = MODELS[command]
+    assert _given(command, []) == set()  # an option left out sets nothing (resume compares what was given)
+    options = _fields_of_options(command)
+    required = _required(command)
+    assert set(options) == set(model.model_fields) - required, "a field without an option, or two options for one field"
+    positional = [action.dest for action in _parser(command)._actions if not action.option_strings]
+    assert {action.dest for action in _options(command) if action.required} | set(positional) == required
+    for action in _parser(command)._actions:
+        assert (action.help or "").strip(), f"{action.option_strings or action.dest} has no help"
+
+
+def _default_text(default: Any) -> str | None:
+    if isinstance(default, Enum):
+        return str(default.value)
+    if isinstance(default, list):
+        return ", ".join(default) or None
+    return None if default is None or isinstance(default, bool | dict | BaseModel) else str(default)
+
+
+@pytest.mark.parametrize("command", ["run", "batch"])
+def test_help_defaults_and_choices_are_the_models(command: str) -> None:
+    model = MODELS[command]
+    for name, action in _fields_of_options(command).items():
+        field = model.model_fields[name]
+        assert action.default in (None, []), (name, action.default)  # the model's default applies, unset
+        help_text = (action.help or "") % {}  # as argparse prints it
+        shown = _default_text(field.get_default(call_default_factory=True))
+        if shown is None:
+            assert "default:" not in help_text, (name, help_text)
+        else:
+            assert f"default: {shown})" in help_text, (name, help_text)
+        assert help_text.startswith((field.description or "?").rstrip(".")), name
+        if isinstance(field.annotation, type) and issubclass(field.annotation, Enum):
+            assert action.choices == [member.value for member in field.annotation], name
+        else:
+            assert action.choices is None, name
+
+
+def test_options_keep_their_flags_and_dests() -> None:
+    """Flag names and dests that scripts and the other commands rely on."""
+    flags = {action.option_strings[0]: action.dest for action in _options("run")}
+    assert {flag: flags[flag] for flag in ("--ignore-check", "--rollout-id", "--gate", "--storage-option")} == {
+        "--ignore-check": "ignored_checks",
+        "--rollout-id": "rollout_ids",
+        "--gate": "gate_limits",
+        "--storage-option": "storage_option",
+    }
+    assert {action.option_strings[0]: action.dest for action in _options("batch")}["--exclude-glob"] == "exclude_globs"
+    repeatable = {action.option_strings[0] for action in _options("run") if isinstance(action, argparse._AppendAction)}
+    assert repeatable == {"--rollouts", "--rollout-id", "--ignore-check", "--storage-option", "--gate"}
+
+
+def test_repeated_options_become_the_fields_values() -> None:
+    argv = ["--rollouts", "/job/b.jsonl", "--gate", "max_lost_share=0.1", "--gate", "min_landed_share=0.9"]
+    argv += ["--storage-option", "use_ssl=false", "--storage-option", "endpoint_url=http://h", "--max-workers", "3"]
+    params = model_from_args(StageParams, _parser("run").parse_args([*REQUIRED["run"], *argv]))
+    assert params.rollouts == ["file:///job/rollouts.jsonl", "file:///job/b.jsonl"]
+    assert params.gate.named() == {"min_landed_share": 0.9, "max_lost_share": 0.1}
+    assert (params.storage_options, params.max_workers) == ({"use_ssl": False, "endpoint_url": "http://h"}, 3)
+    one = model_from_args(StageParams, _parser("run").parse_args(REQUIRED["run"]))
+    assert one.rollouts == "file:///job/rollouts.jsonl"  # one --rollouts: the one-file form params.json records
+
+
+def test_run_help_lists_every_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert all(action.option_strings[0] in out for action in _options("run"))
+
+
+def test_a_field_without_a_command_line_form_is_refused() -> None:
+    class Unmapped(BaseModel):
+        headers: dict[str, str] = Field(default_factory=dict, description="No Cli(parse=...) says how to read it.")
+
+    with pytest.raises(TypeError, match="headers: no command-line form"):
+        add_model_options(argparse.ArgumentParser(), Unmapped)
