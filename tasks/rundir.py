@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from evidence import MANIFEST_NAME, SUMMARY_NAME, VERDICTS_NAME, RecordedParams
+from evidence import MANIFEST_NAME, SUMMARY_NAME, VERDICTS_NAME, ManifestHead, RecordedParams
 from tasks.storage import InputNotFound, Location
 from tasks.storage.writes import TEMP_PREFIX
 
@@ -229,3 +229,30 @@ def update_latest(job_dir: Location, run_id: str, finished: datetime, passed: bo
         if current != run_id and current_finished is not None and (current_finished, current) > (finished, run_id):
             return
     latest.write_bytes(f"{run_id}\n".encode())
+
+
+def newest_manifest(output: Location, job_id: str) -> ManifestHead | None:
+    """The manifest of the job's newest complete full run, whether its gate passed (LATEST) or not.
+
+    The sweep decides freshness from it: a run that failed its gate is still the job processed
+    for those inputs and that config, and redoing it would fail the same way.
+    """
+    found = [m for m in (latest_manifest(output, job_id), latest_manifest(output, job_id, FAILED_GATE_FILE)) if m is not None]
+    return max(found, key=_finished, default=None)
+
+
+def _finished(manifest: ManifestHead) -> tuple[str, str]:
+    """The order LATEST keeps (``update_latest``): finish time, then run id."""
+    return manifest.run.finished_at, manifest.run.run_id
+
+
+def latest_manifest(output: Location, job_id: str, pointer: str = LATEST_FILE) -> ManifestHead | None:
+    """The manifest of the complete run the job's ``pointer`` file names (LATEST by default), or None."""
+    latest = output.child(job_id, pointer)
+    if not latest.is_file():
+        return None
+    run_dir = run_dir_of(output, job_id, latest.read_bytes().decode().strip())
+    manifest = run_dir.child(MANIFEST_FILE)
+    if not is_complete(run_dir) or not manifest.is_file():
+        return None
+    return ManifestHead.from_json(manifest.read_bytes())

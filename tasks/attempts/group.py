@@ -18,12 +18,11 @@ from dataclasses import dataclass
 
 from evidence import AttemptConfig, AttemptInputs, AttemptPart, CaptureFiles, encode_part, process_attempt, unprocessed_attempt
 from tasks.attempts.context import RunContext
-from tasks.discover.refs import MAIN, AttemptRef
 from tasks.attempts.parts import PartIndex, SegmentWriter, segment_folder
+from tasks.discover.refs import MAIN, AttemptRef
+from tasks.storage import InputNotFound, PermanentStorageError
 from tasks.storage.concurrent import WriteBehind, ordered_prefetch
 from tasks.storage.retry import backoff_delay
-from tasks.storage import InputNotFound, PermanentStorageError
-
 
 # A group's rows are read by ranged reads of about this size: few requests, bounded memory.
 READ_CHUNK_BYTES = 16 * 1024 * 1024

@@ -30,8 +30,8 @@ import orjson
 from evidence import AttemptPart, decode_part
 from tasks.discover.refs import AttemptRef
 from tasks.rundir import RunPaths
-from tasks.storage.concurrent import ordered_prefetch
 from tasks.storage import InputNotFound, Location, PermanentStorageError, release_view
+from tasks.storage.concurrent import ordered_prefetch
 
 __all__ = [
     "SEGMENT_PARTS",

@@ -15,10 +15,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import task_run as task_run_runtime
 from prefect.tasks import exponential_backoff
 
-from tasks.attempts.group import GroupSummary, run_group
 from tasks.attempts.context import RunContext
-from tasks.discover.refs import AttemptRef
+from tasks.attempts.group import GroupSummary, run_group
 from tasks.attempts.parts import SEGMENT_PARTS
+from tasks.discover.refs import AttemptRef
 from tasks.storage.retry import retry_on_transient
 
 # In the attempt pool a group goes to the workers in chunks of at most this many attempts, so

@@ -15,12 +15,10 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
-from evidence import ManifestHead
 from tasks.discover.inputs import fingerprint_inputs, list_inputs
 from tasks.inputs.layout import JobLayout
 from tasks.inputs.naming import job_id_for
 from tasks.inputs.shards import find_shards
-from tasks.rundir import FAILED_GATE_FILE, LATEST_FILE, MANIFEST_FILE, is_complete, run_dir_of
 from tasks.storage import Location
 
 
@@ -84,28 +82,3 @@ def input_fingerprint(job: FoundJob, options: dict[str, Any]) -> str:
     return fingerprint_inputs(list_inputs(find_shards(urls, options), Location(job.capture_dir, options)))
 
 
-def newest_manifest(output: Location, job_id: str) -> ManifestHead | None:
-    """The manifest of the job's newest complete full run, whether its gate passed (LATEST) or not.
-
-    The sweep decides freshness from it: a run that failed its gate is still the job processed
-    for those inputs and that config, and redoing it would fail the same way.
-    """
-    found = [m for m in (latest_manifest(output, job_id), latest_manifest(output, job_id, FAILED_GATE_FILE)) if m is not None]
-    return max(found, key=_finished, default=None)
-
-
-def _finished(manifest: ManifestHead) -> tuple[str, str]:
-    """The order LATEST keeps (``tasks.rundir.update_latest``): finish time, then run id."""
-    return manifest.run.finished_at, manifest.run.run_id
-
-
-def latest_manifest(output: Location, job_id: str, pointer: str = LATEST_FILE) -> ManifestHead | None:
-    """The manifest of the complete run the job's ``pointer`` file names (LATEST by default), or None."""
-    latest = output.child(job_id, pointer)
-    if not latest.is_file():
-        return None
-    run_dir = run_dir_of(output, job_id, latest.read_bytes().decode().strip())
-    manifest = run_dir.child(MANIFEST_FILE)
-    if not is_complete(run_dir) or not manifest.is_file():
-        return None
-    return ManifestHead.from_json(manifest.read_bytes())

@@ -14,11 +14,12 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from tasks.batch.jobs import FoundJob, input_fingerprint, newest_manifest
+from tasks.batch.jobs import FoundJob, input_fingerprint
 from tasks.compare.run_dirs import previous_complete_run
 from tasks.compare.task import compare_with_previous
 from tasks.publish.gate import GateFailed
 from tasks.publish.task import publish_link
+from tasks.rundir import newest_manifest
 from tasks.storage import Location
 
 PROCESSED, SKIPPED, FAILED = "processed", "skipped", "failed"

@@ -24,8 +24,7 @@ from evidence import (
     rollout_facts,
     verdict_facts,
 )
-from tasks.batch.jobs import latest_manifest
-from tasks.rundir import COMPARE_JSON, COMPARE_MARKDOWN, COMPARE_PAGE, RUNS_FOLDER, RunPaths, read_document, run_dir_of
+from tasks.rundir import COMPARE_JSON, COMPARE_MARKDOWN, COMPARE_PAGE, RUNS_FOLDER, RunPaths, latest_manifest, read_document, run_dir_of
 from tasks.storage import InputNotFound, Location
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-
 from evidence import RUN_KEY_TAG, RunRecord, run_metrics
 from tasks.export.otlp import OtlpSender, TraceExport
 from tasks.export.run_dir import ExportError, finished_manifest, require, run_documents, run_traces

@@ -15,7 +15,6 @@ from itertools import islice
 from typing import Any
 from urllib.parse import urlsplit
 
-
 from evidence import SERVICE_NAME, TraceModel, TraceSkipped
 from tasks.export.run_dir import ExportError, finished_manifest, require, run_traces
 from tasks.storage import Location

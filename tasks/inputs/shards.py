@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tasks.storage.concurrent import at_once
 from tasks.inputs.naming import FAILURES_SUFFIX, MATERIALIZED_SUFFIX, sidecar_url
 from tasks.storage import InputNotFound, Location
+from tasks.storage.concurrent import at_once
 
 _GLOB_CHARS = frozenset("*?[")
 SIDECAR_SUFFIXES = (FAILURES_SUFFIX, MATERIALIZED_SUFFIX)

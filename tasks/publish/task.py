@@ -15,8 +15,8 @@ from typing import Any
 
 from prefect import task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
-from prefect.events import emit_event
 from prefect.cache_policies import NO_CACHE
+from prefect.events import emit_event
 
 from evidence import RecordedParams, RunCounts, RunIdentity, RunManifest, Streamed, dumps
 from tasks.discover.scan import JobPlan

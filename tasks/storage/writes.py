@@ -17,9 +17,8 @@ from typing import IO, Any, Protocol
 from fsspec.implementations.local import LocalFileSystem
 
 from tasks.storage import retry  # the module, not its names: importing tasks.storage.retry first imports this package
-from tasks.storage.concurrent import WriteBehind
 from tasks.storage.base import classify
-
+from tasks.storage.concurrent import WriteBehind
 
 
 class Target(Protocol):

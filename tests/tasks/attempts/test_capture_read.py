@@ -10,11 +10,11 @@ import pytest
 
 import tasks.attempts.group
 from evidence import Status
-from tasks.attempts.group import run_group
 from tasks.attempts.context import RunContext
+from tasks.attempts.group import run_group
+from tasks.attempts.parts import segment_parts
 from tasks.discover.refs import AttemptRef
 from tasks.discover.scan import discover
-from tasks.attempts.parts import segment_parts
 from tasks.inputs.shards import Shard
 from tasks.storage import Location
 from tests.conftest import EXAMPLE_JOB

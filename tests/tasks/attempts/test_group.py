@@ -9,11 +9,11 @@ import pytest
 
 import tasks.attempts.group
 from evidence import AttemptOutcome
-from tasks.attempts.group import run_group
 from tasks.attempts.context import RunContext
+from tasks.attempts.group import run_group
+from tasks.attempts.parts import read_parts, segment_folder, segment_parts
 from tasks.discover.refs import MAIN
 from tasks.discover.scan import discover
-from tasks.attempts.parts import read_parts, segment_folder, segment_parts
 from tasks.inputs.shards import Shard
 from tasks.storage import Location
 from tests.conftest import EXAMPLE_JOB

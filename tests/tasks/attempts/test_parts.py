@@ -8,8 +8,8 @@ import orjson
 import pytest
 
 from evidence import AttemptOutcome, AttemptPart, Status, encode_part
-from tasks.discover.refs import AttemptRef
 from tasks.attempts.parts import PartIndex, PartMissing, encode_segment, read_parts, segment_name
+from tasks.discover.refs import AttemptRef
 from tasks.storage import Location
 
 

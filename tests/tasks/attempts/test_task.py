@@ -13,12 +13,12 @@ import pytest
 
 import tasks.attempts.task
 from evidence import AttemptOutcome
-from tasks.attempts.group import GroupSummary, run_group
 from tasks.attempts.context import RunContext
+from tasks.attempts.group import GroupSummary, run_group
+from tasks.attempts.parts import segment_parts
+from tasks.attempts.task import process_group
 from tasks.discover.refs import AttemptRef
 from tasks.discover.scan import discover
-from tasks.attempts.task import process_group
-from tasks.attempts.parts import segment_parts
 from tasks.inputs.shards import Shard
 from tasks.storage import Location, StorageError
 from tests.conftest import EXAMPLE_JOB

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from evidence import ManifestHead
-from tasks.batch.jobs import find_jobs, input_fingerprint, latest_manifest
+from tasks.batch.jobs import find_jobs, input_fingerprint
 from tasks.inputs.layout import JobLayout
 from tasks.inputs.naming import job_id_for
+from tasks.rundir import latest_manifest
 from tasks.storage import Location
 
 ROOT = "memory://evals"

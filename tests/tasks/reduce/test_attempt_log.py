@@ -8,8 +8,8 @@ import orjson
 import pytest
 
 from evidence import AttemptOutcome, AttemptPart, Status
-from tasks.discover.refs import AttemptRef
 from evidence.models.run import Streamed, manifest_chunks
+from tasks.discover.refs import AttemptRef
 from tasks.reduce.attempt_log import AttemptLog
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-import tasks.storage.retry
 import tasks.storage.fs
+import tasks.storage.retry
 from tasks.storage import FileEntry, InputNotFound, Location, atomic_writer, release_view
 from tasks.storage.base import PermanentStorageError, TransientStorageError, classify
 from tasks.storage.fs import _entry_of

@@ -7,9 +7,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tasks.storage import spill
+from tasks.storage import FileEntry, spill
 from tasks.storage.spill import SortedSpill, Spill, count_repeats
-from tasks.storage import FileEntry
 
 
 def test_spill_reads_back_every_record_each_time() -> None:
