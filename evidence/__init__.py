@@ -83,7 +83,10 @@ from evidence.health import (
 )
 from evidence.identity import capture_file_id, capture_rollout_id, check_capture_file_id, trajectory_identity
 from evidence.jsonl import dump_row, dumps, orjson_line
+from evidence.folds.aggregate_metrics import AggregateMetricsFold, GroupRefusal, dumps_aggregate_metrics
 from evidence.folds.atif import AtifAcceptance
+from evidence.folds.digest import ScoreDigest, score_digest
+from evidence.folds.scores import build_scores
 from evidence.models.atif import AtifRollout, Exporter
 from evidence.models.run import ManifestHead, RecordedParams, RunCounts, RunIdentity, RunManifest, Streamed
 from evidence.perf_summary import PerfSummaryFold, compute_perf_summary, perf_group, summary_input
@@ -107,7 +110,13 @@ __all__ = [
     "gate_markdown",
     "run_accounting",
     "AtifExportError",
+    "AggregateMetricsFold",
     "AtifAcceptance",
+    "GroupRefusal",
+    "ScoreDigest",
+    "build_scores",
+    "dumps_aggregate_metrics",
+    "score_digest",
     "AtifFile",
     "AtifRefusal",
     "AtifRollout",

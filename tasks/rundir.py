@@ -36,6 +36,9 @@ ROLLOUTS_FILE = "rollouts.jsonl"
 FAILURES_FILE = "rollouts_failures.jsonl"
 PERF_SUMMARY_FILE = "perf_summary.json"
 CAPABILITIES_FILE = "capabilities.json"
+AGGREGATE_METRICS_FILE = "aggregate_metrics.json"  # 0.7.0's <stem>_aggregate_metrics.json
+AGGREGATE_METRICS_CLEAN_FILE = "aggregate_metrics_clean.json"  # the same with the score mask applied
+SCORES_FILE = "scores.json"  # raw against clean, per group and key metric
 HEALTH_FOLDER = "health"  # the health drop-in's two files, under 0.7.0's names
 QUALITY_SUMMARY_FILE = f"{HEALTH_FOLDER}/{SUMMARY_NAME}"
 VERDICTS_FILE = f"{HEALTH_FOLDER}/{VERDICTS_NAME}"
@@ -96,6 +99,18 @@ class RunPaths:
     @property
     def capabilities(self) -> Location:
         return self._at(CAPABILITIES_FILE)
+
+    @property
+    def aggregate_metrics(self) -> Location:
+        return self._at(AGGREGATE_METRICS_FILE)
+
+    @property
+    def aggregate_metrics_clean(self) -> Location:
+        return self._at(AGGREGATE_METRICS_CLEAN_FILE)
+
+    @property
+    def scores(self) -> Location:
+        return self._at(SCORES_FILE)
 
     @property
     def quality_summary(self) -> Location:

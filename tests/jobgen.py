@@ -22,8 +22,17 @@ Size: `history_bytes` is the typical tool output, so each request grows by about
 per turn. With the defaults (8 calls, 2,000 bytes) 2,000 rollouts make about 450 MB in about
 5 s on two cores; the whole job is built in memory before it is written.
 
+Score options (for aggregate-metrics checks; off by default, and a job made without them
+is byte for byte what it was before they existed): `repeats` rollouts per task (default 4),
+`reward_kinds` (each main row's `reward` becomes a float, an int, a bool or is removed,
+drawn per row), `servers` (every row of task t is stamped `_ng_environment_server`
+`env_server_<t % servers>`, so servers hold several agents and agents span servers) and
+`mask_fraction` (that share of main rows gets `mask_sample: true`). They draw from their
+own seeded generator, after the job is planned.
+
 Usage: python tests/jobgen.py OUT_DIR --rollouts N [--calls-per-rollout K]
        [--history-bytes B] [--mode realistic|hostile] [--seed S] [--failures-fraction F]
+       [--repeats R] [--reward-kinds float,int,bool,missing] [--servers N] [--mask-fraction F]
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ from typing import Any, Literal
 import orjson
 
 REPEATS = 4
+REWARD_KINDS = ("float", "int", "bool", "missing")
 HUGE_LINE_BYTES = 5 * 1024 * 1024 + 4096
 _CAPTURE_DIR = "model-calls"
 _GENERATED = ("rollouts.jsonl", "rollouts_failures.jsonl", _CAPTURE_DIR)
@@ -597,12 +607,12 @@ def _insert_line(a: _Attempt, kind: str, line: bytes, src: _Source) -> None:
     a.line_plants.append((kind, line))
 
 
-def _plan_realistic(src: _Source, rollouts: int, calls: int, failures_fraction: float
+def _plan_realistic(src: _Source, rollouts: int, calls: int, failures_fraction: float, repeats: int = REPEATS
                     ) -> tuple[list[Any], list[Any], list[_Attempt], list[_Task]]:
     """Tasks x repeats, some failed first attempts retried, one marker, one damaged line, one orphan."""
-    n_tasks = math.ceil(rollouts / REPEATS)
+    n_tasks = math.ceil(rollouts / repeats)
     tasks = [_new_task(src, t) for t in range(n_tasks + 1)]
-    pairs = [(t, r) for t in range(n_tasks) for r in range(REPEATS)][:rollouts]
+    pairs = [(t, r) for t in range(n_tasks) for r in range(repeats)][:rollouts]
     n_failing = max(1, round(rollouts * failures_fraction)) if rollouts > 1 else 0
     failing = set(src.rng.sample(range(rollouts), n_failing))
     main: list[Any] = []
@@ -750,9 +760,38 @@ def _write(root: Path, main: list[Any], side: list[Any], extra: list[_Attempt]) 
                    counts["failures"], counts["files"], counts["exchanges"], counts["bytes"], tuple(planted))
 
 
+def _reward(rng: random.Random, kind: str, resolved: bool) -> float | int | bool | None:
+    """A reward of one kind for a row (None: the row has no reward)."""
+    return {"float": lambda: round(rng.uniform(0.0, 1.0), rng.choice((1, 3, 17))), "int": lambda: int(resolved),
+            "bool": lambda: resolved, "missing": lambda: None}[kind]()
+
+
+def _apply_score_options(main: list[Any], side: list[Any], seed: int, reward_kinds: tuple[str, ...],
+                         servers: int, mask_fraction: float) -> None:
+    """Rewrite rewards, server stamps and masks of the planned rows (in place, own generator)."""
+    unknown = set(reward_kinds) - set(REWARD_KINDS)
+    if unknown:
+        raise ValueError(f"unknown reward kinds {sorted(unknown)}; known: {', '.join(REWARD_KINDS)}")
+    rng = random.Random(f"scores-{seed}")
+    rows = [a.row for a in main if isinstance(a, _Attempt) and a.row is not None]
+    for row in rows:
+        if reward_kinds:
+            reward = _reward(rng, rng.choice(reward_kinds), bool(row.get("resolved")))
+            if reward is None:
+                row.pop("reward", None)
+            else:
+                row["reward"] = reward
+        if mask_fraction and rng.random() < mask_fraction:
+            row["mask_sample"] = True
+    for row in rows + [a.row for a in side if isinstance(a, _Attempt) and a.row is not None]:
+        if servers and isinstance(row.get("_ng_task_index"), int):
+            row["_ng_environment_server"] = f"env_server_{row['_ng_task_index'] % servers}"
+
+
 def generate_job(out_dir: Path, *, rollouts: int, calls_per_rollout: int = 8, history_bytes: int = 2000,
                  mode: Literal["realistic", "hostile"] = "realistic", seed: int = 0,
-                 failures_fraction: float = 0.06) -> JobInfo:
+                 failures_fraction: float = 0.06, repeats: int = REPEATS, reward_kinds: tuple[str, ...] = (),
+                 servers: int = 0, mask_fraction: float = 0.0) -> JobInfo:
     """Write a job under `out_dir` (same arguments -> same bytes) and say what it holds.
 
     Args:
@@ -762,12 +801,13 @@ def generate_job(out_dir: Path, *, rollouts: int, calls_per_rollout: int = 8, hi
         mode: `realistic`, or `hostile` for the damage listed in the module docstring.
         seed: the only source of variation.
         failures_fraction: share of rollouts whose first attempt failed and was retried.
+        repeats, reward_kinds, servers, mask_fraction: the score options (module docstring).
 
     Raises:
         FileExistsError: `out_dir` already holds a job (nothing is overwritten).
     """
-    if rollouts < 1 or calls_per_rollout < 1 or history_bytes < 1:
-        raise ValueError("rollouts, calls_per_rollout and history_bytes must be positive")
+    if rollouts < 1 or calls_per_rollout < 1 or history_bytes < 1 or repeats < 1 or servers < 0:
+        raise ValueError("rollouts, calls_per_rollout, history_bytes and repeats must be positive, servers not negative")
     if mode == "hostile" and (rollouts < 24 or calls_per_rollout < 2):
         raise ValueError("hostile mode needs at least 24 rollouts and 2 calls per rollout to plant every kind of damage")
     out_dir = Path(out_dir)
@@ -775,9 +815,11 @@ def generate_job(out_dir: Path, *, rollouts: int, calls_per_rollout: int = 8, hi
     if existing:
         raise FileExistsError(f"{out_dir} already holds a job: {', '.join(existing)}")
     src = _Source(seed, history_bytes)
-    main, side, extra, tasks = _plan_realistic(src, rollouts, calls_per_rollout, failures_fraction)
+    main, side, extra, tasks = _plan_realistic(src, rollouts, calls_per_rollout, failures_fraction, repeats)
     if mode == "hostile":
         _plant_hostile(src, main, side, extra, tasks, calls_per_rollout)
+    if reward_kinds or servers or mask_fraction:
+        _apply_score_options(main, side, seed, tuple(reward_kinds), servers, mask_fraction)
     return _write(out_dir, main, side, extra)
 
 
@@ -851,10 +893,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=("realistic", "hostile"), default="realistic")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--failures-fraction", type=float, default=0.06)
+    parser.add_argument("--repeats", type=int, default=REPEATS)
+    parser.add_argument("--reward-kinds", default="", help=f"comma-separated subset of {','.join(REWARD_KINDS)}")
+    parser.add_argument("--servers", type=int, default=0)
+    parser.add_argument("--mask-fraction", type=float, default=0.0)
     args = parser.parse_args(argv)
     info = generate_job(args.out_dir, rollouts=args.rollouts, calls_per_rollout=args.calls_per_rollout,
                         history_bytes=args.history_bytes, mode=args.mode, seed=args.seed,
-                        failures_fraction=args.failures_fraction)
+                        failures_fraction=args.failures_fraction, repeats=args.repeats,
+                        reward_kinds=tuple(k for k in args.reward_kinds.split(",") if k), servers=args.servers,
+                        mask_fraction=args.mask_fraction)
     kinds: dict[str, int] = {}
     for p in info.planted:
         kinds[p.kind] = kinds.get(p.kind, 0) + 1

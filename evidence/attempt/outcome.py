@@ -13,6 +13,7 @@ from typing import Any
 
 from evidence.atif.encode import FINAL_NEWLINE
 from evidence.health import RowDigest
+from evidence.folds.digest import ScoreDigest
 
 __all__ = ["AtifFile", "AtifRefusal", "AttemptOutcome", "MainDigests", "PerfDigest", "Status"]
 
@@ -69,6 +70,10 @@ class AtifFile:
         mine, theirs = (self.key, self.name, self.manifest_line, self.agent), (other.key, other.name, other.manifest_line, other.agent)
         return mine == theirs and b"".join(self.text) == b"".join(other.text)
 
+    def __hash__(self) -> int:
+        """Consistent with ``==``: the pieces are hashed joined."""
+        return hash((self.key, self.name, self.manifest_line, self.agent, b"".join(self.text)))
+
 
 @dataclass(frozen=True, slots=True)
 class AtifRefusal:
@@ -92,6 +97,7 @@ class MainDigests:
     capability: dict[str, Any] | None
     perf: PerfDigest | None
     atif: AtifFile | AtifRefusal
+    score: ScoreDigest | None = None  # None also for a row in no group (no server, no agent)
 
 
 @dataclass(frozen=True, slots=True)

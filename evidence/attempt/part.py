@@ -22,11 +22,12 @@ import orjson
 
 from evidence.attempt.outcome import AtifFile, AtifRefusal, AttemptOutcome, MainDigests, PerfDigest, Status
 from evidence.health import RowDigest
+from evidence.folds.digest import ScoreDigest
 from evidence.jsonl import dumps, loads_exact, orjson_line
 
 __all__ = ["PART_VERSION", "AttemptPart", "PartError", "decode_part", "encode_part"]
 
-PART_VERSION = 4
+PART_VERSION = 5
 _MAGIC = f"evidence-part/{PART_VERSION}".encode()
 _EXACT = _MAGIC + b" exact"
 
@@ -50,14 +51,14 @@ class AttemptPart:
     outcome: AttemptOutcome
 
 
-def encode_part(part: AttemptPart) -> list[bytes]:
+def encode_part(part: AttemptPart) -> list[bytes | memoryview]:
     """The part's bytes, in pieces whose concatenation is the part; never raises for an outcome the engine made.
 
     The row line and the ATIF file are pieces of their own, the outcome's very objects: a long
     row's part costs no copy of them until it is written.
     """
     outcome = part.outcome
-    blobs: list[tuple[bytes, ...]] = [(outcome.line,)]
+    blobs: list[tuple[bytes | memoryview, ...]] = [(outcome.line,)]
     header: dict[str, Any] = {
         "fingerprint": part.fingerprint,
         "seconds": part.seconds,
@@ -74,11 +75,16 @@ def encode_part(part: AttemptPart) -> list[bytes]:
     return [magic + b"\n" + text + b"\n", *(piece for blob in blobs for piece in blob)]
 
 
-def _main_header(main: MainDigests, blobs: list[tuple[bytes, ...]]) -> dict[str, Any]:
+def _main_header(main: MainDigests, blobs: list[tuple[bytes | memoryview, ...]]) -> dict[str, Any]:
     atif: dict[str, Any]
     if isinstance(main.atif, AtifFile):
         blobs.append(main.atif.text)
-        atif = {"key": list(main.atif.key), "name": main.atif.name, "manifest_line": main.atif.manifest_line.decode(), "agent": main.atif.agent}
+        atif = {
+            "key": list(main.atif.key),
+            "name": main.atif.name,
+            "manifest_line": main.atif.manifest_line.decode(),
+            "agent": main.atif.agent,
+        }
     else:
         key = main.atif.key
         atif = {"refusal": main.atif.message, "key": list(key) if isinstance(key, tuple) else key}
@@ -87,6 +93,7 @@ def _main_header(main: MainDigests, blobs: list[tuple[bytes, ...]]) -> dict[str,
         "capability": main.capability,
         "perf": None if main.perf is None else {"group": main.perf.group, "record": main.perf.record},
         "atif": atif,
+        "score": None if main.score is None else main.score.to_json(),
     }
 
 
@@ -113,7 +120,7 @@ def _decode(data: bytes | memoryview) -> AttemptPart:
     header_end = _newline(view, magic_end + 1)
     magic = bytes(view[: max(magic_end, 0)])
     if magic_end < 0 or header_end < 0 or magic not in (_MAGIC, _EXACT):
-        raise PartError("not an evidence-stage part of version %d" % PART_VERSION)
+        raise PartError(f"not an evidence-stage part of version {PART_VERSION:d}")
     text = view[magic_end + 1 : header_end]
     header = loads_exact(bytes(text)) if magic == _EXACT else orjson.loads(text)
     blobs: list[memoryview] = []
@@ -160,4 +167,5 @@ def _main(data: dict[str, Any], blobs: list[memoryview]) -> MainDigests:
         capability=data["capability"],
         perf=None if perf is None else PerfDigest(perf["group"], perf["record"]),
         atif=atif,
+        score=None if data["score"] is None else ScoreDigest.from_json(data["score"]),
     )

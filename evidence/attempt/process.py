@@ -26,16 +26,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 import orjson
 
 from evidence.atif import rollout_to_atif
-from evidence.atif.convert import agent_name, decode_row, row_key
+from evidence.atif.convert import AtifIdentity, agent_name, decode_row, row_key
 from evidence.atif.encode import encode_file
 from evidence.atif.strict_json import may_hold_surrogate
 from evidence.attempt.outcome import AtifFile, AtifRefusal, AttemptOutcome, MainDigests, PerfDigest, Status
 from evidence.capabilities import capability_digest
+from evidence.folds.digest import score_digest
 from evidence.capture import CaptureFiles
 from evidence.collect import CollectedRow, collect_row
 from evidence.errors import AtifExportError
@@ -106,7 +108,7 @@ class AttemptInputs:
             raise ValueError("the attempt's row was already taken")
         return row
 
-    def take_capture(self, rollout_id: str) -> CaptureFiles | None:
+    def take_capture(self, rollout_id: str) -> CaptureFiles | None:  # noqa: ARG002 - a CaptureLookup; the holder has one row's capture
         """The capture files (a :data:`~evidence.capture.CaptureLookup` for the row's rollout
         id); the holder forgets them, so they are freed once parsed."""
         capture, self._capture = self._capture, None
@@ -134,7 +136,9 @@ def process_attempt(inputs: AttemptInputs, config: AttemptConfig, *, main_line: 
     del value  # the enriched row shares its members; writing it frees them only if nothing else holds them
     if collected.rejected is not None:
         reason = f"{collected.rejected.kind}: {collected.rejected.message}"
-        return _outcome(Status.REJECTED, reason, (), False, rollout_id, WrittenRow(row, canonical=False), config=config, main_line=main_line)
+        return _outcome(
+            Status.REJECTED, reason, (), False, rollout_id, WrittenRow(row, canonical=False), config=config, main_line=main_line
+        )
     enriched, repaired, projected = collected.row, collected.repaired, collected.projected
     try:
         # A short row that reads back as itself feeds the digests directly; a long one is written
@@ -148,8 +152,16 @@ def process_attempt(inputs: AttemptInputs, config: AttemptConfig, *, main_line: 
     as_read = enriched if reads_as_itself and written.canonical else None
     del row, enriched
     return _outcome(
-        Status.OK, None, notes, repaired, rollout_id, written,
-        projected=projected and written.canonical, config=config, main_line=main_line, as_read=as_read,
+        Status.OK,
+        None,
+        notes,
+        repaired,
+        rollout_id,
+        written,
+        projected=projected and written.canonical,
+        config=config,
+        main_line=main_line,
+        as_read=as_read,
     )
 
 
@@ -234,7 +246,7 @@ def _digests(
             failures.append(failure_reason(exc, step))
             return None
 
-    identity = {"session_id": config.session_id, "agent_version": config.agent_version, "exporter": config.exporter}
+    identity = AtifIdentity(session_id=config.session_id, agent_version=config.agent_version, exporter=config.exporter)
     if as_read is not None:
         value = as_read
     else:
@@ -245,34 +257,46 @@ def _digests(
             # 0.7.0's health reads rollouts.jsonl with orjson and reports such a line as unreadable;
             # its exporter reads it with the strict loader, which may read it
             unreadable = unreadable_row(config.verdict_source, main_line, type(exc).__name__, ignored=config.ignored_checks)
-            return MainDigests(unreadable, None, None, _atif_of_line(written.line, identity, failures))
+            return MainDigests(unreadable, None, None, _atif_of_line(written.line, identity, failures), None)
+    # partial binds ``value`` where a lambda would close over it: ``del value`` below frees the
+    # decoded row, and a closure over a deleted name reads as an undefined one
     health = guarded(
         "health checks",
-        lambda: evaluate_row(
-            value, source=config.verdict_source, line=main_line, ordinal=main_line - 1,
-            ignored=config.ignored_checks, canonical_trajectory=projected,
+        partial(
+            evaluate_row,
+            value,
+            source=config.verdict_source,
+            line=main_line,
+            ordinal=main_line - 1,
+            ignored=config.ignored_checks,
+            canonical_trajectory=projected,
         ),
     )
-    capability = guarded("capability digest", lambda: capability_digest(value))
-    perf = guarded("perf digest", lambda: PerfDigest(perf_group(value), summary_input(value.get("ng_perf"))))
+    capability = guarded("capability digest", partial(capability_digest, value))
+    perf = guarded("perf digest", partial(_perf_digest, value))
+    score = guarded("score digest", partial(score_digest, value))
     if not written.canonical:  # an input row passed through, a fallback rendering: the strict loader reads it again
         del value
-        return MainDigests(health, capability, perf, _atif_of_line(written.line, identity, failures))
+        return MainDigests(health, capability, perf, _atif_of_line(written.line, identity, failures), score)
     # orjson's own line passes every rule of the strict loader and holds no lone surrogate, so
     # its orjson value is the strict one and the surrogate walk (hygiene) cannot fail.
     key, agent = row_key(value), agent_name(value)
-    document = _atif(lambda: rollout_to_atif(value, hygiene=False, **identity), failures, key)
+    document = _atif(partial(rollout_to_atif, value, hygiene=False, **identity), failures, key)
     del value
-    return MainDigests(health, capability, perf, _atif_file(document, key, agent, failures))
+    return MainDigests(health, capability, perf, _atif_file(document, key, agent, failures), score)
 
 
-def _atif_of_line(line: bytes, identity: dict[str, Any], failures: list[str]) -> AtifFile | AtifRefusal:
+def _perf_digest(value: dict[str, Any]) -> PerfDigest:
+    return PerfDigest(perf_group(value), summary_input(value.get("ng_perf")))
+
+
+def _atif_of_line(line: bytes, identity: AtifIdentity, failures: list[str]) -> AtifFile | AtifRefusal:
     """The ATIF digest of a line the strict loader reads (as the batch export reads the file)."""
     row = _atif(lambda: decode_row(line), failures, None)
     if isinstance(row, AtifRefusal):
         return row
     key, agent = row_key(row), agent_name(row)
-    document = _atif(lambda: rollout_to_atif(row, hygiene=may_hold_surrogate(line), **identity), failures, key)
+    document = _atif(partial(rollout_to_atif, row, hygiene=may_hold_surrogate(line), **identity), failures, key)
     del row
     return _atif_file(document, key, agent, failures)
 

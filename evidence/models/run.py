@@ -19,13 +19,21 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["OUTPUT_PARAMETERS", "ManifestHead", "RecordedParams", "RunCounts", "RunIdentity", "RunManifest", "Streamed", "manifest_chunks"]
+__all__ = ["DEFAULT_SCORE_MASK", "OUTPUT_PARAMETERS", "SCORE_MASKS", "ManifestHead", "RecordedParams", "RunCounts", "RunIdentity", "RunManifest", "Streamed", "manifest_chunks"]
 
 # Parameters whose change changes outputs: they make the run's config fingerprint and must
 # match when a run is resumed.
 OUTPUT_PARAMETERS = ("session_id", "agent_version", "ignored_checks", "atif_all_or_nothing")
 
 _INDENT = orjson.OPT_INDENT_2
+
+SCORE_MASKS: dict[str, tuple[str, ...]] = {
+    "unhealthy": ("unhealthy",),
+    "unhealthy,unobserved": ("unhealthy", "unobserved"),
+    "none": (),
+}
+"""``score_mask`` -> the health verdicts whose rollouts the clean scores mask."""
+DEFAULT_SCORE_MASK = "unhealthy"
 
 
 class RecordedParams(BaseModel):
@@ -48,6 +56,12 @@ class RecordedParams(BaseModel):
     rollout_ids: list[str]
     rollout_glob: str | None
     gate: dict[str, Any] | None = None
+    score_mask: str = DEFAULT_SCORE_MASK  # recorded when not the default, so older runs read the same
+
+    @property
+    def masked_verdicts(self) -> tuple[str, ...]:
+        """The verdicts whose rollouts ``aggregate_metrics_clean.json`` masks."""
+        return SCORE_MASKS[self.score_mask]
 
     @property
     def is_subset(self) -> bool:
@@ -56,20 +70,25 @@ class RecordedParams(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         """The document as ``params.json`` and the manifest's ``parameters`` hold it."""
-        document = self.model_dump(exclude={"gate"})
+        document = self.model_dump(exclude={"gate", "score_mask"})
         if self.gate:
             document["gate"] = self.gate
+        if self.score_mask != DEFAULT_SCORE_MASK:
+            document["score_mask"] = self.score_mask
         return document
 
     def config_fingerprint(self) -> str:
         """sha256 of the output-changing parameters.
 
-        A gate changes what the run publishes (``gate.json``, whether it becomes LATEST), so it
-        is part of the fingerprint when set; an ungated run's fingerprint is what it always was.
+        A gate changes what the run publishes (``gate.json``, whether it becomes LATEST), and a
+        score mask what the clean scores are, so each is part of the fingerprint when set; a run
+        with neither has the fingerprint it always had.
         """
         chosen: dict[str, Any] = {name: getattr(self, name) for name in OUTPUT_PARAMETERS}
         if self.gate:
             chosen["gate"] = self.gate
+        if self.score_mask != DEFAULT_SCORE_MASK:
+            chosen["score_mask"] = self.score_mask
         return hashlib.sha256(orjson.dumps(chosen, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 

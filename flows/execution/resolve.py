@@ -74,6 +74,7 @@ def output_params(params: StageParams, job_id: str, rollouts: str | list[str]) -
         rollout_ids=list(params.rollout_ids),
         rollout_glob=params.rollout_glob,
         gate=params.gate.recorded() if params.gate.active else None,
+        score_mask=params.score_mask.value,
     )
 
 
@@ -123,6 +124,7 @@ def resolve_run(params: StageParams) -> tuple[RunContext, Location, RecordedPara
         agent_version=requested.agent_version,
         exporter_version=package_version(),
         ignored_checks=tuple(requested.ignored_checks),
+        masked_verdicts=requested.masked_verdicts,
         resume=bool(params.resume),
     )
     return ctx, output.child(job_id), requested, run_id

@@ -60,6 +60,15 @@ class TaskRunnerKind(str, Enum):
     dask = "dask"
 
 
+class ScoreMask(str, Enum):
+    """Which health verdicts the clean scores mask: ``evidence.models.run.SCORE_MASKS`` says
+    (not imported here, which would load the evidence library with the CLI; a test pins the two)."""
+
+    unhealthy = "unhealthy"
+    unhealthy_unobserved = "unhealthy,unobserved"
+    none = "none"
+
+
 class StageParams(BaseModel):
     """Everything one run of the stage over one evaluation job needs.
 
@@ -110,6 +119,12 @@ class StageParams(BaseModel):
         default=False,
         title="ATIF all-or-nothing",
         description="Publish no ATIF file when any main row is rejected (0.7.0 batch behaviour).",
+    )
+    score_mask: ScoreMask = Field(
+        default=ScoreMask.unhealthy,
+        title="Score mask",
+        description="Rollouts left out of the clean scores (aggregate_metrics_clean.json, scores.json), by health verdict: "
+        "unhealthy, unhealthy,unobserved, or none.",
     )
     keep_parts: bool = Field(
         default=False,

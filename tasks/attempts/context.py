@@ -24,6 +24,7 @@ class RunContext:
     agent_version: str
     exporter_version: str
     ignored_checks: tuple[str, ...]
+    masked_verdicts: tuple[str, ...]  # the verdicts the clean scores mask (RecordedParams.masked_verdicts)
     resume: bool = False
 
     def source(self, attempt: AttemptRef) -> Location:

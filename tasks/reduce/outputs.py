@@ -34,6 +34,7 @@ from tasks.attempts.context import RunContext
 from tasks.attempts.parts import read_parts, segment_folder
 from tasks.discover.refs import FAILURES, MAIN, AttemptRef
 from tasks.reduce.atif_outputs import AtifOutputs, write_atif
+from tasks.reduce.scores import NO_HEALTH, write_scores
 from tasks.reduce.attempt_log import AttemptLog
 from tasks.storage import Location, atomic_writer
 from tasks.storage.spill import SortedSpill, Spill, count_repeats
@@ -87,6 +88,7 @@ class _MainFold:
     health: Spill  # RowDigest, input order
     perf: Spill  # PerfDigest, input order
     capabilities: Spill
+    scores: Spill  # (health index or NO_HEALTH, ScoreDigest), input order; rows in no group have none
     atif: AtifOutputs
     unavailable: Counter[str] = field(default_factory=Counter)  # digest name -> rows without it
 
@@ -97,11 +99,13 @@ class _MainFold:
         def spill() -> Spill:
             return stack.enter_context(Spill())
 
-        return cls(spill(), spill(), spill(), atif)
+        return cls(spill(), spill(), spill(), spill(), atif)
 
     def add(self, attempt: AttemptRef, outcome: AttemptOutcome) -> None:
         digests = outcome.main
         assert digests is not None, "a main attempt always has digests"
+        if digests.score is not None:
+            self.scores.add((self.health.count if digests.health is not None else NO_HEALTH, digests.score))
         for name, digest, spill in (
             ("health", digests.health, self.health),
             ("perf", digests.perf, self.perf),
@@ -127,13 +131,18 @@ def _fold_main(ctx: RunContext, attempts: Iterable[AttemptRef], fold: _MainFold,
     return count
 
 
-def write_health(ctx: RunContext, spill: Spill[RowDigest]) -> dict[str, int]:
-    """Both health files from the spilled digests: count identities, fold, sort the verdict lines."""
+def write_health(ctx: RunContext, spill: Spill[RowDigest], masked: set[int]) -> dict[str, int]:
+    """Both health files from the spilled digests: count identities, fold, sort the verdict lines.
+
+    Adds to ``masked`` the position of every digest whose verdict the run's score mask names.
+    """
     repeated = count_repeats((digest.identity_key for digest in spill), _identity_order)
     fold = HealthFold(ctx.ignored_checks, repeated)
     with SortedSpill[str]() as lines:
-        for digest in spill:
+        for index, digest in enumerate(spill):
             reported = fold.add(digest)
+            if reported.verdict in ctx.masked_verdicts:
+                masked.add(index)
             lines.add(verdict_order(reported), verdict_line(reported))
         ctx.paths.quality_summary.write_bytes(fold.summary_text().encode())
         with atomic_writer(ctx.paths.verdicts) as out:
@@ -147,15 +156,15 @@ def _identity_order(key: tuple[Any, ...]) -> tuple[tuple[int, Any], ...]:
     return tuple((0, 0) if part is None else (1, part) if isinstance(part, int) else (2, part) for part in key)
 
 
-def write_perf(ctx: RunContext, spill: Spill[PerfDigest]) -> list[str]:
-    """``perf_summary.json`` from the spilled digests (groups by a stable external sort); its problems."""
+def write_perf(ctx: RunContext, spill: Spill[PerfDigest]) -> tuple[dict[str, Any], list[str]]:
+    """``perf_summary.json`` from the spilled digests (groups by a stable external sort); the document and its problems."""
     with SortedSpill[dict[str, Any] | None]() as by_group:
         fold = PerfSummaryFold(by_group)
         for digest in spill:
             fold.add(digest.group, digest.record)
         document = fold.document()
     ctx.paths.perf_summary.write_bytes(dumps(document, indent=True) + b"\n")
-    return fold.problems
+    return document, fold.problems
 
 
 def write_outputs(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool, result: ReduceSummary) -> None:
@@ -164,8 +173,11 @@ def write_outputs(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: 
         result.rows[MAIN] = _fold_main(ctx, _of_source(attempts, MAIN), fold, result.log)
         if ctx.has_failures:
             result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), ctx.paths.failures, result.log)
-        result.verdicts = write_health(ctx, fold.health)
-        result.fold_problems = [f"perf_summary: {problem}" for problem in write_perf(ctx, fold.perf)]
+        masked: set[int] = set()
+        result.verdicts = write_health(ctx, fold.health, masked)
+        perf, perf_problems = write_perf(ctx, fold.perf)
+        result.fold_problems = [f"perf_summary: {problem}" for problem in perf_problems]
+        result.fold_problems += write_scores(ctx, fold.scores, masked, perf.get("groups") or {}, perf_problems)
         result.fold_problems += [f"{name}: {count} main rows without a digest" for name, count in sorted(fold.unavailable.items())]
         capabilities = build_capabilities(fold.capabilities)
         ctx.paths.capabilities.write_bytes(dumps(capabilities, indent=True) + b"\n")

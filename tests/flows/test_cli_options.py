@@ -147,3 +147,12 @@ def test_a_field_without_a_command_line_form_is_refused() -> None:
 
     with pytest.raises(TypeError, match="headers: no command-line form"):
         add_model_options(argparse.ArgumentParser(), Unmapped)
+
+
+def test_the_score_mask_choices_are_the_evidence_rule() -> None:
+    """The parameter's choices and default are ``SCORE_MASKS`` and its default (a second list would drift)."""
+    from evidence.models.run import DEFAULT_SCORE_MASK, SCORE_MASKS
+    from flows.params.stage import ScoreMask, StageParams
+
+    assert [mask.value for mask in ScoreMask] == list(SCORE_MASKS)
+    assert StageParams.model_fields["score_mask"].default.value == DEFAULT_SCORE_MASK

@@ -30,7 +30,7 @@ def _outcome(tmp_path: Path, main: Location, capture_dir: Location, attempt: Att
     """The attempt processed alone: its status, and its reason, row and line."""
     ctx = RunContext(
         run_dir=Location(str(tmp_path / "run")), shards=(Shard(main),), capture_dir=capture_dir,
-        session_id="s", agent_version="1.0.0", exporter_version="0", ignored_checks=(),
+        session_id="s", agent_version="1.0.0", exporter_version="0", ignored_checks=(), masked_verdicts=(),
     )
     run_group(ctx, [attempt], check_existing=False)
     segment = next((tmp_path / "run").rglob("*.seg"))

@@ -24,7 +24,7 @@ def _parts_of_one_group(out: Path) -> tuple[int, dict[int, AttemptOutcome]]:
     plan = discover([Shard(main)], capture_dir)
     ctx = RunContext(
         run_dir=Location(str(out)), shards=(Shard(main),), capture_dir=capture_dir,
-        session_id="s", agent_version="1.0.0", exporter_version="0.0.0", ignored_checks=(),
+        session_id="s", agent_version="1.0.0", exporter_version="0.0.0", ignored_checks=(), masked_verdicts=(),
     )
     with plan:
         summary = run_group(ctx, list(plan.attempts), check_existing=False)
@@ -62,7 +62,7 @@ def test_a_resumed_group_never_replaces_a_segment_whose_other_parts_are_current(
     main, capture_dir = Location(str(EXAMPLE_JOB / "rollouts.jsonl")), Location(str(EXAMPLE_JOB / "model-calls"))
     ctx = RunContext(
         run_dir=Location(str(tmp_path)), shards=(Shard(main),), capture_dir=capture_dir,
-        session_id="s", agent_version="1.0.0", exporter_version="0.0.0", ignored_checks=(),
+        session_id="s", agent_version="1.0.0", exporter_version="0.0.0", ignored_checks=(), masked_verdicts=(),
     )
     with discover([Shard(main)], capture_dir) as plan:
         attempts = [attempt for attempt in plan.attempts if attempt.source == MAIN]

@@ -1,0 +1,246 @@
+"""``<stem>_aggregate_metrics.json`` as NeMo Gym 0.7.0 writes it, folded from score digests.
+
+0.7.0 ends ``gym eval run`` by sending each environment-server group's stripped rows to that
+server's ``/aggregate_metrics`` and writing the answers as one list. This fold reproduces the
+default answer (``reward_profile.compute_aggregate_metrics``) from :class:`ScoreDigest` values,
+one per main row in file order, so the reduce keeps a few numbers per rollout instead of rows.
+
+Per group, in 0.7.0's order (each step can raise, and the first raise leaves the group out):
+
+1. masking: a row is masked when its ``mask_sample`` is truthy, or when the caller masks it
+   (health-gated scores); masked rows count only as coverage (``coverage/...`` keys, present
+   only when something was masked) and in ``num_repeats``;
+2. ``perf_summary``, over every row of the group, masked or not (the caller passes the
+   group's block of ``perf_summary.json``, and its problems: a statistic 0.7.0 raises on);
+3. a group whose rows are all masked publishes its coverage alone;
+4. alignment: the scored rows by ``(task, rollout)`` key, which must be unique (``ValueError``
+   naming the first duplicate) and must not repeat a masked row's key; then sorted;
+5. the profile (:mod:`evidence.folds.profile`): per task, overall, per repeat;
+6. ``key_metrics``: the overall ``mean/...`` values plus the coverage keys.
+
+Entries are sorted by server; the label (``agent_ref.name``) is the agent's name when that name
+belongs to one server only, else the server (0.7.0's ``label_runs``). A group left out becomes
+a :class:`GroupRefusal` with 0.7.0's exception type and message (0.7.0 itself would abort the
+whole file; the oracle, like us, leaves the group out).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from evidence.folds.digest import TASK_KEY, Scalar, ScoreDigest
+from evidence.folds.profile import profile_rollouts
+from evidence.jsonl import dumps
+
+__all__ = ["AggregateMetrics", "AggregateMetricsFold", "GroupRefusal", "dumps_aggregate_metrics", "server_order"]
+
+REFUSED = (ArithmeticError, AttributeError, LookupError, TypeError, ValueError)
+"""What 0.7.0 raises on a group's numbers (an ImportError or a bug of ours is not one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRefusal:
+    """A group 0.7.0 raises on: left out of the document, listed in the run manifest."""
+
+    group: Scalar
+    error: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"aggregate metrics: group {self.group!r} left out: 0.7.0 raises {self.error}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class AggregateMetrics:
+    """The document (one entry per group, sorted by server) and the groups left out."""
+
+    document: list[dict[str, Any]]
+    refusals: tuple[GroupRefusal, ...]
+
+
+class _Replayed(Exception):
+    """An error 0.7.0 raises that we know by name only (a perf statistic's)."""
+
+    def __init__(self, error: str, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+class AggregateMetricsFold:
+    """Score digests in file order in, the aggregate-metrics document out.
+
+    Memory: the digests only (a few numbers per rollout); the tables are built per group when
+    the document is made. One fold gives both documents of a run: ``result(apply_masks=False)``
+    ignores the caller's masks (0.7.0's own file), ``result()`` applies them (clean scores).
+
+    Example::
+
+        fold = AggregateMetricsFold()
+        for row, verdict in rows_and_verdicts:
+            fold.add(score_digest(row), masked=verdict == "unhealthy")
+        perf = perf_fold.document()
+        clean = fold.result(perf["groups"], perf_fold.problems)
+        data = dumps_aggregate_metrics(clean.document)
+    """
+
+    def __init__(self) -> None:
+        self._groups: dict[Scalar, list[tuple[ScoreDigest, bool]]] = {}
+        self._agents: dict[Scalar, Scalar | None] = {}
+
+    def add(self, digest: ScoreDigest | None, masked: bool = False) -> None:
+        """One main row's digest (None: the row is in no group); ``masked`` masks it as if its
+        ``mask_sample`` were true (it can only add masking)."""
+        if digest is None:
+            return
+        self._groups.setdefault(digest.server, []).append((digest, masked))
+        self._agents.setdefault(digest.server, digest.agent)
+
+    def result(
+        self,
+        perf_groups: Mapping[str, dict[str, Any] | None] | None = None,
+        perf_problems: Iterable[str] = (),
+        *,
+        apply_masks: bool = True,
+    ) -> AggregateMetrics:
+        """The document and its refusals.
+
+        Args:
+            perf_groups: ``perf_summary.json``'s ``groups`` (a group's block becomes its
+                ``perf_summary``; a group missing from it, or None, has none).
+            perf_problems: ``PerfSummaryFold.problems``; a group with one is left out, as
+                0.7.0 raises on that statistic.
+            apply_masks: honour the masks given to :meth:`add` (False: 0.7.0's own file).
+        """
+        perf_groups = perf_groups or {}
+        problems = list(perf_problems)
+        labels = _labels(self._agents)
+        document: list[dict[str, Any]] = []
+        refusals: list[GroupRefusal] = []
+        for server in sorted(self._groups, key=server_order):
+            members = [(digest, digest.masked or (extra and apply_masks)) for digest, extra in self._groups[server]]
+            perf = perf_groups.get(server) if isinstance(server, str) else None
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    metrics = _group_metrics(members, _perf_error(server, problems))
+            except _Replayed as exc:
+                refusals.append(GroupRefusal(server, exc.error, str(exc)))
+                continue
+            except REFUSED as exc:
+                refusals.append(GroupRefusal(server, type(exc).__name__, str(exc)))
+                continue
+            entry = {"agent_ref": {"name": labels[server]}, "_ng_environment_server": server, **metrics}
+            if perf is not None:
+                entry["perf_summary"] = perf
+            document.append(entry)
+        return AggregateMetrics(document, tuple(refusals))
+
+
+def dumps_aggregate_metrics(document: list[dict[str, Any]]) -> bytes:
+    """The file's bytes: orjson with a two-space indent, no final newline (as 0.7.0 writes)."""
+    return dumps(document, indent=True)
+
+
+def _group_metrics(members: Sequence[tuple[ScoreDigest, bool]], perf_error: tuple[str, str] | None) -> dict[str, Any]:
+    everyone = [digest for digest, _ in members]
+    scored = [digest for digest, masked in members if not masked]
+    masked = [digest for digest, is_masked in members if is_masked]
+    coverage = _coverage(everyone, scored, masked)
+    if perf_error is not None:
+        raise _Replayed(*perf_error)
+    if not scored:
+        return {"agent_metrics": dict(coverage), "key_metrics": dict(coverage), "group_level_metrics": [], "repeat_level_metrics": []}
+    aligned = _align(everyone, scored, masked)
+    for digest in aligned:
+        if digest.usage_error is not None:
+            raise AttributeError(f"'{digest.usage_error}' object has no attribute 'items'")
+    profile = profile_rollouts(aligned)
+    # 0.7.0 pairs the task entries with the sorted task indices, which outnumber the entries
+    # when groupby drops a task whose index is null.
+    for entry, task in zip(profile.tasks, sorted({digest.task for digest in scored}), strict=False):
+        entry[TASK_KEY] = task
+    overall = {**profile.overall, **coverage, "num_repeats": len({digest.rollout for digest in everyone})}
+    headline = {key: value for key, value in overall.items() if key.startswith("mean/")} | coverage
+    return {
+        "agent_metrics": overall,
+        "key_metrics": headline,
+        "group_level_metrics": profile.tasks,
+        "repeat_level_metrics": profile.repeats,
+    }
+
+
+def _coverage(everyone: list[ScoreDigest], scored: list[ScoreDigest], masked: list[ScoreDigest]) -> dict[str, int]:
+    """How much of the group the quality numbers come from; empty when nothing was masked, so
+    an unmasked run publishes exactly the keys it always did."""
+    if not masked:
+        return {}
+    tasks, measured = {digest.task for digest in everyone}, {digest.task for digest in scored}
+    return {
+        "coverage/measured_rollouts": len(scored),
+        "coverage/masked_rollouts": len(masked),
+        "coverage/measured_tasks": len(measured),
+        "coverage/fully_masked_tasks": len(tasks - measured),
+    }
+
+
+def _align(everyone: list[ScoreDigest], scored: list[ScoreDigest], masked: list[ScoreDigest]) -> list[ScoreDigest]:
+    """The scored rows in key order, checked the way 0.7.0 pairs inputs with results: the input
+    rows are every row whose key no masked row has, the results every scored row."""
+    if masked:
+        masked_keys = {digest.key for digest in masked}
+        inputs = [digest for digest in everyone if digest.key not in masked_keys]
+    else:
+        inputs = everyone
+    by_input = _unique(inputs, "materialized input")
+    by_result = _unique(scored, "result")
+    extra = sorted(by_result.keys() - by_input.keys())
+    if extra:
+        raise ValueError(
+            "Rollout results contain rows with no matching materialized input rows. "
+            f"Found {len(extra)} extra rollout rows. Extra rollout keys: {extra[:10]}"
+        )
+    return [by_result[key] for key in sorted(by_input.keys() & by_result.keys())]
+
+
+def _unique(digests: list[ScoreDigest], role: str) -> dict[tuple[Any, Any], ScoreDigest]:
+    indexed: dict[tuple[Any, Any], ScoreDigest] = {}
+    for digest in digests:
+        if digest.key in indexed:
+            raise ValueError(f"Duplicate {role} row for rollout key {digest.key}")
+        indexed[digest.key] = digest
+    return indexed
+
+
+def _labels(agents: Mapping[Scalar, Scalar | None]) -> dict[Scalar, Scalar]:
+    """Each server's label: its agent's name when no other server has that agent, else the
+    server; a label that still clashes with another group's falls back to its server."""
+    servers_per_agent = Counter(agent for agent in agents.values() if agent is not None)
+    labels = {server: server if agent is None or servers_per_agent[agent] > 1 else agent for server, agent in agents.items()}
+    while True:
+        uses = Counter(labels.values())
+        clashing = [server for server, label in labels.items() if uses[label] > 1 and label != server]
+        if not clashing:
+            return labels
+        labels |= {server: server for server in clashing}
+
+
+def server_order(server: Scalar) -> tuple[bool, Any]:
+    """The documents' group order: 0.7.0's for string servers; a non-string server (an agent
+    name that is a number) sorts after them instead of making the sort raise."""
+    return (not isinstance(server, str), server)
+
+
+def _perf_error(server: Scalar, problems: list[str]) -> tuple[str, str] | None:
+    """0.7.0's exception on this group's perf_summary, from ``PerfSummaryFold`` problems
+    (``group '<name>': <statistic block>: <Type>: <message>``)."""
+    prefix = f"group {server!r}: "
+    for problem in problems:
+        if problem.startswith(prefix):
+            _, _, error = problem[len(prefix) :].partition(": ")
+            kind, _, message = error.partition(": ")
+            return kind, message
+    return None

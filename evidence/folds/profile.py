@@ -1,0 +1,213 @@
+"""0.7.0's reward profile of one group's scored rollouts: per task, overall, per repeat.
+
+Why pandas and scipy: 0.7.0 computes these numbers with ``DataFrame`` reductions, ``Series``
+statistics and ``scipy.stats.t``, and a float that must equal 0.7.0's to the last bit has to be
+summed, divided and interpolated the way those libraries do it (numpy's pairwise sums, pandas'
+two-pass variance, numpy's linear quantiles, boost's t quantiles). So this module builds the
+same table from the digests' numbers and asks the same questions of it; the dtype pandas
+infers for a column (int64 unless a value is missing or fractional) also decides whether a
+``max/...`` prints as ``1`` or ``1.0``. Both libraries are imported inside the functions: the
+CLI starts without them.
+
+The per-task and per-agent statistics come from :mod:`evidence.folds.describe` (batched,
+with the histograms 0.7.0 draws and throws away replayed where they could raise); the rest is
+here.
+
+Shapes (key order is part of the output):
+
+* per task: ``mean/<col>`` for every column, then ``max/``, ``min/``, ``median/``, ``std/``
+  (sample deviation; 0 for a one-row task), values that are NaN left out;
+* overall: the same statistics over all rows, then ``<stat>_across_repeats/mean/<col>``;
+* per repeat (only with two or more rollout indices): ``sample_count``, ``missing_count``,
+  then per column in sorted order ``mean median std sem min max p25 p75`` and a 95 % t
+  interval ``ci_low_95``/``ci_high_95`` when two or more values vary.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+from evidence.folds.describe import describe_groups, plain
+from evidence.folds.digest import ROLLOUT_KEY, TASK_KEY, ScoreDigest
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Profile", "is_point_estimate", "profile_rollouts"]
+
+AGENT_COLUMN = "agent_name"
+SYNTHETIC_AGENT = "agent"
+"""0.7.0 profiles a server group as one agent of this name (what the ``sample`` shows)."""
+ACROSS_REPEATS = "_across_repeats/"
+
+_NOT_METRICS = frozenset(
+    (TASK_KEY, ROLLOUT_KEY, "_ng_attempt_index", "sample_count", "missing_count", "num_repeats", "token_usage_version")
+)
+_SUMMARY_PREFIXES = tuple(
+    f"{stat}/" for stat in ("max", "min", "median", "std", "sem", "se", "p25", "p75", "ci_low_95", "ci_high_95", "histogram")
+)
+_SUMMARY_SUFFIXES = (
+    *(f"/{stat}" for stat in ("max", "min", "median", "p5", "p25", "p75", "p95", "ci_low_95", "ci_high_95", "ci_lower", "ci_upper")),
+    *("_ci_lower", "_ci_upper", "_ci95_lower", "_ci95_upper", "/_ng_attempt_index"),
+    *(f"/{stat}" for stat in ("std_dev_across_runs", "std_err_across_runs", "avg_sample_std_dev")),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """One group's profile: per-task entries, overall metrics, per-repeat entries."""
+
+    tasks: list[dict[str, Any]]
+    overall: dict[str, Any]
+    repeats: list[dict[str, Any]]
+
+
+def is_point_estimate(name: object) -> bool:
+    """Whether 0.7.0 summarises a per-repeat column across repeats (a point estimate, not a
+    spread, bound, count or index)."""
+    return (
+        isinstance(name, str)
+        and name not in _NOT_METRICS
+        and not name.startswith(_SUMMARY_PREFIXES)
+        and not name.endswith(_SUMMARY_SUFFIXES)
+        and ACROSS_REPEATS not in name
+    )
+
+
+def profile_rollouts(aligned: Sequence[ScoreDigest]) -> Profile:
+    """Profile scored rollouts given in ``(task, rollout)`` order (0.7.0's alignment order).
+
+    Raises whatever 0.7.0 raises on the same numbers (the caller reports the group as left out).
+    """
+    import pandas as pd
+
+    infos: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for digest in aligned:
+        infos[digest.task].append(dict(digest.info))
+    records = [{AGENT_COLUMN: SYNTHETIC_AGENT, TASK_KEY: d.task, ROLLOUT_KEY: d.rollout, **dict(d.measures)} for d in aligned]
+    table = pd.DataFrame.from_records(records)
+    columns = [column for column in table.columns if column not in (AGENT_COLUMN, TASK_KEY, ROLLOUT_KEY)]
+
+    tasks = describe_groups(table, TASK_KEY, columns)
+    agents = describe_groups(table, AGENT_COLUMN, columns)
+    repeats = _per_repeat(table)
+    across = _across_repeats(repeats)
+
+    overall: dict[str, Any] = {}
+    for agent, stats in agents:
+        overall.update(stats)
+        overall.update(across.get(agent, {}))
+    return Profile(
+        tasks=[_task_entry(task, stats, infos[task]) for task, stats in tasks],
+        overall=overall,
+        repeats=[{key: value for key, value in entry.items() if key != "agent_ref"} for entry in repeats],
+    )
+
+
+def _task_entry(task: Any, stats: dict[str, Any], infos: list[dict[str, Any]]) -> dict[str, Any]:
+    # Every aligned rollout has its input row, so a task is always complete here.
+    return {
+        TASK_KEY: task,
+        **stats,
+        "sample": {"agent_ref": {"name": SYNTHETIC_AGENT}},
+        "num_rollouts": len(infos),
+        "expected_num_rollouts": len(infos),
+        "missing_num_rollouts": 0,
+        "reward_profile_completion_pct": 100.0,
+        "rollout_infos": sorted(infos, key=lambda info: info[ROLLOUT_KEY]),
+    }
+
+
+def _per_repeat(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """One entry per (agent, rollout index) of an agent with two or more rollout indices."""
+    columns = table.select_dtypes(include="number").columns.difference([TASK_KEY, ROLLOUT_KEY])
+    indices = table.groupby(AGENT_COLUMN)[ROLLOUT_KEY].nunique()
+    repeated = table[table[AGENT_COLUMN].isin(set(indices[indices > 1].index))]
+    if repeated.empty:
+        return []
+    tasks = repeated.groupby(AGENT_COLUMN)[TASK_KEY].nunique()
+    entries = []
+    for key, rows in repeated.groupby([AGENT_COLUMN, ROLLOUT_KEY]):
+        agent, rollout = cast("tuple[Any, Any]", key)
+        present = int(rows[TASK_KEY].nunique())
+        entry: dict[str, Any] = {
+            "agent_ref": {"name": agent},
+            ROLLOUT_KEY: int(rollout),
+            "sample_count": present,
+            "missing_count": int(tasks[agent]) - present,
+        }
+        for column in columns:
+            values = rows[column].dropna()
+            if len(values):
+                entry |= _spread(values, column, per_repeat=True)
+        entries.append(entry)
+    return entries
+
+
+def _across_repeats(entries: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+    """Per agent: each per-repeat point estimate summarised over the repeats."""
+    if not entries:
+        return {}
+    import pandas as pd
+
+    table = pd.DataFrame.from_records(entries)
+    table[AGENT_COLUMN] = table["agent_ref"].apply(lambda ref: ref["name"])
+    columns = [column for column in table.select_dtypes(include="number").columns if is_point_estimate(column)]
+    summaries: dict[Any, dict[str, Any]] = {}
+    for agent, rows in table.groupby(AGENT_COLUMN):
+        summary: dict[str, Any] = {}
+        for column in columns:
+            values = rows[column].dropna()
+            if len(values):
+                summary |= _spread(values, column, per_repeat=False)
+        summaries[plain(agent)] = summary
+    return summaries
+
+
+def _spread(values: pd.Series, column: str, *, per_repeat: bool) -> dict[str, float]:
+    """Centre, spread, range and t interval of one column (the two layouts 0.7.0 writes)."""
+    count = len(values)
+    mean = float(values.mean())
+    deviation = float(values.std(ddof=1)) if count > 1 else 0.0
+    error = deviation / count**0.5
+    if per_repeat:
+        stats = {
+            "mean": mean,
+            "median": float(values.median()),
+            "std": deviation,
+            "sem": error,
+            "min": float(values.min()),
+            "max": float(values.max()),
+            "p25": float(values.quantile(0.25)),
+            "p75": float(values.quantile(0.75)),
+        }
+        marker = "/"
+    else:
+        stats = {
+            "mean": mean,
+            "median": float(values.median()),
+            "std": deviation,
+            "min": float(values.min()),
+            "max": float(values.max()),
+            "se": error,
+        }
+        marker = ACROSS_REPEATS
+    interval = _t_interval(mean, error, count)
+    if interval is not None:
+        stats["ci_low_95"], stats["ci_high_95"] = interval
+    return {f"{stat}{marker}{column}": value for stat, value in stats.items()}
+
+
+def _t_interval(mean: float, error: float, count: int) -> tuple[float, float] | None:
+    """The 95 % Student t interval; none for one value, a point when every value is equal."""
+    if count <= 1:
+        return None
+    if error == 0:
+        return mean, mean
+    from scipy import stats
+
+    low, high = stats.t.interval(0.95, df=count - 1, loc=mean, scale=error)
+    return float(low), float(high)

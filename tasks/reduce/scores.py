@@ -1,0 +1,45 @@
+"""The run's scores: 0.7.0's aggregate metrics, the same with untrustworthy rollouts masked, and
+the two side by side (``aggregate_metrics.json``, ``aggregate_metrics_clean.json``, ``scores.json``).
+
+One fold (``evidence.AggregateMetricsFold``) reads the spilled score digests once; a rollout is
+masked in the clean document when its health verdict is one the run's ``score_mask`` names
+(``RunContext.masked_verdicts``), by 0.7.0's own ``mask_sample`` rule, so the clean file's
+coverage keys say how many were masked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from evidence import AggregateMetricsFold, ScoreDigest, build_scores, dumps, dumps_aggregate_metrics
+from tasks.attempts.context import RunContext
+from tasks.storage.spill import Spill
+
+NO_HEALTH = -1
+"""The health index of a main row without a health digest: it has no verdict, so it is never masked."""
+
+
+def write_scores(
+    ctx: RunContext,
+    scores: Spill[tuple[int, ScoreDigest]],
+    masked: set[int],
+    perf_groups: Mapping[str, dict[str, Any] | None],
+    perf_problems: Iterable[str],
+) -> list[str]:
+    """The three score files from ``(health index, digest)`` pairs in input order; the groups left out.
+
+    ``masked`` holds the health indices (positions among the main rows with a health digest)
+    whose verdict the run masks.
+    """
+    fold = AggregateMetricsFold()
+    for health_index, digest in scores:
+        fold.add(digest, masked=health_index in masked)
+    problems = list(perf_problems)
+    raw = fold.result(perf_groups, problems, apply_masks=False)
+    clean = fold.result(perf_groups, problems)
+    paths = ctx.paths
+    paths.aggregate_metrics.write_bytes(dumps_aggregate_metrics(raw.document))
+    paths.aggregate_metrics_clean.write_bytes(dumps_aggregate_metrics(clean.document))
+    paths.scores.write_bytes(dumps(build_scores(raw.document, clean.document), indent=True) + b"\n")
+    return [str(refusal) for refusal in raw.refusals] + [f"clean {refusal}" for refusal in clean.refusals if refusal not in raw.refusals]
