@@ -9,7 +9,6 @@ Callers import from ``evidence``; the public surface below is pinned by a test.
 """
 
 from evidence.accounting import ShardAccount, accounted_fields, run_accounting
-from evidence.gate import evaluate_gate, gate_reason
 from evidence.atif import (
     MANIFEST_NAME,
     BatchRules,
@@ -53,7 +52,7 @@ from evidence.compare import (
     rollout_facts,
     verdict_facts,
 )
-from evidence.errors import AtifExportError, EvidenceError, RowRejected
+from evidence.errors import AtifExportError, EvidenceError, RowRejected, StageError
 from evidence.export import (
     RUN_KEY_TAG,
     SERVICE_NAME,
@@ -67,6 +66,11 @@ from evidence.export import (
     rollout_trace,
     run_metrics,
 )
+from evidence.folds.aggregate_metrics import AggregateMetricsFold, GroupRefusal, dumps_aggregate_metrics
+from evidence.folds.atif import AtifAcceptance
+from evidence.folds.digest import ScoreDigest, score_digest
+from evidence.folds.scores import build_scores
+from evidence.gate import evaluate_gate, gate_reason
 from evidence.health import (
     SUMMARY_NAME,
     VERDICTS_NAME,
@@ -83,49 +87,40 @@ from evidence.health import (
 )
 from evidence.identity import capture_file_id, capture_rollout_id, check_capture_file_id, trajectory_identity
 from evidence.jsonl import dump_row, dumps, orjson_line
-from evidence.folds.aggregate_metrics import AggregateMetricsFold, GroupRefusal, dumps_aggregate_metrics
-from evidence.folds.atif import AtifAcceptance
-from evidence.folds.digest import ScoreDigest, score_digest
-from evidence.folds.scores import build_scores
 from evidence.models.atif import AtifRollout, Exporter
 from evidence.models.run import ManifestHead, RecordedParams, RunCounts, RunIdentity, RunManifest, Streamed
 from evidence.perf_summary import PerfSummaryFold, compute_perf_summary, perf_group, summary_input
 from evidence.report import (
-    accounting_markdown,
-    gate_markdown,
     ReportContext,
+    accounting_markdown,
     capabilities_markdown,
     capability_table_rows,
+    gate_markdown,
     health_markdown,
     perf_markdown,
     render_report,
 )
 
 __all__ = [
-    "ShardAccount",
-    "accounted_fields",
-    "evaluate_gate",
-    "gate_reason",
-    "accounting_markdown",
-    "gate_markdown",
-    "run_accounting",
-    "AtifExportError",
+    "CAPTURE_SUFFIX",
+    "MANIFEST_NAME",
+    "MARKER_SUFFIX",
+    "PART_VERSION",
+    "RUN_KEY_TAG",
+    "SERVICE_NAME",
+    "SUMMARY_NAME",
+    "VERDICTS_NAME",
     "AggregateMetricsFold",
     "AtifAcceptance",
-    "GroupRefusal",
-    "ScoreDigest",
-    "build_scores",
-    "dumps_aggregate_metrics",
-    "score_digest",
+    "AtifExportError",
     "AtifFile",
     "AtifRefusal",
     "AtifRollout",
-    "BatchRules",
     "AttemptConfig",
     "AttemptInputs",
     "AttemptOutcome",
     "AttemptPart",
-    "CAPTURE_SUFFIX",
+    "BatchRules",
     "CaptureFiles",
     "CaptureLookup",
     "CollectedRow",
@@ -133,37 +128,37 @@ __all__ = [
     "EvidenceError",
     "Exporter",
     "FirstKeyWins",
+    "GroupRefusal",
     "HealthFold",
-    "MANIFEST_NAME",
-    "ManifestHead",
-    "RecordedParams",
-    "RunCounts",
-    "RunIdentity",
-    "RunManifest",
-    "Streamed",
-    "MARKER_SUFFIX",
     "MainDigests",
-    "PART_VERSION",
+    "ManifestHead",
     "PartError",
     "PerfDigest",
     "PerfSummaryFold",
-    "RUN_KEY_TAG",
+    "RecordedParams",
     "ReportContext",
     "RowDigest",
     "RowRejected",
+    "RunCounts",
     "RunDocuments",
     "RunEvidence",
+    "RunIdentity",
+    "RunManifest",
     "RunRecord",
-    "SERVICE_NAME",
-    "SUMMARY_NAME",
+    "ScoreDigest",
+    "ShardAccount",
     "SpanModel",
+    "StageError",
     "Status",
+    "Streamed",
     "TraceIdentity",
     "TraceModel",
     "TraceSkipped",
     "UnknownHealthCheck",
-    "VERDICTS_NAME",
+    "accounted_fields",
+    "accounting_markdown",
     "build_capabilities",
+    "build_scores",
     "capabilities_markdown",
     "capability_digest",
     "capability_table_rows",
@@ -180,20 +175,23 @@ __all__ = [
     "decode_part",
     "dump_row",
     "dumps",
+    "dumps_aggregate_metrics",
     "duplicate_key_message",
     "encode_part",
+    "evaluate_gate",
     "evaluate_row",
     "export_rollouts",
+    "gate_markdown",
+    "gate_reason",
     "health_check_bytes",
     "health_markdown",
     "histogram_values",
     "main_identities",
     "normalize_ignored_checks",
-    "parse_ignored_checks",
-    "split_check_ids",
     "orjson_line",
     "output_created_message",
     "output_exists_message",
+    "parse_ignored_checks",
     "perf_group",
     "perf_markdown",
     "process_attempt",
@@ -203,7 +201,10 @@ __all__ = [
     "rollout_facts",
     "rollout_trace",
     "rollouts_not_found_message",
+    "run_accounting",
     "run_metrics",
+    "score_digest",
+    "split_check_ids",
     "success_lines",
     "summary_input",
     "trajectory_identity",

@@ -1,19 +1,41 @@
-"""Exceptions raised by the evidence library.
+"""The one tree of exceptions evidence-stage raises on purpose, rooted here.
 
-Hierarchy::
+Hierarchy (where each class lives)::
 
-    EvidenceError                 base of everything evidence raises on purpose
-    ├── RowRejected               0.7.0 raises on this row; the row passes through unchanged
-    └── AtifExportError           a row (or a batch) cannot be exported to ATIF
+    StageError                      base of every deliberate refusal or failure (here)
+    ├── EvidenceError               the pure library's (here)
+    │   ├── RowRejected             0.7.0 raises on this row; the row passes through unchanged
+    │   ├── AtifExportError         a row (or a batch) cannot be exported to ATIF
+    │   └── PartError               bytes that are not an attempt part of this version (evidence.attempt.part)
+    ├── StorageError                talking to storage failed; ``url`` names the object (tasks.storage.base)
+    │   ├── TransientStorageError   may succeed when tried again: retried
+    │   └── PermanentStorageError   retrying cannot fix it
+    │       ├── InputNotFound       a required input does not exist
+    │       └── PartMissing         an attempt's part is not where its index says (tasks.attempts.parts)
+    ├── RunConflict                 the run cannot start: id taken, resume disagrees, outputs among inputs (tasks.rundir)
+    ├── GateFailed                  the run was published but its quality gate failed (tasks.publish.gate)
+    └── ExportError                 an export that cannot go on (tasks.export.run_dir)
+        └── ExtraMissing            an optional client library is not installed
+
+Parameter models refuse values with ``ValueError`` (pydantic's validators need it); the CLI
+turns any such refusal, like every ``StageError``, into one ``evidence-stage: error:`` line.
+``flows.params.gate.GateError`` is one: a ``ValueError`` only, because the parameter models load
+with the CLI and this library must not.
 
 A content problem is never retried: it becomes evidence (a gap, a finding, a rejection) or a
-reported bad attempt. Storage problems live in ``tasks.storage`` and are retried there.
+reported bad attempt. Storage problems are retried in ``tasks.storage``. Classes that callers
+also catch as a built-in kind keep it as a second base (``PartError`` is a ``ValueError``,
+``ExportError`` a ``RuntimeError``).
 """
 
 from __future__ import annotations
 
 
-class EvidenceError(Exception):
+class StageError(Exception):
+    """Base class of every exception evidence-stage raises deliberately (the tree above)."""
+
+
+class EvidenceError(StageError):
     """Base class of every exception the evidence library raises deliberately."""
 
 

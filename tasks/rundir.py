@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from evidence import MANIFEST_NAME, SUMMARY_NAME, VERDICTS_NAME, ManifestHead, RecordedParams
+from evidence import MANIFEST_NAME, SUMMARY_NAME, VERDICTS_NAME, ManifestHead, RecordedParams, StageError
 from tasks.storage import InputNotFound, Location
 from tasks.storage.writes import TEMP_PREFIX
 
@@ -47,6 +47,7 @@ ATIF_MANIFEST_FILE = f"{ATIF_FOLDER}/{MANIFEST_NAME}"
 ATIF_REJECTIONS_FILE = f"{ATIF_FOLDER}/rejections.jsonl"
 ATIF_ERROR_FILE = f"{ATIF_FOLDER}/error.txt"
 ATTEMPTS_FOLDER = "attempts"  # the per-attempt parts, removed once the run is published
+LEASE_FILE = "LEASE"  # who is working in the run, while it runs (tasks.lease); removed when it ends
 COMPARE_JSON, COMPARE_MARKDOWN, COMPARE_PAGE = "compare.json", "compare.md", "compare.html"  # in a comparison folder
 COMPARE_FILES = (COMPARE_JSON, COMPARE_MARKDOWN, COMPARE_PAGE)
 
@@ -140,8 +141,12 @@ class RunPaths:
     def attempts(self) -> Location:
         return self._at(ATTEMPTS_FOLDER)
 
+    @property
+    def lease(self) -> Location:
+        return self._at(LEASE_FILE)
 
-class RunConflict(Exception):
+
+class RunConflict(StageError):
     """The run cannot start: the run id is taken, a resume disagrees with the run, or the
     outputs would land among the inputs."""
 

@@ -21,8 +21,9 @@ from typing import Any
 import orjson
 
 from evidence.attempt.outcome import AtifFile, AtifRefusal, AttemptOutcome, MainDigests, PerfDigest, Status
-from evidence.health import RowDigest
+from evidence.errors import EvidenceError
 from evidence.folds.digest import ScoreDigest
+from evidence.health import RowDigest
 from evidence.jsonl import dumps, loads_exact, orjson_line
 
 __all__ = ["PART_VERSION", "AttemptPart", "PartError", "decode_part", "encode_part"]
@@ -32,7 +33,7 @@ _MAGIC = f"evidence-part/{PART_VERSION}".encode()
 _EXACT = _MAGIC + b" exact"
 
 
-class PartError(ValueError):
+class PartError(EvidenceError, ValueError):
     """Bytes that are not a part of this version."""
 
 

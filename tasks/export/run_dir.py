@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from evidence import RunDocuments, TraceModel, TraceSkipped, main_identities, rollout_trace
+from evidence import RunDocuments, StageError, TraceModel, TraceSkipped, main_identities, rollout_trace
 from tasks.rundir import RunPaths, is_complete, read_document
 from tasks.storage import InputNotFound, Location
 
@@ -21,7 +21,7 @@ __all__ = ["ExportError", "ExtraMissing", "finished_manifest", "require", "run_d
 EXTRA = "evidence-stage[export]"
 
 
-class ExportError(RuntimeError):
+class ExportError(StageError, RuntimeError):
     """An export that cannot go on (a collector refused, the run directory disagrees with itself)."""
 
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import orjson
 
-from evidence import evaluate_gate
+from evidence import StageError, evaluate_gate
 from tasks.publish.task import write_document
 from tasks.rundir import GATE_FILE, RunPaths
 from tasks.storage import Location
 
 
-class GateFailed(Exception):
+class GateFailed(StageError):
     """The run was written and published, but its quality gate failed; ``result`` is what the flow would return."""
 
     def __init__(self, reason: str, result: dict[str, Any]) -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import errno
 import sys
 
+from evidence.errors import StageError
+
 # S3 error codes worth retrying (the rest of 4xx is the request's own fault); any 5xx also is.
 _TRANSIENT_CODES = frozenset(
     {"SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "Throttling", "ThrottlingException", "RequestLimitExceeded"}
@@ -44,7 +46,7 @@ _TRANSIENT_ERRNOS = frozenset(
 )
 
 
-class StorageError(Exception):
+class StorageError(StageError):
     """Any failure talking to storage; ``url`` names the object involved."""
 
     def __init__(self, url: str, message: str) -> None:
@@ -85,7 +87,12 @@ def classify(url: str, exc: BaseException) -> StorageError:
     kind = next((k for k in map(_kind_of_reply, chain) if k is not None), None) or next(
         (k for k in map(_kind_of_error, chain) if k is not None), PermanentStorageError
     )
-    return kind(url, "not found" if kind is InputNotFound else f"{type(exc).__name__}: {exc}")
+    return kind(url, _not_found(chain) if kind is InputNotFound else f"{type(exc).__name__}: {exc}")
+
+
+def _not_found(chain: list[BaseException]) -> str:
+    """What is missing: the bucket, when S3 says so (a missing bucket used to read "params.json: not found")."""
+    return "no such bucket" if any(_reply_of(e)[0] == "NoSuchBucket" for e in chain) else "not found"
 
 
 def _kind_of_reply(exc: BaseException) -> type[StorageError] | None:

@@ -9,7 +9,7 @@ import evidence
 
 EXPECTED = {
     "AggregateMetricsFold", "AtifAcceptance", "GroupRefusal", "ScoreDigest", "build_scores", "dumps_aggregate_metrics", "score_digest", "AtifFile", "AtifRefusal", "AttemptConfig", "AttemptInputs", "AttemptOutcome", "AttemptPart", "FirstKeyWins", "MainDigests", "PART_VERSION",
-    "PartError", "PerfDigest", "PerfSummaryFold", "Status", "capture_file_id", "decode_part", "dumps", "encode_part",
+    "PartError", "PerfDigest", "StageError", "PerfSummaryFold", "Status", "capture_file_id", "decode_part", "dumps", "encode_part",
     "perf_group", "process_attempt", "unprocessed_attempt",
     "AtifExportError", "AtifRollout", "BatchRules", "CAPTURE_SUFFIX", "MANIFEST_NAME", "ManifestHead", "RecordedParams", "RunCounts", "RunIdentity", "RunManifest", "Streamed", "MARKER_SUFFIX", "CaptureFiles", "CaptureLookup", "CollectedRow", "EvidenceError",
     "Exporter", "HealthFold", "ReportContext", "RowDigest", "RowRejected", "SUMMARY_NAME",
