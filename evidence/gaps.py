@@ -72,33 +72,35 @@ TOOL_TIMING_UNAVAILABLE = "tool_timing_unavailable"
 SANDBOX_RESOURCE_USAGE_UNAVAILABLE = "sandbox_resource_usage_unavailable"
 
 # code -> what it says about the evidence, one line each, sorted by code
-GAPS: Mapping[str, str] = MappingProxyType({
-    AGENT_OBSERVATION_JOIN_FAILED: "joining the agent's observations to the captured calls raised",
-    AGENT_OBSERVATIONS_INVALID: "the agent's observation bundle did not validate; the projection ignored it",
-    COMPACTION_MODEL_CALL_JOIN_FAILED: "linking Claude Code compactions to their summary calls raised",
-    COMPACTION_MODEL_CALL_MATCH_AMBIGUOUS: "a compaction's summary could have come from more than one call",
-    COMPACTION_MODEL_CALL_REFERENCE_UNAVAILABLE: "a compaction's summary call is not known (producer)",
-    CONVERSATION_UNAVAILABLE: "no invocation carries a conversation",
-    MODEL_CALL_CAPTURE_GAP_INVALID: "a capture gap object did not validate and stands in its place",
-    MODEL_CALL_CAPTURE_INCOMPLETE: "the capture file is marked incomplete: some calls were not written",
-    MODEL_CALL_CAPTURE_NO_RECORDS: "no readable capture record for this rollout",
-    MODEL_CALL_CAPTURE_RECORDS_UNREADABLE: "some capture lines could not be read (count=<n>)",
-    MODEL_CALL_CAPTURE_UNREADABLE: "the capture file could not be read at all",
-    MODEL_CALL_OWNERSHIP_UNAVAILABLE: "a captured call no invocation owns",
-    MODEL_CALL_REFERENCE_AMBIGUOUS: "a model-call reference matches more than one captured call",
-    MODEL_CALL_REFERENCE_CONFLICT: "a model-call reference names a call another invocation owns",
-    MODEL_CALL_REFERENCE_UNMATCHED: "a model-call reference matches no captured call",
-    MODEL_CALLS_UNAVAILABLE: "the trajectory has no model calls",
-    MULTIMODAL_HISTORY_REDACTED: "the agent redacted multimodal history; payloads are not kept (producer)",
-    PRODUCER_TRAJECTORY_IDENTITY_MISMATCH: "the producer's trajectory names another task or rollout",
-    PRODUCER_TRAJECTORY_INVALID: "the producer's trajectory did not validate; it was rebuilt",
-    SANDBOX_RESOURCE_USAGE_UNAVAILABLE: "the sandbox did not report its resource usage (producer)",
-    TOOL_OUTPUT_UNAVAILABLE: "a tool execution's output was not recorded (producer)",
-    TOOL_TIMING_UNAVAILABLE: "tool executions carry no timing of their own (producer)",
-    TRAJECTORY_PROJECTION_FAILED: "building ng_trajectory raised; a minimal record stands in",
-    TURN_MODEL_CALL_SCOPE_INCOMPLETE: "turns do not reference every model call of the rollout (producer)",
-    TURNS_UNAVAILABLE: "the trajectory has no turns",
-})
+GAPS: Mapping[str, str] = MappingProxyType(
+    {
+        AGENT_OBSERVATION_JOIN_FAILED: "joining the agent's observations to the captured calls raised",
+        AGENT_OBSERVATIONS_INVALID: "the agent's observation bundle did not validate; the projection ignored it",
+        COMPACTION_MODEL_CALL_JOIN_FAILED: "linking Claude Code compactions to their summary calls raised",
+        COMPACTION_MODEL_CALL_MATCH_AMBIGUOUS: "a compaction's summary could have come from more than one call",
+        COMPACTION_MODEL_CALL_REFERENCE_UNAVAILABLE: "a compaction's summary call is not known (producer)",
+        CONVERSATION_UNAVAILABLE: "no invocation carries a conversation",
+        MODEL_CALL_CAPTURE_GAP_INVALID: "a capture gap object did not validate and stands in its place",
+        MODEL_CALL_CAPTURE_INCOMPLETE: "the capture file is marked incomplete: some calls were not written",
+        MODEL_CALL_CAPTURE_NO_RECORDS: "no readable capture record for this rollout",
+        MODEL_CALL_CAPTURE_RECORDS_UNREADABLE: "some capture lines could not be read (count=<n>)",
+        MODEL_CALL_CAPTURE_UNREADABLE: "the capture file could not be read at all",
+        MODEL_CALL_OWNERSHIP_UNAVAILABLE: "a captured call no invocation owns",
+        MODEL_CALL_REFERENCE_AMBIGUOUS: "a model-call reference matches more than one captured call",
+        MODEL_CALL_REFERENCE_CONFLICT: "a model-call reference names a call another invocation owns",
+        MODEL_CALL_REFERENCE_UNMATCHED: "a model-call reference matches no captured call",
+        MODEL_CALLS_UNAVAILABLE: "the trajectory has no model calls",
+        MULTIMODAL_HISTORY_REDACTED: "the agent redacted multimodal history; payloads are not kept (producer)",
+        PRODUCER_TRAJECTORY_IDENTITY_MISMATCH: "the producer's trajectory names another task or rollout",
+        PRODUCER_TRAJECTORY_INVALID: "the producer's trajectory did not validate; it was rebuilt",
+        SANDBOX_RESOURCE_USAGE_UNAVAILABLE: "the sandbox did not report its resource usage (producer)",
+        TOOL_OUTPUT_UNAVAILABLE: "a tool execution's output was not recorded (producer)",
+        TOOL_TIMING_UNAVAILABLE: "tool executions carry no timing of their own (producer)",
+        TRAJECTORY_PROJECTION_FAILED: "building ng_trajectory raised; a minimal record stands in",
+        TURN_MODEL_CALL_SCOPE_INCOMPLETE: "turns do not reference every model call of the rollout (producer)",
+        TURNS_UNAVAILABLE: "the trajectory has no turns",
+    }
+)
 
 assert list(GAPS) == sorted(GAPS), "gap codes are listed sorted"
 assert set(GAPS) == {v for k, v in dict(globals()).items() if k.isupper() and isinstance(v, str)}, "one entry a code"

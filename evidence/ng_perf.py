@@ -81,11 +81,12 @@ def build_ng_perf(trajectory: Any, rollout_latency_ms: float | None) -> dict[str
 
 def owned_calls(record: TrajectoryRecord) -> dict[int, str]:
     """Position in ``record.model_calls`` -> invocation id of its unique, first-claiming ref."""
-    index = CallIndex([
-        typed_name(call.model_call_id, call.response_metadata.model_ref, call.response_metadata.response_id)
-        for call in record.model_calls
-    ])
-    return ng_perf_owners(index, (
-        (invocation.invocation_id, [ref_name(ref) for ref in invocation.model_calls])
-        for invocation in record.invocations
-    ))
+    index = CallIndex(
+        [
+            typed_name(call.model_call_id, call.response_metadata.model_ref, call.response_metadata.response_id)
+            for call in record.model_calls
+        ]
+    )
+    return ng_perf_owners(
+        index, ((invocation.invocation_id, [ref_name(ref) for ref in invocation.model_calls]) for invocation in record.invocations)
+    )

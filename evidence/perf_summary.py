@@ -14,7 +14,7 @@ import operator
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 TOKEN_FIELDS = ("prompt_tokens", "cached_prompt_tokens", "completion_tokens", "reasoning_tokens")
 LATENCY_QUANTILES = (50, 90, 99)
@@ -194,7 +194,7 @@ def _naive_total(values: Sequence[int | float]) -> int | float:
     return functools.reduce(operator.add, values, 0)
 
 
-def _numeric(value: Any) -> bool:
+def _numeric(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float))
 
 

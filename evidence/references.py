@@ -58,8 +58,8 @@ class CallName:
     """
 
     model_call_id: str | None
-    model_ref: Any
-    response_id: Any
+    model_ref: object
+    response_id: object
     pair: tuple[str, str, str] | None
 
 
@@ -204,7 +204,8 @@ class ExportCallIndex:
     def __init__(self, calls: list[dict[str, Any]]) -> None:
         self.calls = calls
         self.by_id: dict[str, list[int]] = defaultdict(list)
-        self.by_pair: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+        # looked up with a ref's response id, which may be absent
+        self.by_pair: dict[tuple[str, str, str | None], list[int]] = defaultdict(list)
         for index, call in enumerate(calls):
             call_id = call.get("model_call_id")
             if isinstance(call_id, str) and call_id.strip():

@@ -6,10 +6,10 @@ Per rollout (the stage): ``convert_rollout``. Whole file (the ``export-atif`` dr
 
 from evidence.atif.batch import (
     MANIFEST_NAME,
-    BatchRules,
-    FirstKeyWins,
     MULTIPLE_AGENTS_MESSAGE,
     NO_RECORDS_MESSAGE,
+    BatchRules,
+    FirstKeyWins,
     config_error_message,
     duplicate_key_message,
     export_rollouts,
@@ -24,10 +24,10 @@ from evidence.atif.strict_json import json_equal, loads_strict
 
 __all__ = [
     "MANIFEST_NAME",
-    "BatchRules",
-    "FirstKeyWins",
     "MULTIPLE_AGENTS_MESSAGE",
     "NO_RECORDS_MESSAGE",
+    "BatchRules",
+    "FirstKeyWins",
     "config_error_message",
     "convert_rollout",
     "duplicate_key_message",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evidence.atif.convert import agent_name, decode_row, rollout_to_atif, row_key
+from evidence.atif.convert import AtifIdentity, agent_name, decode_row, rollout_to_atif, row_key
 from evidence.atif.encode import encode_rollout, manifest_bytes
 from evidence.atif.strict_json import may_hold_surrogate
 from evidence.errors import AtifExportError
@@ -45,9 +45,7 @@ __all__ = [
 
 MANIFEST_NAME = "manifest.jsonl"
 NO_RECORDS_MESSAGE = "Rollouts file contains no records"
-MULTIPLE_AGENTS_MESSAGE = (
-    "Strict ATIF export requires one agent_ref.name per file because --agent-version is batch-scoped"
-)
+MULTIPLE_AGENTS_MESSAGE = "Strict ATIF export requires one agent_ref.name per file because --agent-version is batch-scoped"
 
 
 def duplicate_key_message(key: tuple[int, int]) -> str:
@@ -176,7 +174,7 @@ class _Batch:
     """The per-line loop state: what was exported and what was refused, under ``BatchRules``."""
 
     def __init__(self, session_id: str, agent_version: str, exporter: Exporter) -> None:
-        self.identity = {"session_id": session_id, "agent_version": agent_version, "exporter": exporter}
+        self.identity = AtifIdentity(session_id=session_id, agent_version=agent_version, exporter=exporter)
         self.rollouts: list[AtifRollout] = []
         self.refused: list[str] = []
         self.rules = BatchRules()
@@ -211,12 +209,10 @@ class _Batch:
         if error is not None:
             raise AtifExportError(error)
         files = [(rollout.file_name, rollout.content) for rollout in self.rollouts]
-        return files + [(MANIFEST_NAME, manifest_bytes(self.rollouts))]
+        return [*files, (MANIFEST_NAME, manifest_bytes(self.rollouts))]
 
 
-def export_rollouts(
-    data: bytes, *, session_id: str, agent_version: str, exporter: Exporter
-) -> list[tuple[str, bytes]]:
+def export_rollouts(data: bytes, *, session_id: str, agent_version: str, exporter: Exporter) -> list[tuple[str, bytes]]:
     """Export a whole rollouts file: ``(file name, bytes)`` per row in input order, then the manifest.
 
     Raises ``AtifExportError`` with 0.7.0's batch text when any row is refused, the file has

@@ -8,7 +8,7 @@ response of the right kind (tool calls vs text) and the token counts are self-co
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from evidence.atif.record import MODEL_CALL_FIELDS, RESPONSE_METADATA_FIELDS, TOKEN_FIELDS
@@ -18,9 +18,20 @@ __all__ = ["check_completion", "check_tokens", "dump_model_call", "iso_timestamp
 
 _INCOMPLETE_REASONS = frozenset(
     {
-        "aborted", "canceled", "cancelled", "content_filter", "failed", "incomplete", "length",
-        "max_output_tokens", "max_tokens", "model_context_window_exceeded", "pause_turn",
-        "refusal", "timed_out", "timeout",
+        "aborted",
+        "canceled",
+        "cancelled",
+        "content_filter",
+        "failed",
+        "incomplete",
+        "length",
+        "max_output_tokens",
+        "max_tokens",
+        "model_context_window_exceeded",
+        "pause_turn",
+        "refusal",
+        "timed_out",
+        "timeout",
     }
 )
 _TEXT_ONLY_REASONS = frozenset({"stop", "end_turn", "stop_sequence"})
@@ -86,17 +97,9 @@ def check_tokens(call: Mapping[str, Any], path: str) -> None:
         if stats.get("prompt_tokens", 0) + stats.get("completion_tokens", 0) > total:
             raise AtifExportError(f"{path}: model-call prompt_tokens plus completion_tokens exceeds total_tokens")
     if "cached_tokens" in stats and "prompt_tokens" in stats and stats["cached_tokens"] > stats["prompt_tokens"]:
-        raise AtifExportError(
-            f"{path}: model-call cached_tokens exceeds prompt_tokens; cached tokens must be a subset"
-        )
-    if (
-        "reasoning_tokens" in stats
-        and "completion_tokens" in stats
-        and stats["reasoning_tokens"] > stats["completion_tokens"]
-    ):
-        raise AtifExportError(
-            f"{path}: model-call reasoning_tokens exceeds completion_tokens; reasoning tokens must be a subset"
-        )
+        raise AtifExportError(f"{path}: model-call cached_tokens exceeds prompt_tokens; cached tokens must be a subset")
+    if "reasoning_tokens" in stats and "completion_tokens" in stats and stats["reasoning_tokens"] > stats["completion_tokens"]:
+        raise AtifExportError(f"{path}: model-call reasoning_tokens exceeds completion_tokens; reasoning tokens must be a subset")
 
 
 def step_metrics(call: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -104,9 +107,7 @@ def step_metrics(call: Mapping[str, Any]) -> dict[str, Any] | None:
     stats = _token_stats(call)
     if not stats:
         return None
-    metrics: dict[str, Any] = {
-        name: stats[name] for name in ("prompt_tokens", "completion_tokens", "cached_tokens") if name in stats
-    }
+    metrics: dict[str, Any] = {name: stats[name] for name in ("prompt_tokens", "completion_tokens", "cached_tokens") if name in stats}
     extra = {name: stats[name] for name in ("reasoning_tokens", "total_tokens") if name in stats}
     if extra:
         metrics["extra"] = extra
@@ -116,7 +117,7 @@ def step_metrics(call: Mapping[str, Any]) -> dict[str, Any] | None:
 def iso_timestamp(epoch_seconds: float, path: str) -> str:
     """UTC ISO 8601 with ``Z``, microseconds only when non-zero (Python's ``isoformat``)."""
     try:
-        moment = datetime.fromtimestamp(epoch_seconds, tz=timezone.utc)
+        moment = datetime.fromtimestamp(epoch_seconds, tz=UTC)
     except (OverflowError, ValueError, OSError):
         raise AtifExportError(f"{path}.timestamp: cannot be represented as an ISO 8601 timestamp") from None
     return moment.isoformat().replace("+00:00", "Z")

@@ -85,19 +85,15 @@ def _reasoning_text(reasoning: list[Item], path: str) -> str:
         content, summary = data.get("content") or [], data.get("summary") or []
         if content and summary:
             raise AtifExportError(
-                f"{path}.reasoning[{index}]: reasoning with both content and summary cannot be "
-                "represented without dropping one"
+                f"{path}.reasoning[{index}]: reasoning with both content and summary cannot be represented without dropping one"
             )
         if not content and not summary:
-            raise AtifExportError(
-                f"{path}.reasoning[{index}]: encrypted or empty reasoning cannot be represented as ATIF text"
-            )
+            raise AtifExportError(f"{path}.reasoning[{index}]: encrypted or empty reasoning cannot be represented as ATIF text")
         segments.extend(content or summary)
     if len(segments) != 1:
-        raise AtifExportError(
-            f"{path}.reasoning: multiple reasoning segments cannot be represented without changing boundaries"
-        )
-    return segments[0]["text"]
+        raise AtifExportError(f"{path}.reasoning: multiple reasoning segments cannot be represented without changing boundaries")
+    text: str = segments[0]["text"]  # the parse admits only string text
+    return text
 
 
 def _message_fields(item: Item, path: str) -> dict[str, Any]:
@@ -149,14 +145,11 @@ class _Walker:
             index += 1
         if seen != call_ids:
             raise AtifExportError(
-                f"{path}: function results must match this turn's calls exactly; "
-                f"expected {sorted(call_ids)!r}, got {sorted(seen)!r}"
+                f"{path}: function results must match this turn's calls exactly; expected {sorted(call_ids)!r}, got {sorted(seen)!r}"
             )
         return outputs, index
 
-    def _executed_call(
-        self, position: int, call: dict[str, Any], output: dict[str, Any], path: str
-    ) -> tuple[dict[str, Any], Any]:
+    def _executed_call(self, position: int, call: dict[str, Any], output: dict[str, Any], path: str) -> tuple[dict[str, Any], Any]:
         """Check one call against its execution record; return the ATIF tool call and content."""
         call_id = call["call_id"]
         record = self.records.get(call_id)

@@ -6,7 +6,7 @@ computed from the row decoded once; no input is mutated.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from evidence.atif.conversation import walk_conversation
 from evidence.atif.encode import encode_rollout
@@ -18,7 +18,7 @@ from evidence.errors import AtifExportError
 from evidence.models.atif import AtifRollout, Exporter
 from evidence.references import ExportCallIndex
 
-__all__ = ["agent_label", "agent_name", "convert_rollout", "decode_row", "is_row_index", "rollout_to_atif", "row_key"]
+__all__ = ["AtifIdentity", "agent_label", "agent_name", "convert_rollout", "decode_row", "is_row_index", "rollout_to_atif", "row_key"]
 
 _AGENT_REF_KEYS = frozenset({"type", "name"})
 _TOTALS = (
@@ -74,7 +74,7 @@ def _check_root(trajectory: dict[str, Any]) -> dict[str, Any]:
     invocations = trajectory.get("invocations", [])
     if len(invocations) != 1:
         raise AtifExportError("ng_trajectory.invocations: expected exactly one root invocation")
-    root = invocations[0]
+    root: dict[str, Any] = invocations[0]
     path = "ng_trajectory.invocations[0]"
     if not root["invocation_id"].strip():
         raise AtifExportError(f"{path}.invocation_id: cannot be blank")
@@ -105,8 +105,8 @@ def _check_agent(row: dict[str, Any]) -> str:
 def _final_metrics(agent: list[dict[str, Any]], step_total: int) -> dict[str, Any]:
     """Sum a token total only when every agent step reports it; never treat absence as 0."""
     final: dict[str, Any] = {}
-    metrics = [step.get("metrics") for step in agent]
-    if all(m is not None for m in metrics):
+    metrics = [step["metrics"] for step in agent if step.get("metrics") is not None]
+    if len(metrics) == len(agent):
         for name, total in _TOTALS:
             if all(name in m for m in metrics):
                 final[total] = sum(m[name] for m in metrics)
@@ -138,6 +138,14 @@ def _source(trajectory: dict[str, Any], root: dict[str, Any], row: dict[str, Any
     return source
 
 
+class AtifIdentity(TypedDict):
+    """The export-wide keywords of :func:`rollout_to_atif`: every document of one export carries them."""
+
+    session_id: str
+    agent_version: str
+    exporter: Exporter
+
+
 def rollout_to_atif(
     row: dict[str, Any], *, session_id: str, agent_version: str, exporter: Exporter, hygiene: bool = True
 ) -> dict[str, Any]:
@@ -153,6 +161,7 @@ def rollout_to_atif(
     trajectory = row.get("ng_trajectory")
     preflight_trajectory(trajectory)
     conversation = parse_record(trajectory)
+    assert isinstance(trajectory, dict), "parse_record refuses anything but a valid trajectory object"
     root = _check_root(trajectory)
     label = _check_agent(row)
     if isinstance(bad_index := row_key(row), str):

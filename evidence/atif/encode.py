@@ -37,7 +37,7 @@ def text_pieces(document: dict[str, Any]) -> tuple[bytes, ...]:
     """
     pieces = [b"{\n"]
     for position, (key, value) in enumerate(document.items()):
-        pieces.append(b'%s  %s: ' % (b",\n" if position else b"", pydantic_core.to_json(key)))
+        pieces.append(b"%s  %s: " % (b",\n" if position else b"", pydantic_core.to_json(key)))
         if key == _STEPS and isinstance(value, list) and value:
             pieces.extend(_list_pieces(value))
         else:

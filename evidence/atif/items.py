@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Item", "InvalidItem", "UNSUPPORTED_ITEM_CLASS", "parse_item", "parse_items", "strict_float"]
+__all__ = ["UNSUPPORTED_ITEM_CLASS", "InvalidItem", "Item", "parse_item", "parse_items", "strict_float"]
 
 
 class InvalidItem(ValueError):
@@ -35,6 +35,7 @@ UNSUPPORTED_ITEM_CLASS: Mapping[str, str] = {
 }
 
 Convert = Callable[[Any], Any]
+PartConvert = Callable[[dict[str, Any]], dict[str, Any]]
 _REQUIRED = object()
 _STATUSES = ("in_progress", "completed", "incomplete")
 
@@ -83,7 +84,7 @@ def _pick(obj: Mapping[str, Any], spec: Mapping[str, tuple[Convert, Any]]) -> di
     return out
 
 
-def _parts(specs: Mapping[str, Mapping[str, tuple[Convert, Any]] | Convert]) -> Convert:
+def _parts(specs: Mapping[str, Mapping[str, tuple[Convert, Any]] | PartConvert]) -> Convert:
     """A content-part converter over the allowed part types (a field spec, or a converter of its own)."""
 
     def convert(part: Any) -> dict[str, Any]:
@@ -105,11 +106,9 @@ _FILE_DETAIL = (_literal("low", "high"), None)
 # A message's parts and a tool output's parts are different SDK types: a message image needs its
 # detail, a message file's data, URL and name are never null; a tool output's may all be null.
 _IMAGE = {"detail": (_IMAGE_DETAIL, _REQUIRED), "file_id": _OPT_STR, "image_url": _OPT_STR}
-_FILE = {"detail": _FILE_DETAIL, "file_data": _STR_IF_GIVEN, "file_id": _OPT_STR,
-         "file_url": _STR_IF_GIVEN, "filename": _STR_IF_GIVEN}
+_FILE = {"detail": _FILE_DETAIL, "file_data": _STR_IF_GIVEN, "file_id": _OPT_STR, "file_url": _STR_IF_GIVEN, "filename": _STR_IF_GIVEN}
 _TOOL_IMAGE = {"detail": (_optional(_IMAGE_DETAIL), None), "file_id": _OPT_STR, "image_url": _OPT_STR}
-_TOOL_FILE = {"detail": _FILE_DETAIL, "file_data": _OPT_STR, "file_id": _OPT_STR, "file_url": _OPT_STR,
-              "filename": _OPT_STR}
+_TOOL_FILE = {"detail": _FILE_DETAIL, "file_data": _OPT_STR, "file_id": _OPT_STR, "file_url": _OPT_STR, "filename": _OPT_STR}
 _TOOL_OUTPUT_PARTS = _parts({"input_text": _TEXT, "input_image": _TOOL_IMAGE, "input_file": _TOOL_FILE})
 
 

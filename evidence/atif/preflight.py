@@ -14,9 +14,7 @@ from evidence.errors import AtifExportError
 
 __all__ = ["preflight_trajectory", "unsupported_fields_message"]
 
-_TRAINING_KEYS = frozenset(
-    {"prompt_token_ids", "generation_token_ids", "generation_log_probs", "routed_experts"}
-)
+_TRAINING_KEYS = frozenset({"prompt_token_ids", "generation_token_ids", "generation_log_probs", "routed_experts"})
 _ITEM_TYPES = frozenset({"message", "reasoning", "function_call", "function_call_output"})
 _MODEL_REF_KEYS = frozenset({"type", "name"})
 _TEXT_PART_KEYS = frozenset({"type", "text"})
@@ -27,10 +25,8 @@ _SOURCE_ROLES = frozenset({"system", "user", "developer"})
 _ALLOWED_KEYS: Mapping[str, frozenset[str]] = {
     "assistant": frozenset({"id", "content", "role", "status", "type", "phase"}) | _TRAINING_KEYS,
     "source": frozenset({"content", "role", "status", "type", "phase"}) | _TRAINING_KEYS,
-    "reasoning": frozenset({"id", "summary", "type", "encrypted_content", "content"})
-    | _TRAINING_KEYS,
-    "function_call": frozenset({"arguments", "call_id", "name", "type", "id", "status", "namespace"})
-    | _TRAINING_KEYS,
+    "reasoning": frozenset({"id", "summary", "type", "encrypted_content", "content"}) | _TRAINING_KEYS,
+    "function_call": frozenset({"arguments", "call_id", "name", "type", "id", "status", "namespace"}) | _TRAINING_KEYS,
     "function_call_output": frozenset({"call_id", "output", "type", "id", "status"}),
 }
 _PART_RULES: Mapping[str, tuple[tuple[str, Mapping[str, frozenset[str]]], ...]] = {
@@ -75,16 +71,13 @@ def _check_parts(parts: Any, rules: Mapping[str, frozenset[str]], path: str) -> 
             continue
         part_type = part.get("type")
         if not isinstance(part_type, str) or not part_type.strip():
-            raise AtifExportError(
-                f"{path}[{index}].type: expected a non-empty supported content-part type"
-            )
+            raise AtifExportError(f"{path}[{index}].type: expected a non-empty supported content-part type")
         allowed = rules.get(part_type)
         if allowed is not None:
             _check_keys(part, allowed, f"{path}[{index}]")
 
 
-def _item_kind(item: Mapping[str, Any]) -> str | None:
-    item_type = item["type"]
+def _item_kind(item_type: str, item: Mapping[str, Any]) -> str | None:
     if item_type != "message":
         return item_type
     role = item.get("role")
@@ -105,20 +98,16 @@ def _check_item(item: Mapping[str, Any], path: str) -> None:
         raise AtifExportError(f"{path}.type: expected a non-empty supported conversation item type")
     if item_type not in _ITEM_TYPES:
         raise AtifExportError(f"{path}.type: unsupported conversation item type {item_type!r}")
-    kind = _item_kind(item)
+    kind = _item_kind(item_type, item)
     if kind is None:
         return
     _check_keys(item, _ALLOWED_KEYS[kind], path)
     if kind in ("assistant", "source") and item.get("phase") is not None:
         raise AtifExportError(f"{path}.phase: Responses message phase is not representable in ATIF v1.7")
     if kind == "source" and "status" in item and not isinstance(item.get("content"), list):
-        raise AtifExportError(
-            f"{path}.status: source-message status is only supported with multipart content"
-        )
+        raise AtifExportError(f"{path}.status: source-message status is only supported with multipart content")
     if kind == "function_call" and item.get("namespace") is not None:
-        raise AtifExportError(
-            f"{path}.namespace: namespaced Responses function calls are not representable in ATIF v1.7"
-        )
+        raise AtifExportError(f"{path}.namespace: namespaced Responses function calls are not representable in ATIF v1.7")
     for field, rules in _PART_RULES.get(kind, ()):
         _check_parts(item.get(field), rules, f"{path}.{field}")
 

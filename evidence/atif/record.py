@@ -41,7 +41,7 @@ def _is_bool(value: Any) -> bool:
     return type(value) is bool
 
 
-def _any(value: Any) -> bool:
+def _any(_value: Any) -> bool:
     return True
 
 
@@ -94,14 +94,10 @@ _OPT_TIME = _opt(strict_float)
 _OPT_DURATION = _opt(_number_at_least_zero)
 _OPT_COUNT = _opt(_int_at_least(0))
 
+
 def _server_ref(value: Any) -> bool:
     """``ModelServerRef`` ignores unknown keys (the preflight forbids them)."""
-    return (
-        type(value) is dict
-        and value.get("type") == "responses_api_models"
-        and "name" in value
-        and _is_str(value["name"])
-    )
+    return type(value) is dict and value.get("type") == "responses_api_models" and "name" in value and _is_str(value["name"])
 
 
 def _usable_ref(ref: dict[str, Any]) -> bool:
@@ -140,7 +136,7 @@ MODEL_CALL_FIELDS: Spec = {
     "request": (_any, _OPTIONAL),
     "response": (_any, _OPTIONAL),
     "response_metadata": (_model(RESPONSE_METADATA_FIELDS), _OPTIONAL),
-    "token_stats": (_model({name: _OPT_COUNT for name in TOKEN_FIELDS}), _OPTIONAL),
+    "token_stats": (_model(dict.fromkeys(TOKEN_FIELDS, _OPT_COUNT)), _OPTIONAL),
 }
 
 

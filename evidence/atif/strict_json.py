@@ -32,7 +32,7 @@ def _exact_float(literal: str) -> float:
     value = float(literal)
     if not math.isfinite(value):
         raise ValueError(f"JSON number {literal!r} exceeds the finite float range")
-    significand = literal.split("e")[0].split("E")[0]
+    significand = literal.split("e", maxsplit=1)[0].split("E", maxsplit=1)[0]
     if value == 0.0 and _SIGNIFICANT_DIGIT.search(significand):
         raise ValueError(f"JSON number {literal!r} underflows the finite float range")
     if Decimal(literal) != Decimal(repr(value)):
@@ -121,17 +121,9 @@ def json_equal(left: Any, right: Any) -> bool:
     if isinstance(left, str):
         return isinstance(right, str) and left == right
     if isinstance(left, dict):
-        return (
-            isinstance(right, dict)
-            and left.keys() == right.keys()
-            and all(json_equal(item, right[key]) for key, item in left.items())
-        )
+        return isinstance(right, dict) and left.keys() == right.keys() and all(json_equal(item, right[key]) for key, item in left.items())
     if isinstance(left, list):
-        return (
-            isinstance(right, list)
-            and len(left) == len(right)
-            and all(json_equal(a, b) for a, b in zip(left, right))
-        )
+        return isinstance(right, list) and len(left) == len(right) and all(json_equal(a, b) for a, b in zip(left, right, strict=True))
     if left is None or right is None:
         return left is None and right is None
     if isinstance(left, bool) or isinstance(right, bool):

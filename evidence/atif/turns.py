@@ -75,11 +75,9 @@ def agent_steps(
 ) -> tuple[list[dict[str, Any]], list[int]]:
     """One agent step per group, joined through its turn; also the selected capture indices."""
     if len(turns) != len(groups):
-        raise AtifExportError(
-            f"ng_trajectory.turns: expected one turn for each of {len(groups)} agent steps, got {len(turns)}"
-        )
+        raise AtifExportError(f"ng_trajectory.turns: expected one turn for each of {len(groups)} agent steps, got {len(turns)}")
     steps, selected, calls_so_far = [], [], 0
-    for position, (turn, group) in enumerate(zip(turns, groups)):
+    for position, (turn, group) in enumerate(zip(turns, groups, strict=True)):
         path = f"ng_trajectory.turns[{position}]"
         if turn["invocation_id"] != root_id:
             raise AtifExportError(f"{path}.invocation_id: does not match the root invocation")

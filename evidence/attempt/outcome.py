@@ -12,8 +12,8 @@ from enum import StrEnum
 from typing import Any
 
 from evidence.atif.encode import FINAL_NEWLINE
-from evidence.health import RowDigest
 from evidence.folds.digest import ScoreDigest
+from evidence.health import RowDigest
 
 __all__ = ["AtifFile", "AtifRefusal", "AttemptOutcome", "MainDigests", "PerfDigest", "Status"]
 

@@ -37,10 +37,10 @@ from evidence.atif.encode import encode_file
 from evidence.atif.strict_json import may_hold_surrogate
 from evidence.attempt.outcome import AtifFile, AtifRefusal, AttemptOutcome, MainDigests, PerfDigest, Status
 from evidence.capabilities import capability_digest
-from evidence.folds.digest import score_digest
 from evidence.capture import CaptureFiles
 from evidence.collect import CollectedRow, collect_row
 from evidence.errors import AtifExportError
+from evidence.folds.digest import score_digest
 from evidence.health import evaluate_row, unreadable_row
 from evidence.identity import capture_file_id
 from evidence.jsonl import WrittenRow, write_row

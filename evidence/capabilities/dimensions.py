@@ -16,10 +16,9 @@ from typing import Any
 from evidence.capabilities.rollout import RolloutEvidence
 from evidence.capabilities.values import as_dict, as_list, is_count, is_int, is_number, nonempty_str
 from evidence.gaps import (
-    AGENT_OBSERVATIONS_INVALID,
     AGENT_OBSERVATION_JOIN_FAILED,
+    AGENT_OBSERVATIONS_INVALID,
     CONVERSATION_UNAVAILABLE,
-    MODEL_CALLS_UNAVAILABLE,
     MODEL_CALL_CAPTURE_INCOMPLETE,
     MODEL_CALL_CAPTURE_NO_RECORDS,
     MODEL_CALL_CAPTURE_RECORDS_UNREADABLE,
@@ -28,14 +27,15 @@ from evidence.gaps import (
     MODEL_CALL_REFERENCE_AMBIGUOUS,
     MODEL_CALL_REFERENCE_CONFLICT,
     MODEL_CALL_REFERENCE_UNMATCHED,
+    MODEL_CALLS_UNAVAILABLE,
     MULTIMODAL_HISTORY_REDACTED,
     PRODUCER_TRAJECTORY_INVALID,
     SANDBOX_RESOURCE_USAGE_UNAVAILABLE,
     TOOL_OUTPUT_UNAVAILABLE,
     TOOL_TIMING_UNAVAILABLE,
     TRAJECTORY_PROJECTION_FAILED,
-    TURNS_UNAVAILABLE,
     TURN_MODEL_CALL_SCOPE_INCOMPLETE,
+    TURNS_UNAVAILABLE,
 )
 from evidence.health.calls import call_successful
 
@@ -75,7 +75,7 @@ def _token_counts(ev: RolloutEvidence) -> Outcome:
     if not ev.owned_calls:
         return Outcome(False, False, (_no_owned_calls_reason(ev),))
     counted = [_has_token_counts(call) for call in ev.owned_calls]
-    owed = [has for call, has in zip(ev.owned_calls, counted) if _is_successful(call)]
+    owed = [has for call, has in zip(ev.owned_calls, counted, strict=True) if _is_successful(call)]
     complete = any(counted) and all(owed)
     return Outcome(any(counted), complete, () if complete else ("token_counts_missing",))
 
@@ -214,7 +214,7 @@ def _without_tool_records(ev: RolloutEvidence) -> Outcome:
 def _has_shared_interval(records: list[dict[str, Any]], intervals: list[tuple[float, float] | None]) -> bool:
     """Two tool records of one invocation with the very same interval were timed as a batch."""
     seen = set()
-    for record, interval in zip(records, intervals):
+    for record, interval in zip(records, intervals, strict=True):
         if interval is None:
             continue
         key = (record.get("invocation_id"), interval)

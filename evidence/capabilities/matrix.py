@@ -83,8 +83,7 @@ def build_capabilities(digests: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         agent: {
             "rollouts": rollouts[agent],
             "dimensions": {
-                name: _entry(complete[agent, name], present[agent, name], rollouts[agent], gaps[agent, name])
-                for name in DIMENSIONS
+                name: _entry(complete[agent, name], present[agent, name], rollouts[agent], gaps[agent, name]) for name in DIMENSIONS
             },
         }
         for agent in sorted(rollouts)

@@ -53,10 +53,7 @@ class RolloutEvidence:
         refs = as_list(turn.get("model_calls"))
         if len(refs) != 1:
             return False
-        return any(
-            refs[0] == _canonical_ref(call) and turn.get("timestamp") == _synthesized_timestamp(call)
-            for call in self.calls
-        )
+        return any(refs[0] == _canonical_ref(call) and turn.get("timestamp") == _synthesized_timestamp(call) for call in self.calls)
 
 
 def rollout_evidence(row: Mapping[str, Any]) -> RolloutEvidence:
@@ -82,9 +79,7 @@ def rollout_evidence(row: Mapping[str, Any]) -> RolloutEvidence:
         requested_tool_calls_without_id=sum(not nonempty_str(t.get("call_id")) for t in requested),
         captured_call_count=len(captured),
         sandbox_records=[
-            record
-            for record in dicts(as_dict(row.get("ng_agent_observations")).get("records"))
-            if record.get("kind") == "sandbox"
+            record for record in dicts(as_dict(row.get("ng_agent_observations")).get("records")) if record.get("kind") == "sandbox"
         ],
         gap_codes=_gap_codes(row, trajectory),
     )
@@ -106,10 +101,9 @@ def _owners(invocations: list[dict[str, Any]], calls: list[dict[str, Any]]) -> d
     The row's own JSON, read as found (``evidence.references.json_name``); turn refs confer
     nothing.
     """
-    index = CallIndex([
-        json_name(call.get("model_call_id"), _metadata(call).get("model_ref"), _metadata(call).get("response_id"))
-        for call in calls
-    ])
+    index = CallIndex(
+        [json_name(call.get("model_call_id"), _metadata(call).get("model_ref"), _metadata(call).get("response_id")) for call in calls]
+    )
     refs = ((inv.get("invocation_id"), map(json_ref_name, dicts(inv.get("model_calls")))) for inv in invocations)
     return ng_perf_owners(index, refs)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 
 def as_dict(value: Any) -> Mapping[str, Any]:
@@ -22,21 +22,21 @@ def dicts(value: Any) -> list[dict[str, Any]]:
     return [item for item in as_list(value) if isinstance(item, dict)]
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[int | float]:
     """A finite JSON number (bools are not numbers here, unlike in perf_summary)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def is_int(value: Any) -> bool:
+def is_int(value: Any) -> TypeGuard[int]:
     """An exact JSON integer (``true`` and ``200.0`` are not)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def is_count(value: Any) -> bool:
+def is_count(value: Any) -> TypeGuard[int]:
     """A valid token count as 0.7.0 defines it: an exact integer ≥ 0."""
     return is_int(value) and value >= 0
 
 
-def nonempty_str(value: Any) -> bool:
+def nonempty_str(value: Any) -> TypeGuard[str]:
     """A string with at least one character (0.7.0 treats ``""`` ids as absent)."""
     return isinstance(value, str) and value != ""

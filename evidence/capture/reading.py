@@ -27,8 +27,8 @@ def read_capture(data: bytes) -> tuple[list[ModelCallRecord], int]:
     records: list[ModelCallRecord] = []
     invalid = 0
     call_index = 0
-    for line in _lines(data):
-        line = line.strip()
+    for raw in _lines(data):
+        line = raw.strip()
         if not line:
             continue
         index = call_index

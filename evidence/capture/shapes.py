@@ -46,9 +46,11 @@ def _from_responses(output: list[Any], tools: list[dict[str, Any]], texts: list[
                 }
             )
         elif kind == "reasoning":
-            for part in item.get("summary") or []:
-                if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"]:
-                    texts.append(part["text"])
+            texts.extend(
+                part["text"]
+                for part in item.get("summary") or []
+                if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"]
+            )
 
 
 def _from_chat(choices: list[Any], tools: list[dict[str, Any]], texts: list[str]) -> None:
@@ -80,9 +82,7 @@ def _from_messages(content: list[Any], tools: list[dict[str, Any]], texts: list[
             continue
         kind = block.get("type")
         if kind == "tool_use":
-            tools.append(
-                {"call_id": block.get("id"), "name": block.get("name"), "arguments": block.get("input") or {}}
-            )
+            tools.append({"call_id": block.get("id"), "name": block.get("name"), "arguments": block.get("input") or {}})
         elif kind in _THINKING_TYPES and isinstance(block.get("thinking"), str):
             texts.append(block["thinking"])
 

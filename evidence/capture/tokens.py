@@ -69,14 +69,10 @@ def token_fields(response: dict[str, Any]) -> dict[str, Any]:
     tokens_total = _count(usage.get("total_tokens"))
     if tokens_total is None and tokens_in is not None and tokens_out is not None:
         tokens_total = tokens_in + tokens_out
-    reasoning = _first_in_groups(
-        usage, ("output_tokens_details", "completion_tokens_details"), ("reasoning_tokens",)
-    )
+    reasoning = _first_in_groups(usage, ("output_tokens_details", "completion_tokens_details"), ("reasoning_tokens",))
     if reasoning is None:
         reasoning = _count(usage.get("reasoning_output_tokens"))
-    cached = _first_in_groups(
-        usage, ("prompt_tokens_details", "input_tokens_details"), ("cached_tokens", "cached_input_tokens")
-    )
+    cached = _first_in_groups(usage, ("prompt_tokens_details", "input_tokens_details"), ("cached_tokens", "cached_input_tokens"))
     if cached is None:
         cached = _first_count(usage, "cache_read_input_tokens", "cached_input_tokens")
     return {

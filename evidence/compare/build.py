@@ -31,7 +31,7 @@ from evidence.compare.pairing import Pairs, pair_by_key
 from evidence.compare.run import RunEvidence
 from evidence.compare.trust import side_of, trust_report
 
-__all__ = ["NO_CHANGE", "comparison_json", "compare_runs"]
+__all__ = ["NO_CHANGE", "compare_runs", "comparison_json"]
 
 NO_CHANGE, CHANGED = "no change", "changed"
 
@@ -122,9 +122,7 @@ def _perf(a: RunEvidence, b: RunEvidence, *path: str) -> tuple[Any, Any]:
 def _group(name: str, a: RunEvidence, b: RunEvidence, pairs: Pairs[RolloutFacts], seed: int) -> GroupChange:
     inside = [(x, y) for x, y in pairs.paired if x.group == name and y.group == name]
     straddling = sum(1 for x, y in pairs.paired if (x.group == name) != (y.group == name))
-    return group_change(
-        _in(a.rollouts, name), _in(b.rollouts, name), inside, straddling, _perf(a, b, "groups", name), seed
-    )
+    return group_change(_in(a.rollouts, name), _in(b.rollouts, name), inside, straddling, _perf(a, b, "groups", name), seed)
 
 
 def _in(rollouts: Sequence[RolloutFacts], group: str) -> list[RolloutFacts]:

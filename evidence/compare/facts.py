@@ -59,8 +59,9 @@ def rollout_key(record: Mapping[str, Any]) -> RolloutKey:
     """(``_ng_task_index``, ``_ng_rollout_index``[, ``stage_index``]) as JSON texts.
 
     JSON texts keep types apart (``1``, ``1.0``, ``"1"`` and ``true`` are different tasks), as
-    the stage compares rows; the standard encoder writes integers of any width. ``stage_index``, the third part of 0.7.0's rollout identity, takes
-    part only where present, as in the verdict file.
+    the stage compares rows; the standard encoder writes integers of any width. ``stage_index``,
+    the third part of 0.7.0's rollout identity, takes part only where present, as in the verdict
+    file.
     """
     parts = [record.get("_ng_task_index"), record.get("_ng_rollout_index")]
     if record.get("stage_index") is not None:

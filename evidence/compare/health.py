@@ -37,9 +37,15 @@ def health_change(a: RunEvidence, b: RunEvidence) -> HealthChange:
         flagged += [f"task {t}" for t in shared if check in tasks_b[t] and check not in tasks_a[t]]
         cleared += [f"task {t}" for t in shared if check in tasks_a[t] and check not in tasks_b[t]]
         counts = change(_count(a, issues_a, check), _count(b, issues_b, check))
+        assert not isinstance(counts.delta, float), "a difference of two counts"
         checks[check] = CheckChange(
-            a=counts.a, b=counts.b, delta=counts.delta, flagged=len(flagged), cleared=len(cleared),
-            flagged_rollouts=limited(flagged), cleared_rollouts=limited(cleared),
+            a=counts.a,
+            b=counts.b,
+            delta=counts.delta,
+            flagged=len(flagged),
+            cleared=len(cleared),
+            flagged_rollouts=limited(flagged),
+            cleared_rollouts=limited(cleared),
         )
     coverage_a = as_dict(as_dict(run_a.get("artifacts")).get("coverage"))
     coverage_b = as_dict(as_dict(run_b.get("artifacts")).get("coverage"))
@@ -55,9 +61,7 @@ def health_change(a: RunEvidence, b: RunEvidence) -> HealthChange:
             side: [str(c) for c in as_list(run.get("ignored_checks"))] if summary is not None else None
             for side, run, summary in (("a", run_a, a.quality_summary), ("b", run_b, b.quality_summary))
         },
-        coverage={
-            check: {"a": coverage_a.get(check), "b": coverage_b.get(check)} for check in dict.fromkeys([*coverage_a, *coverage_b])
-        },
+        coverage={check: {"a": coverage_a.get(check), "b": coverage_b.get(check)} for check in dict.fromkeys([*coverage_a, *coverage_b])},
     )
 
 
@@ -72,4 +76,7 @@ def _count(side: RunEvidence, issues: Mapping[str, Any], check: str) -> int | No
 
 def _task_flags(summary: Mapping[str, Any] | None) -> dict[str, set[str]]:
     """task key -> the task-level checks that flagged it."""
-    return {task: {f for f in as_list(as_dict(entry).get("flags")) if isinstance(f, str)} for task, entry in as_dict(as_dict(summary).get("tasks")).items()}
+    return {
+        task: {f for f in as_list(as_dict(entry).get("flags")) if isinstance(f, str)}
+        for task, entry in as_dict(as_dict(summary).get("tasks")).items()
+    }

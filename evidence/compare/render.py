@@ -81,8 +81,10 @@ def render_compare(comparison: Comparison) -> str:
     style = "" if trusted else ' class="warning"'
     body = [
         "<h1>evidence-stage comparison</h1>",
-        f'<p id="summary" data-status="{escape(comparison.status)}" data-trusted="{str(trusted).lower()}"{style}>'
-        f"{escape(_headline(comparison))}</p>",
+        (
+            f'<p id="summary" data-status="{escape(comparison.status)}" data-trusted="{str(trusted).lower()}"{style}>'
+            f"{escape(_headline(comparison))}</p>"
+        ),
     ]
     for heading, tables in _sections(comparison):
         body.append(f"<h2>{escape(heading)}</h2>\n" + "\n".join(_html_table(t, element_id) for element_id, t in tables))

@@ -56,20 +56,20 @@ def side_of(run: RunEvidence) -> Side:
     )
 
 
-def trust_report(
-    sides: tuple[Side, Side], runs: tuple[RunEvidence, RunEvidence], capabilities: Sequence[CapabilityChange]
-) -> TrustReport:
+def trust_report(sides: tuple[Side, Side], runs: tuple[RunEvidence, RunEvidence], capabilities: Sequence[CapabilityChange]) -> TrustReport:
     """Every reason found not to trust the comparison; trusted when there is none."""
     issues = [
         TrustIssue("gate_failed", name, f"run {name.upper()} failed its quality gate (gate.json)")
-        for name, side in zip("ab", sides)
+        for name, side in zip("ab", sides, strict=True)
         if side.gate == "failed"
     ]
     shares = [side.landed_share for side in sides]
     if None not in shares and shares[0] != shares[1]:
         low = "a" if shares[0] < shares[1] else "b"  # type: ignore[operator]
         mine, other = (shares[0], shares[1]) if low == "a" else (shares[1], shares[0])
-        issues.append(TrustIssue("landed_share_lower", low, f"run {low.upper()} landed {mine:.1%} of its expected rollouts, the other {other:.1%}"))
+        issues.append(
+            TrustIssue("landed_share_lower", low, f"run {low.upper()} landed {mine:.1%} of its expected rollouts, the other {other:.1%}")
+        )
     for entry in capabilities:
         if entry.a is not None and entry.b is not None:
             detail = (
@@ -81,7 +81,11 @@ def trust_report(
     if fingerprints[0] != fingerprints[1]:
         params = [as_dict(as_dict(run.manifest).get("parameters")) for run in runs]
         differing = sorted(k for k in {*params[0], *params[1]} if params[0].get(k) != params[1].get(k))
-        issues.append(TrustIssue("config_differs", None, f"config fingerprints differ (parameters that differ: {', '.join(differing) or 'none recorded'})"))
+        issues.append(
+            TrustIssue(
+                "config_differs", None, f"config fingerprints differ (parameters that differ: {', '.join(differing) or 'none recorded'})"
+            )
+        )
     return TrustReport(trusted=not issues, issues=issues)
 
 

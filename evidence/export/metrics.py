@@ -8,9 +8,11 @@
 | ``atif/files``, ``atif/rejections`` | ATIF files written, main rows refused |
 | ``perf/<field>`` | ``perf_summary.json`` run-level numbers |
 | ``perf_groups/<group>/<field>`` | the same per group |
-| ``accounting/<path>``, ``gate/<path>`` | every number in ``accounting.json`` / ``gate.json`` (objects flattened with ``/``; booleans 1/0; lists left out) |
+| ``accounting/<path>``, ``gate/<path>`` | every number in ``accounting.json`` / ``gate.json`` |
 
-Only numbers a file holds become metrics: a null, a string or a missing file gives none.
+Only numbers a file holds become metrics: a null, a string or a missing file gives none. In
+``accounting/`` and ``gate/`` objects are flattened with ``/``, booleans count 1 or 0, and lists
+are left out.
 Name parts are reduced to the characters every MLflow store accepts (others become ``_``).
 """
 

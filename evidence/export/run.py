@@ -67,8 +67,4 @@ def main_identities(manifest: Mapping[str, Any]) -> list[TraceIdentity]:
     manifest is the n-th row.
     """
     record = RunRecord.from_manifest(manifest)
-    return [
-        TraceIdentity(record.job_id, record.run_id, attempt["key"])
-        for attempt in manifest["attempts"]
-        if attempt["source"] == "main"
-    ]
+    return [TraceIdentity(record.job_id, record.run_id, attempt["key"]) for attempt in manifest["attempts"] if attempt["source"] == "main"]

@@ -139,7 +139,7 @@ class _TraceBuilder:
         if invocation.parent_invocation_id not in self.by_id:
             return None
         seen = {invocation.invocation_id}
-        parent = invocation.parent_invocation_id
+        parent: str | None = invocation.parent_invocation_id
         while parent in self.by_id and parent not in seen:
             seen.add(parent)
             parent = self.by_id[parent].parent_invocation_id
@@ -152,7 +152,9 @@ class _TraceBuilder:
                 self._invocation(invocation, None, out)
         return tuple(out)
 
-    def _invocation(self, invocation: AgentInvocationRecord, parent_span: bytes | None, out: list[SpanModel]) -> tuple[int | None, int | None]:
+    def _invocation(
+        self, invocation: AgentInvocationRecord, parent_span: bytes | None, out: list[SpanModel]
+    ) -> tuple[int | None, int | None]:
         """Append the invocation's span and its subtree; return the subtree's time envelope."""
         span_id = self.identity.span_id("invocation", invocation.invocation_id)
         index = len(out)
@@ -166,8 +168,10 @@ class _TraceBuilder:
             tool_spans.setdefault(tool.tool_call_id, tool_span_id)
             out.append(self._tool(tool, tool_span_id, span_id))
             times.append((out[-1].start_ns, out[-1].end_ns))
-        for sub in self.children.get(invocation.invocation_id, []):
-            times.append(self._invocation(sub, tool_spans.get(sub.spawned_by_tool_call_id or "", span_id), out))
+        times.extend(
+            self._invocation(sub, tool_spans.get(sub.spawned_by_tool_call_id or "", span_id), out)
+            for sub in self.children.get(invocation.invocation_id, [])
+        )
         start = min((t for t, _ in times if t is not None), default=None)
         end = max((t for _, t in times if t is not None), default=None)
         out[index] = SpanModel(
@@ -177,16 +181,18 @@ class _TraceBuilder:
             "internal",
             start,
             end,
-            _present((
-                ("gen_ai.operation.name", "invoke_agent"),
-                ("gen_ai.agent.name", self.agent),
-                ("evidence_stage.invocation.id", invocation.invocation_id),
-                ("evidence_stage.invocation.parent_id", invocation.parent_invocation_id),
-                ("evidence_stage.invocation.spawned_by_tool_call_id", invocation.spawned_by_tool_call_id),
-                ("evidence_stage.invocation.status", invocation.status),
-                ("evidence_stage.invocation.duration_ms", invocation.duration_ms),
-                ("error.type", invocation.error_type),
-            )),
+            _present(
+                (
+                    ("gen_ai.operation.name", "invoke_agent"),
+                    ("gen_ai.agent.name", self.agent),
+                    ("evidence_stage.invocation.id", invocation.invocation_id),
+                    ("evidence_stage.invocation.parent_id", invocation.parent_invocation_id),
+                    ("evidence_stage.invocation.spawned_by_tool_call_id", invocation.spawned_by_tool_call_id),
+                    ("evidence_stage.invocation.status", invocation.status),
+                    ("evidence_stage.invocation.duration_ms", invocation.duration_ms),
+                    ("error.type", invocation.error_type),
+                )
+            ),
             _INVOCATION_STATUS.get(invocation.status, "unset"),
         )
         return start, end
@@ -202,19 +208,21 @@ class _TraceBuilder:
             "client",
             _nanoseconds(call.started_at),
             _nanoseconds(call.completed_at),
-            _present((
-                ("gen_ai.operation.name", "chat"),
-                ("gen_ai.response.model", metadata.model),
-                ("gen_ai.response.id", metadata.response_id),
-                ("gen_ai.response.finish_reasons", (metadata.finish_reason,) if metadata.finish_reason else None),
-                ("gen_ai.usage.input_tokens", tokens.prompt_tokens),
-                ("gen_ai.usage.output_tokens", tokens.completion_tokens),
-                ("gen_ai.usage.cache_read.input_tokens", tokens.cached_tokens),
-                ("evidence_stage.model_call.id", call.model_call_id),
-                ("evidence_stage.model_call.duration_ms", call.duration_ms),
-                ("http.response.status_code", metadata.status_code),
-                ("error.type", metadata.error_category),
-            )),
+            _present(
+                (
+                    ("gen_ai.operation.name", "chat"),
+                    ("gen_ai.response.model", metadata.model),
+                    ("gen_ai.response.id", metadata.response_id),
+                    ("gen_ai.response.finish_reasons", (metadata.finish_reason,) if metadata.finish_reason else None),
+                    ("gen_ai.usage.input_tokens", tokens.prompt_tokens),
+                    ("gen_ai.usage.output_tokens", tokens.completion_tokens),
+                    ("gen_ai.usage.cache_read.input_tokens", tokens.cached_tokens),
+                    ("evidence_stage.model_call.id", call.model_call_id),
+                    ("evidence_stage.model_call.duration_ms", call.duration_ms),
+                    ("http.response.status_code", metadata.status_code),
+                    ("error.type", metadata.error_category),
+                )
+            ),
             "error" if view.failed else "unset",
         )
 
@@ -226,13 +234,15 @@ class _TraceBuilder:
             "internal",
             _nanoseconds(tool.started_at),
             _nanoseconds(tool.completed_at),
-            _present((
-                ("gen_ai.operation.name", "execute_tool"),
-                ("gen_ai.tool.name", tool.tool_name),
-                ("gen_ai.tool.call.id", tool.tool_call_id),
-                ("evidence_stage.tool.status", tool.status),
-                ("evidence_stage.tool.duration_ms", tool.duration_ms),
-                ("error.type", tool.error_type),
-            )),
+            _present(
+                (
+                    ("gen_ai.operation.name", "execute_tool"),
+                    ("gen_ai.tool.name", tool.tool_name),
+                    ("gen_ai.tool.call.id", tool.tool_call_id),
+                    ("evidence_stage.tool.status", tool.status),
+                    ("evidence_stage.tool.duration_ms", tool.duration_ms),
+                    ("error.type", tool.error_type),
+                )
+            ),
             _TOOL_STATUS.get(tool.status, "unset"),
         )

@@ -8,7 +8,7 @@ over a whole rollouts file for the drop-in command.
 """
 
 from evidence.health.digest import RowDigest, RowStats
-from evidence.health.dropin import VERDICTS_NAME, SUMMARY_NAME, HealthFiles, digest_lines, health_check_bytes
+from evidence.health.dropin import SUMMARY_NAME, VERDICTS_NAME, HealthFiles, digest_lines, health_check_bytes
 from evidence.health.evaluate import evaluate_row, unreadable_row
 from evidence.health.ignored import UnknownHealthCheck, normalize_ignored_checks, parse_ignored_checks, split_check_ids
 from evidence.health.reduce import (
@@ -41,8 +41,8 @@ __all__ = [
     "identity_sizes",
     "normalize_ignored_checks",
     "parse_ignored_checks",
-    "split_check_ids",
     "reduce_digests",
+    "split_check_ids",
     "unreadable_row",
     "verdict_line",
     "verdict_order",

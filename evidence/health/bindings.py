@@ -42,9 +42,7 @@ def turn_refs(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
 
 def owned_refs(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
     """Turn references then invocation references, de-duplicated by signature together."""
-    invocation_refs = (
-        ref for invocation in trajectory["invocations"] for ref in invocation.get("model_calls") or ()
-    )
+    invocation_refs = (ref for invocation in trajectory["invocations"] for ref in invocation.get("model_calls") or ())
     return _dedupe([*turn_refs(trajectory), *invocation_refs])
 
 

@@ -12,14 +12,33 @@ from typing import Any
 FAILED_RESPONSE_STATUSES = frozenset({"failed", "error", "cancelled"})
 RUNAWAY_FINISH_REASONS = frozenset({"length", "max_output_tokens", "max_tokens"})
 CONTENT_KEYS = (
-    "text", "content", "output_text", "answer", "refusal", "encrypted_content", "reasoning",
-    "reasoning_content", "summary",
+    "text",
+    "content",
+    "output_text",
+    "answer",
+    "refusal",
+    "encrypted_content",
+    "reasoning",
+    "reasoning_content",
+    "summary",
 )
-TOOL_CALL_TYPES = frozenset({
-    "function_call", "tool_call", "tool_use", "mcp_call", "mcp_list_tools", "mcp_approval_request",
-    "file_search_call", "web_search_call", "computer_call", "image_generation_call",
-    "code_interpreter_call", "local_shell_call", "custom_tool_call",
-})
+TOOL_CALL_TYPES = frozenset(
+    {
+        "function_call",
+        "tool_call",
+        "tool_use",
+        "mcp_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "file_search_call",
+        "web_search_call",
+        "computer_call",
+        "image_generation_call",
+        "code_interpreter_call",
+        "local_shell_call",
+        "custom_tool_call",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,12 +170,7 @@ def response_has_content(response: Any) -> bool:
     if not isinstance(response, dict):
         return False
     choice_content = _chat_choices_have_content(response.get("choices"))
-    return (
-        nonempty(response.get("output_text"))
-        or nonempty(response.get("content"))
-        or nonempty(response.get("output"))
-        or choice_content
-    )
+    return nonempty(response.get("output_text")) or nonempty(response.get("content")) or nonempty(response.get("output")) or choice_content
 
 
 def _chat_choices_have_content(choices: Any) -> bool:

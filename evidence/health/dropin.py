@@ -29,9 +29,7 @@ class HealthFiles(NamedTuple):
     report: str
 
 
-def health_check_bytes(
-    data: bytes, *, rollouts_path: str, output_dir: str, ignored: Iterable[str] = ()
-) -> HealthFiles:
+def health_check_bytes(data: bytes, *, rollouts_path: str, output_dir: str, ignored: Iterable[str] = ()) -> HealthFiles:
     """Health-check a whole rollouts file.
 
     Args:
@@ -43,9 +41,7 @@ def health_check_bytes(
     ignored_ids = normalize_ignored_checks(ignored)
     result = reduce_digests(digest_lines(data, source=rollouts_path, ignored=ignored_ids), ignored_ids)
     summary_path = f"{output_dir.rstrip('/')}/{SUMMARY_NAME}"
-    return HealthFiles(
-        result.summary_text(), result.verdicts_text(), health_report_text(result.summary(), summary_path)
-    )
+    return HealthFiles(result.summary_text(), result.verdicts_text(), health_report_text(result.summary(), summary_path))
 
 
 def digest_lines(data: bytes, *, source: str, ignored: tuple[str, ...]) -> Iterator[RowDigest]:

@@ -54,8 +54,13 @@ def evaluate_row(
     view = build_view(value, canonical=canonical_trajectory)
     findings, unobserved = _run_checks(view, ignored)
     return RowDigest(
-        identity.task, identity.rollout, identity.stage, identity.rollout_id,
-        tuple(findings), tuple(unobserved), _stats(view),
+        identity.task,
+        identity.rollout,
+        identity.stage,
+        identity.rollout_id,
+        tuple(findings),
+        tuple(unobserved),
+        _stats(view),
     )
 
 
@@ -69,12 +74,15 @@ def _unreadable(source: str, line: int, detail: dict[str, Any], ignored: Collect
     findings = []
     if RECORD_UNREADABLE not in ignored:
         findings.append(finding(RECORD_UNREADABLE, {"source_file": source, "line": line}, detail))
-    unobserved = tuple(
-        spec.id for spec in ROLLOUT_CHECKS if spec.id not in ignored and spec.id != RECORD_UNREADABLE
-    )
+    unobserved = tuple(spec.id for spec in ROLLOUT_CHECKS if spec.id not in ignored and spec.id != RECORD_UNREADABLE)
     return RowDigest(
-        identity.task, identity.rollout, identity.stage, identity.rollout_id,
-        tuple(findings), unobserved, RowStats(),
+        identity.task,
+        identity.rollout,
+        identity.stage,
+        identity.rollout_id,
+        tuple(findings),
+        unobserved,
+        RowStats(),
     )
 
 
@@ -95,14 +103,20 @@ def _run_checks(view: RowView, ignored: Collection[str]) -> tuple[list[dict[str,
             continue
         try:
             flags = spec.run(view)
-        except Exception as exc:  # 0.7.0 turns any crash of a check into evidence
+        except Exception as exc:  # noqa: BLE001 - 0.7.0 turns any crash of a check into evidence
             unobserved.append(spec.id)
             if CHECK_EXECUTION_ERROR not in ignored:
-                findings.append(finding(CHECK_EXECUTION_ERROR, None, {
-                    "reason": "check raised an unexpected exception",
-                    "failed_check": spec.id,
-                    "error": type(exc).__name__,
-                }))
+                findings.append(
+                    finding(
+                        CHECK_EXECUTION_ERROR,
+                        None,
+                        {
+                            "reason": "check raised an unexpected exception",
+                            "failed_check": spec.id,
+                            "error": type(exc).__name__,
+                        },
+                    )
+                )
             continue
         if flags is None:
             unobserved.append(spec.id)
@@ -119,11 +133,7 @@ def _observable(spec: CheckSpec, view: RowView) -> bool:
         return False
     if OBSERVED_MODEL_CALLS in spec.inputs and not (view.model_calls_observed and view.calls):
         return False
-    binding = (
-        view.owned_view if OWNED_MODEL_CALLS in spec.inputs
-        else view.turn_view if BOUND_CALLS in spec.inputs
-        else None
-    )
+    binding = view.owned_view if OWNED_MODEL_CALLS in spec.inputs else view.turn_view if BOUND_CALLS in spec.inputs else None
     if binding is None:
         return True
     if not view.model_calls_observed:
@@ -142,9 +152,7 @@ def _stats(view: RowView) -> RowStats:
         policy_calls_observed=view.turn_call_scope_complete and view.turn_view.complete,
         successful_model_calls=sum(call.successful for call in view.turn_view.matched),
         model_call_errors=len(failed),
-        errors_by_status=dict(Counter(
-            "unknown" if call.status_code is None else str(call.status_code) for call in failed
-        )),
+        errors_by_status=dict(Counter("unknown" if call.status_code is None else str(call.status_code) for call in failed)),
         ended_on_error=bool(failed_chain_ends(calls)),
         duplicated_calls=sum(count - 1 for count in identities.values() if count > 1),
         transcript_prompt=view.usage.prompt,

@@ -51,8 +51,8 @@ def record_identity(record: dict[str, Any], ordinal: int) -> Identity:
     Raises:
         InvalidIdentity: a task/rollout index or stage 0.7.0 would crash on.
     """
-    task = record[TASK_KEY] if TASK_KEY in record else ordinal
-    rollout = record[ROLLOUT_KEY] if ROLLOUT_KEY in record else 0
+    task = record.get(TASK_KEY, ordinal)
+    rollout = record.get(ROLLOUT_KEY, 0)
     trajectory = record.get("ng_trajectory")
     raw_rollout_id = (
         record.get(ROLLOUT_ID_KEY)

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from evidence.health.digest import HEALTHY, UNHEALTHY, UNOBSERVED, RowDigest, RowStats, finding
-from evidence.jsonl import dumps
 from evidence.health.registry import CHECK_IDS, ROLLOUT_CHECKS, TASK_CHECKS
 from evidence.health.task_checks import Repeat
+from evidence.jsonl import dumps
 
 DUPLICATE_IDENTITY = "rollout_duplicate_identity"
 VERDICTS = (HEALTHY, UNHEALTHY, UNOBSERVED)
@@ -119,7 +119,11 @@ class HealthFold:
         results = []
         for task, by_rollout in self._repeats.items():
             repeats = tuple(by_rollout.values())
-            outcomes = {spec.id: spec.run(repeats) for spec in TASK_CHECKS if spec.id not in self._ignored}
+            outcomes = {}
+            for spec in TASK_CHECKS:
+                if spec.id not in self._ignored:
+                    assert spec.run is not None, "only the runner-level rollout checks have no rule function"
+                    outcomes[spec.id] = spec.run(repeats)
             results.append(TaskResult(task, repeats, outcomes))
         return results
 
@@ -231,10 +235,7 @@ def _verdict_row(digest: RowDigest) -> dict[str, Any]:
 
 def verdict_order(digest: RowDigest) -> tuple[tuple[int, Any], ...]:
     """Ints first (numerically), then everything else by string form; a null stage is "None"."""
-    return tuple(
-        (0, part) if isinstance(part, int) else (1, str(part))
-        for part in (digest.task, digest.rollout, digest.stage)
-    )
+    return tuple((0, part) if isinstance(part, int) else (1, str(part)) for part in (digest.task, digest.rollout, digest.stage))
 
 
 def health_report_text(summary: dict[str, Any], summary_path: str) -> str:

@@ -49,14 +49,10 @@ class CheckSpec:
 
     def __post_init__(self) -> None:
         if len(self.inputs & CALL_BINDING_INPUTS) > 1:
-            raise ValueError(
-                "a health check cannot read both turn-bound and invocation-owned call bindings"
-            )
+            raise ValueError("a health check cannot read both turn-bound and invocation-owned call bindings")
 
 
-def _spec(
-    check_id: str, scope: str, subject: str, inputs: tuple[str, ...], run: Any, **options: bool
-) -> CheckSpec:
+def _spec(check_id: str, scope: str, subject: str, inputs: tuple[str, ...], run: Any, **options: bool) -> CheckSpec:
     return CheckSpec(check_id, scope, subject, frozenset(inputs), run, **options)
 
 
@@ -65,27 +61,24 @@ _TABLE = (
     _spec("check_execution_error", ROLLOUT, "check_execution", (RECORD,), None),
     _spec("record_unreadable", ROLLOUT, "record", (RECORD,), None),
     _spec("rollout_duplicate_identity", ROLLOUT, "rollout", (RECORD,), None),
-    _spec("rollout_missing_agent_turns", ROLLOUT, "rollout", (*_TRAJ, AGENT_TURNS),
-          rules.missing_agent_turns),
-    _spec("rollout_ended_on_failed_model_call", ROLLOUT, "rollout", (*_TRAJ, OBSERVED_MODEL_CALLS),
-          rules.ended_on_failed_model_call),
+    _spec("rollout_missing_agent_turns", ROLLOUT, "rollout", (*_TRAJ, AGENT_TURNS), rules.missing_agent_turns),
+    _spec("rollout_ended_on_failed_model_call", ROLLOUT, "rollout", (*_TRAJ, OBSERVED_MODEL_CALLS), rules.ended_on_failed_model_call),
     _spec("agent_turn_hollow", ROLLOUT, "agent_turn", (*_TRAJ, AGENT_TURNS), rules.hollow_turns),
-    _spec("model_call_zero_completion_tokens", ROLLOUT, "model_call", (*_TRAJ, OWNED_MODEL_CALLS),
-          rules.zero_completion_tokens),
-    _spec("model_call_missing_token_counts", ROLLOUT, "model_call", (*_TRAJ, OWNED_MODEL_CALLS),
-          rules.missing_token_counts),
-    _spec("trajectory_capture_mismatch", ROLLOUT, "trajectory_capture", (*_TRAJ, OWNED_MODEL_CALLS),
-          rules.trajectory_capture_mismatch, judges_references=True),
-    _spec("model_call_failed", ROLLOUT, "model_call", (*_TRAJ, OWNED_MODEL_CALLS),
-          rules.failed_model_calls),
-    _spec("rollout_token_count_mismatch", ROLLOUT, "rollout", (*_TRAJ, BOUND_CALLS),
-          rules.token_count_mismatch),
-    _spec("model_call_runaway_generation", ROLLOUT, "model_call", (*_TRAJ, OWNED_MODEL_CALLS),
-          rules.runaway_generation),
-    _spec("task_consistently_unhealthy", TASK, "task", (REPEAT_VERDICTS,),
-          task_checks.consistently_unhealthy),
-    _spec("task_no_successful_model_calls", TASK, "task", (REPEAT_DIGESTS,),
-          task_checks.no_successful_model_calls),
+    _spec("model_call_zero_completion_tokens", ROLLOUT, "model_call", (*_TRAJ, OWNED_MODEL_CALLS), rules.zero_completion_tokens),
+    _spec("model_call_missing_token_counts", ROLLOUT, "model_call", (*_TRAJ, OWNED_MODEL_CALLS), rules.missing_token_counts),
+    _spec(
+        "trajectory_capture_mismatch",
+        ROLLOUT,
+        "trajectory_capture",
+        (*_TRAJ, OWNED_MODEL_CALLS),
+        rules.trajectory_capture_mismatch,
+        judges_references=True,
+    ),
+    _spec("model_call_failed", ROLLOUT, "model_call", (*_TRAJ, OWNED_MODEL_CALLS), rules.failed_model_calls),
+    _spec("rollout_token_count_mismatch", ROLLOUT, "rollout", (*_TRAJ, BOUND_CALLS), rules.token_count_mismatch),
+    _spec("model_call_runaway_generation", ROLLOUT, "model_call", (*_TRAJ, OWNED_MODEL_CALLS), rules.runaway_generation),
+    _spec("task_consistently_unhealthy", TASK, "task", (REPEAT_VERDICTS,), task_checks.consistently_unhealthy),
+    _spec("task_no_successful_model_calls", TASK, "task", (REPEAT_DIGESTS,), task_checks.no_successful_model_calls),
 )
 
 CHECKS: MappingProxyType[str, CheckSpec] = MappingProxyType({spec.id: spec for spec in _TABLE})

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from evidence.health.bindings import reference_key
-from evidence.health.calls import CallView, has_tool_call, nonempty, response_has_content, token_count
+from evidence.health.calls import has_tool_call, nonempty, response_has_content, token_count
 from evidence.health.chains import failed_chain_ends
 from evidence.health.view import CONTRADICTION_KINDS, RowView
 
@@ -32,13 +32,16 @@ def missing_agent_turns(view: RowView) -> list[Flag]:
 def ended_on_failed_model_call(view: RowView) -> list[Flag]:
     """One flag per model whose chain of captured calls ended on a failed call."""
     return [
-        Flag(last.locator, {
-            "model_ref": _model_ref_text(last.model_ref),
-            "status": last.status_code,
-            "error_category": last.error_category,
-            "observed_calls": len(chain),
-            "successful_calls": sum(call.successful for call in chain),
-        })
+        Flag(
+            last.locator,
+            {
+                "model_ref": _model_ref_text(last.model_ref),
+                "status": last.status_code,
+                "error_category": last.error_category,
+                "observed_calls": len(chain),
+                "successful_calls": sum(call.successful for call in chain),
+            },
+        )
         for chain, last in failed_chain_ends(view.calls)
     ]
 
@@ -61,10 +64,7 @@ def missing_token_counts(view: RowView) -> list[Flag]:
     """Owned matched calls with a null prompt and/or completion count."""
     flags = []
     for call in view.owned_view.matched:
-        missing = [
-            name for name, value in (("prompt_tokens", call.tokens_in), ("completion_tokens", call.tokens_out))
-            if value is None
-        ]
+        missing = [name for name, value in (("prompt_tokens", call.tokens_in), ("completion_tokens", call.tokens_out)) if value is None]
         if missing:
             flags.append(Flag(call.locator, {"missing": missing}))
     return flags
@@ -73,9 +73,8 @@ def missing_token_counts(view: RowView) -> list[Flag]:
 def trajectory_capture_mismatch(view: RowView) -> list[Flag]:
     """Unresolvable or ambiguous references, then contradiction gaps not already reported."""
     owned = view.owned_view
-    reference_flags = {
-        ("missing_captured_call", _last_segment(key)): {"kind": "missing_captured_call"}
-        for key in owned.missing
+    reference_flags: dict[tuple[str, str], dict[str, Any]] = {
+        ("missing_captured_call", _last_segment(key)): {"kind": "missing_captured_call"} for key in owned.missing
     }
     for key, count in owned.duplicated:
         reference_flags.setdefault(
@@ -97,11 +96,14 @@ def failed_model_calls(view: RowView) -> list[Flag]:
     owned = view.owned_view
     last_position = owned.matched[-1].position if owned.matched else None
     return [
-        Flag(call.locator, {
-            "status": call.status_code,
-            "error_category": call.error_category,
-            "terminal": owned.complete and call.position == last_position,
-        })
+        Flag(
+            call.locator,
+            {
+                "status": call.status_code,
+                "error_category": call.error_category,
+                "terminal": owned.complete and call.position == last_position,
+            },
+        )
         for call in owned.matched
         if call.failed
     ]
@@ -122,12 +124,17 @@ def token_count_mismatch(view: RowView) -> list[Flag] | None:
     capture_completion = sum(token_count(call.tokens_out) for call in bound.matched)
     if (view.usage.prompt, view.usage.completion) == (capture_prompt, capture_completion):
         return []
-    return [Flag(None, {
-        "transcript_prompt": view.usage.prompt,
-        "transcript_completion": view.usage.completion,
-        "capture_prompt": capture_prompt,
-        "capture_completion": capture_completion,
-    })]
+    return [
+        Flag(
+            None,
+            {
+                "transcript_prompt": view.usage.prompt,
+                "transcript_completion": view.usage.completion,
+                "capture_prompt": capture_prompt,
+                "capture_completion": capture_completion,
+            },
+        )
+    ]
 
 
 def runaway_generation(view: RowView) -> list[Flag] | None:

@@ -34,7 +34,7 @@ class Repeat:
         return Repeat(
             verdict=self.verdict if digest.verdict == self.verdict else UNOBSERVED,
             policy_calls_observed=self.policy_calls_observed and digest.stats.policy_calls_observed,
-            successful_model_calls=calls if calls > self.successful_model_calls else self.successful_model_calls,
+            successful_model_calls=max(self.successful_model_calls, calls),
         )
 
 

@@ -11,27 +11,29 @@ from dataclasses import dataclass
 from typing import Any
 
 from evidence.gaps import (
-    MODEL_CALLS_UNAVAILABLE,
     MODEL_CALL_CAPTURE_INCOMPLETE,
     MODEL_CALL_CAPTURE_RECORDS_UNREADABLE,
     MODEL_CALL_CAPTURE_UNREADABLE,
     MODEL_CALL_REFERENCE_AMBIGUOUS,
     MODEL_CALL_REFERENCE_CONFLICT,
     MODEL_CALL_REFERENCE_UNMATCHED,
+    MODEL_CALLS_UNAVAILABLE,
     TRAJECTORY_PROJECTION_FAILED,
-    TURNS_UNAVAILABLE,
     TURN_MODEL_CALL_SCOPE_INCOMPLETE,
+    TURNS_UNAVAILABLE,
 )
 from evidence.health.bindings import EMPTY_BINDING, Binding, bind, owned_refs, turn_refs
 from evidence.health.calls import CallView
 from evidence.models.trajectory import TrajectoryRecord
 
-INCOMPLETE_CAPTURE_GAPS = frozenset({
-    MODEL_CALLS_UNAVAILABLE,
-    MODEL_CALL_CAPTURE_INCOMPLETE,
-    MODEL_CALL_CAPTURE_RECORDS_UNREADABLE,
-    MODEL_CALL_CAPTURE_UNREADABLE,
-})
+INCOMPLETE_CAPTURE_GAPS = frozenset(
+    {
+        MODEL_CALLS_UNAVAILABLE,
+        MODEL_CALL_CAPTURE_INCOMPLETE,
+        MODEL_CALL_CAPTURE_RECORDS_UNREADABLE,
+        MODEL_CALL_CAPTURE_UNREADABLE,
+    }
+)
 CONTRADICTION_KINDS = {
     MODEL_CALL_REFERENCE_UNMATCHED: "missing_captured_call",
     MODEL_CALL_REFERENCE_AMBIGUOUS: "duplicated_captured_call",
@@ -61,8 +63,13 @@ class RowView:
     usage: Usage
 
     @property
+    def observed_trajectory(self) -> dict[str, Any] | None:
+        """The trajectory when there is one and its projection did not fail, else None."""
+        return self.trajectory if TRAJECTORY_PROJECTION_FAILED not in self.gap_codes else None
+
+    @property
     def trajectory_observed(self) -> bool:
-        return self.trajectory is not None and TRAJECTORY_PROJECTION_FAILED not in self.gap_codes
+        return self.observed_trajectory is not None
 
     @property
     def turns_observed(self) -> bool:
@@ -78,14 +85,16 @@ class RowView:
 
     @property
     def turns(self) -> list[dict[str, Any]]:
-        return self.trajectory["turns"] if self.trajectory_observed else []
+        trajectory = self.observed_trajectory
+        return trajectory["turns"] if trajectory is not None else []
 
     @property
     def contradiction_gaps(self) -> list[dict[str, Any]]:
         """The reference-contradiction gaps, in gap order (only of an observed trajectory)."""
-        if not self.trajectory_observed:
+        trajectory = self.observed_trajectory
+        if trajectory is None:
             return []
-        return [gap for gap in self.trajectory["gaps"] if gap["code"] in CONTRADICTION_KINDS]
+        return [gap for gap in trajectory["gaps"] if gap["code"] in CONTRADICTION_KINDS]
 
 
 def build_view(record: dict[str, Any], *, canonical: bool = False) -> RowView:
@@ -98,12 +107,18 @@ def build_view(record: dict[str, Any], *, canonical: bool = False) -> RowView:
     trajectory, error = (raw, None) if canonical and isinstance(raw, dict) else canonical_trajectory(raw)
     gap_codes = frozenset(gap["code"] for gap in trajectory["gaps"]) if trajectory else frozenset()
     view = RowView(trajectory, error, gap_codes, (), EMPTY_BINDING, EMPTY_BINDING, transcript_usage(record))
-    if not view.trajectory_observed:
+    observed = view.observed_trajectory
+    if observed is None:
         return view
-    calls = tuple(CallView.from_canonical(i, call) for i, call in enumerate(trajectory["model_calls"]))
+    calls = tuple(CallView.from_canonical(i, call) for i, call in enumerate(observed["model_calls"]))
     return RowView(
-        trajectory, None, gap_codes, calls,
-        bind(turn_refs(trajectory), calls), bind(owned_refs(trajectory), calls), view.usage,
+        observed,
+        None,
+        gap_codes,
+        calls,
+        bind(turn_refs(observed), calls),
+        bind(owned_refs(observed), calls),
+        view.usage,
     )
 
 
@@ -113,7 +128,7 @@ def canonical_trajectory(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
         return None, None
     try:
         return TrajectoryRecord.model_validate(raw).model_dump(mode="json"), None
-    except Exception as exc:  # 0.7.0 records any validation failure by its class name
+    except Exception as exc:  # noqa: BLE001 - 0.7.0 records any validation failure by its class name
         return None, type(exc).__name__
 
 
@@ -123,15 +138,11 @@ def transcript_usage(record: dict[str, Any]) -> Usage:
     usage = response.get("usage") if isinstance(response, dict) else None
     if not isinstance(usage, dict):
         return Usage(0, 0, False)
-    prompt = usage["input_tokens"] if "input_tokens" in usage else usage.get("prompt_tokens")
-    completion = usage["output_tokens"] if "output_tokens" in usage else usage.get("completion_tokens")
-    valid_prompt, valid_completion = _valid_count(prompt), _valid_count(completion)
-    return Usage(
-        prompt if valid_prompt else 0,
-        completion if valid_completion else 0,
-        valid_prompt and valid_completion,
-    )
+    prompt = _valid_count(usage["input_tokens"] if "input_tokens" in usage else usage.get("prompt_tokens"))
+    completion = _valid_count(usage["output_tokens"] if "output_tokens" in usage else usage.get("completion_tokens"))
+    return Usage(prompt or 0, completion or 0, prompt is not None and completion is not None)
 
 
-def _valid_count(value: Any) -> bool:
-    return type(value) is int and value >= 0
+def _valid_count(value: Any) -> int | None:
+    """The value when it is a valid count (an int, not a bool, at least 0), else None."""
+    return value if type(value) is int and value >= 0 else None

@@ -6,7 +6,7 @@ screenshot. Like every SDK item model, unknown keys are kept.
 
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Literal
 
 from evidence.models.sdk_item import SdkModel as _SdkModel
 from evidence.models.sdk_item import Status
@@ -80,7 +80,7 @@ class Wait(_SdkModel):
     type: Literal["wait"]
 
 
-ComputerAction = Union[Click, DoubleClick, Drag, Keypress, Move, Screenshot, Scroll, TypeText, Wait]
+ComputerAction = Click | DoubleClick | Drag | Keypress | Move | Screenshot | Scroll | TypeText | Wait
 
 
 class ComputerCall(_SdkModel):

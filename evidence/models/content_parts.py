@@ -10,10 +10,10 @@ is what keeps a re-emitted conversation byte-identical to the release's.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Required
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
-from typing_extensions import Required, TypedDict
+from typing_extensions import TypedDict
 
 __all__ = [
     "InputPart",
@@ -67,7 +67,7 @@ class InputVideo(TypedDict, total=False):
     video: str | dict[str, Any]
 
 
-InputPart = Union[InputText, InputImage, InputFile, Annotated[InputVideo, AfterValidator(_one_video_source)]]
+InputPart = InputText | InputImage | InputFile | Annotated[InputVideo, AfterValidator(_one_video_source)]
 """A part of an input message's (or easy message's) list content."""
 
 
@@ -87,7 +87,7 @@ class ToolFile(TypedDict, total=False):
     filename: str | None
 
 
-ToolOutputPart = Union[InputText, ToolImage, ToolFile]
+ToolOutputPart = InputText | ToolImage | ToolFile
 """A part of a list-form ``function_call_output.output`` (its own field orders and optionality)."""
 
 
@@ -141,7 +141,7 @@ class _Part(BaseModel):
 
 
 class OutputText(_Part):
-    annotations: list[Union[FileCitation, UrlCitation, ContainerFileCitation, FilePath]]
+    annotations: list[FileCitation | UrlCitation | ContainerFileCitation | FilePath]
     text: str
     type: Literal["output_text"] = "output_text"
     logprobs: list[Logprob] | None = None
@@ -152,7 +152,7 @@ class Refusal(_Part):
     type: Literal["refusal"] = "refusal"
 
 
-OutputPart = Union[OutputText, Refusal]
+OutputPart = OutputText | Refusal
 """A part of an output (assistant) message; a part without ``type`` is told apart by its keys."""
 
 
@@ -193,5 +193,5 @@ class ToolResultFile(_ResponsePart):
     filename: str | None = None
 
 
-ToolResultPart = Union[ToolResultText, ToolResultImage, ToolResultFile]
+ToolResultPart = ToolResultText | ToolResultImage | ToolResultFile
 """A part of a list-form ``custom_tool_call_output.output`` (response models: defaults, extras kept)."""

@@ -13,7 +13,7 @@ unions), which are refused.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Tag
 
@@ -158,11 +158,7 @@ def _untyped_kind(item: dict[str, Any]) -> str:
         if kind == "output_message":
             return kind if isinstance(item.get("id"), str) else "mcp_list_tools"
         return "mcp_list_tools" if _first_part_is_output(content) else kind
-    if (
-        "role" not in item
-        and isinstance(item.get("id"), str)
-        and (content == [] or _first_part_is_output(content))
-    ):
+    if "role" not in item and isinstance(item.get("id"), str) and (content == [] or _first_part_is_output(content)):
         return "output_message"
     if "arguments" in item and "name" in item:
         return "function_call" if "call_id" in item else "mcp_call"
@@ -230,9 +226,14 @@ _MODELS: dict[str, type[BaseModel]] = {
 }
 _TAGS = {model: tag for tag, model in _MODELS.items()}
 
-ConversationItem = Annotated[
-    Union[tuple(Annotated[model, Tag(tag)] for tag, model in _MODELS.items())],  # type: ignore[valid-type]
-    Discriminator(item_kind),
-    BeforeValidator(_token_metadata_all_or_nothing),
-]
+if TYPE_CHECKING:
+    # A union built from the table at run time is no static type; statically an item is one of
+    # the table's models, each a BaseModel.
+    ConversationItem: TypeAlias = BaseModel
+else:
+    ConversationItem = Annotated[
+        Union[*(Annotated[model, Tag(tag)] for tag, model in _MODELS.items())],
+        Discriminator(item_kind),
+        BeforeValidator(_token_metadata_all_or_nothing),
+    ]
 """One conversation item; validate inside a model and dump in JSON mode to normalise it."""

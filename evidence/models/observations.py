@@ -145,9 +145,9 @@ class AgentObservationBundle(_Observation):
             if record.invocation_id in parents:
                 raise ValueError(f"duplicate invocation_id {record.invocation_id!r}")
             parents[record.invocation_id] = record.parent_invocation_id
-        for start in parents:
+        for start, first in parents.items():
             seen = {start}
-            parent = parents[start]
+            parent = first
             while parent is not None and parent in parents:
                 if parent in seen:
                     raise ValueError(f"invocation parent chain cycles at {parent!r}")

@@ -9,7 +9,7 @@ Unlike NeMo Gym's own message and function-call models, nothing here has a train
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -38,7 +38,7 @@ class PermissiveItem(_SdkModel):
 
     id: str | None = None
     server_label: str | None = None
-    tools: list[Any] = []
+    tools: list[Any] = []  # noqa: RUF012 - a pydantic field, not a class attribute: each instance gets a copy
     type: Literal["mcp_list_tools"] = "mcp_list_tools"
     error: str | None = None
 
@@ -150,7 +150,7 @@ class FindInPageAction(_SdkModel):
 
 class WebSearchCall(_SdkModel):
     id: str
-    action: Union[SearchAction, OpenPageAction, FindInPageAction]
+    action: SearchAction | OpenPageAction | FindInPageAction
     status: Literal["in_progress", "searching", "completed", "failed"]
     type: Literal["web_search_call"]
 
@@ -169,7 +169,7 @@ class CodeInterpreterCall(_SdkModel):
     id: str
     code: str | None = None
     container_id: str
-    outputs: list[Union[CodeLogs, CodeImage]] | None = None
+    outputs: list[CodeLogs | CodeImage] | None = None
     status: Literal["in_progress", "completed", "incomplete", "interpreting", "failed"]
     type: Literal["code_interpreter_call"]
 
@@ -211,7 +211,7 @@ class UpdateFile(_SdkModel):
 class ApplyPatchCall(_SdkModel):
     id: str
     call_id: str
-    operation: Union[CreateFile, DeleteFile, UpdateFile]
+    operation: CreateFile | DeleteFile | UpdateFile
     status: Literal["in_progress", "completed"]
     type: Literal["apply_patch_call"]
     created_by: str | None = None
@@ -252,7 +252,7 @@ class ExitOutcome(_SdkModel):
 
 
 class ShellOutput(_SdkModel):
-    outcome: Union[TimeoutOutcome, ExitOutcome]
+    outcome: TimeoutOutcome | ExitOutcome
     stderr: str
     stdout: str
     created_by: str | None = None

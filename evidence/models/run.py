@@ -19,7 +19,18 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["DEFAULT_SCORE_MASK", "OUTPUT_PARAMETERS", "SCORE_MASKS", "ManifestHead", "RecordedParams", "RunCounts", "RunIdentity", "RunManifest", "Streamed", "manifest_chunks"]
+__all__ = [
+    "DEFAULT_SCORE_MASK",
+    "OUTPUT_PARAMETERS",
+    "SCORE_MASKS",
+    "ManifestHead",
+    "RecordedParams",
+    "RunCounts",
+    "RunIdentity",
+    "RunManifest",
+    "Streamed",
+    "manifest_chunks",
+]
 
 # Parameters whose change changes outputs: they make the run's config fingerprint and must
 # match when a run is resumed.

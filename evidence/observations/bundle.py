@@ -14,7 +14,6 @@ from evidence.observations.join import join_model_call_observations
 __all__ = ["join_observations"]
 
 
-
 def join_observations(raw_bundle: Any, calls: Sequence[ModelCallRecord]) -> dict[str, Any]:
     """The joined bundle as 0.7.0 writes it back into ``ng_agent_observations``.
 

@@ -17,6 +17,7 @@ from typing import Any
 from evidence.gaps import COMPACTION_MODEL_CALL_MATCH_AMBIGUOUS, COMPACTION_MODEL_CALL_REFERENCE_UNAVAILABLE
 from evidence.models.capture import ModelCallRecord
 from evidence.models.observations import (
+    AgentInvocationRecord,
     AgentObservationBundle,
     ContextCompactionRecord,
     ModelCallRef,
@@ -40,15 +41,23 @@ _PATH = "<path>"
 # The trailers Claude Code may append after the summary (spec §7): each at most once, in this
 # order; ``<path>`` stands for one or more characters other than a newline.
 _SUMMARY_SUFFIXES = (
-    "\n\nIf you need specific details from before compaction (like exact code snippets, error messages,"
-    " or content you generated), read the full transcript at: " + _PATH,
+    (
+        "\n\nIf you need specific details from before compaction (like exact code snippets, error messages,"
+        " or content you generated), read the full transcript at: " + _PATH
+    ),
     "\n\nRecent messages are preserved verbatim.",
-    "\n\nYour REPL VM state has been cleared as part of this compaction. Variables defined in REPL calls"
-    " before this point are no longer accessible — redefine any you still need.",
-    "\n\nContinue the conversation from where it left off without asking the user any further questions."
-    " Resume directly — do not acknowledge the summary, do not recap what was happening, do not"
-    ' preface with "I\'ll continue" or similar. Pick up the last task as if the break never happened.',
+    (
+        "\n\nYour REPL VM state has been cleared as part of this compaction. Variables defined in REPL calls"
+        " before this point are no longer accessible — redefine any you still need."
+    ),
+    (
+        "\n\nContinue the conversation from where it left off without asking the user any further questions."
+        " Resume directly — do not acknowledge the summary, do not recap what was happening, do not"
+        ' preface with "I\'ll continue" or similar. Pick up the last task as if the break never happened.'
+    ),
 )
+
+
 def _suffix_pattern(suffix: str) -> str:
     """An optional regex group matching ``suffix`` literally, its ``<path>`` as a one-line path."""
     literal = re.escape(suffix).replace(re.escape(_PATH), r"[^\n]+")
@@ -66,8 +75,7 @@ def _message_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list) and all(
-        isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
-        for block in content
+        isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str) for block in content
     ):
         return "".join(block["text"] for block in content)
     return json.dumps(content, sort_keys=True)
@@ -89,9 +97,7 @@ def _output_text(response: dict[str, Any] | None) -> str:
     if not isinstance(content, list):
         return ""
     return "".join(
-        block["text"]
-        for block in content
-        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+        block["text"] for block in content if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
     )
 
 
@@ -109,7 +115,7 @@ def _summary_matches(summary: str, output: str) -> bool:
     return summary.startswith(expected) and _SUFFIX_TAIL.fullmatch(summary[len(expected) :]) is not None
 
 
-def _bound(calls: Sequence[tuple[ModelCallRecord, CallName]], ref: ModelCallRef | None) -> int | None | bool:
+def _bound(calls: Sequence[tuple[ModelCallRecord, CallName]], ref: ModelCallRef | None) -> int | bool | None:
     """call_index of a before/after ref; None when unset, False when it names no single call."""
     if ref is None:
         return None
@@ -165,9 +171,7 @@ def _insert_ref(refs: list[ModelCallRef], ref: ModelCallRef, compaction: Context
     return [*refs[:position], ref, *refs[position:]]
 
 
-def associate_claude_code_compaction_calls(
-    bundle: AgentObservationBundle, calls: Sequence[ModelCallRecord]
-) -> AgentObservationBundle:
+def associate_claude_code_compaction_calls(bundle: AgentObservationBundle, calls: Sequence[ModelCallRecord]) -> AgentObservationBundle:
     """Return the bundle with compactions linked to their summary calls (input unchanged)."""
     associator = _Associator(bundle, calls)
     compactions = bundle.compactions()
@@ -184,9 +188,13 @@ def associate_claude_code_compaction_calls(
         if not candidates:
             continue
         if len(candidates) > 1 or claims[candidates[0].call_index] > 1:
-            gaps.append(ObservationGap(code=COMPACTION_MODEL_CALL_MATCH_AMBIGUOUS,
-                                       invocation_id=compaction.invocation_id,
-                                       detail=f"candidate_count={len(candidates)}"))
+            gaps.append(
+                ObservationGap(
+                    code=COMPACTION_MODEL_CALL_MATCH_AMBIGUOUS,
+                    invocation_id=compaction.invocation_id,
+                    detail=f"candidate_count={len(candidates)}",
+                )
+            )
             continue
         if compaction.invocation_id not in invocation_ids:
             continue
@@ -196,10 +204,8 @@ def associate_claude_code_compaction_calls(
         for position, record in enumerate(records):
             if record is compaction:
                 records[position] = compaction.model_copy(update={"model_calls": [ref]})
-            elif getattr(record, "kind", None) == "agent_invocation" and record.invocation_id == compaction.invocation_id:
+            elif isinstance(record, AgentInvocationRecord) and record.invocation_id == compaction.invocation_id:
                 records[position] = record.model_copy(update={"model_calls": _insert_ref(record.model_calls, ref, compaction)})
-    unlinked = {record.invocation_id for record in records
-                if isinstance(record, ContextCompactionRecord) and not record.model_calls}
-    gaps = [gap for gap in gaps
-            if gap.code != COMPACTION_MODEL_CALL_REFERENCE_UNAVAILABLE or gap.invocation_id in unlinked]
+    unlinked = {record.invocation_id for record in records if isinstance(record, ContextCompactionRecord) and not record.model_calls}
+    gaps = [gap for gap in gaps if gap.code != COMPACTION_MODEL_CALL_REFERENCE_UNAVAILABLE or gap.invocation_id in unlinked]
     return bundle.model_copy(update={"records": records, "gaps": gaps})

@@ -23,6 +23,7 @@ from evidence.models.observations import (
     ContextCompactionRecord,
     ModelCallRef,
     ObservationGap,
+    ObservationRecord,
 )
 from evidence.references import CallIndex, record_name, ref_name
 
@@ -33,9 +34,7 @@ _JOIN_CODES = frozenset({MODEL_CALL_REFERENCE_UNMATCHED, MODEL_CALL_REFERENCE_AM
 
 def canonical_ref(call: ModelCallRecord) -> ModelCallRef:
     """The full ref of a captured call (what a resolved reference is rewritten to)."""
-    return ModelCallRef.model_construct(
-        model_call_id=call.model_call_id, model_ref=call.model_ref, response_id=call.response_id
-    )
+    return ModelCallRef.model_construct(model_call_id=call.model_call_id, model_ref=call.model_ref, response_id=call.response_id)
 
 
 def _call_label(call: ModelCallRecord) -> str | None:
@@ -46,9 +45,7 @@ def _ref_label(ref: ModelCallRef) -> str | None:
     return ref.model_call_id or ref.response_id
 
 
-def _add_session_refs(
-    invocations: list[AgentInvocationRecord], calls: Sequence[ModelCallRecord]
-) -> dict[str, list[ModelCallRef]]:
+def _add_session_refs(invocations: list[AgentInvocationRecord], calls: Sequence[ModelCallRecord]) -> dict[str, list[ModelCallRef]]:
     """Each invocation's refs plus the calls its client session id claims (§6.2)."""
     refs = {invocation.invocation_id: list(invocation.model_calls) for invocation in invocations}
     for call in calls:
@@ -57,10 +54,8 @@ def _add_session_refs(
             continue
         model_ref, response_id = call.model_ref_key(), call.response_id
         known = {ref.key() for ref in refs[session]}
-        equivalent = {
-            (call.model_call_id, ref_form, response_form)
-            for ref_form in (None, model_ref)
-            for response_form in (None, response_id)
+        equivalent: set[tuple[str | None, tuple[str, str] | None, str | None]] = {
+            (call.model_call_id, ref_form, response_form) for ref_form in (None, model_ref) for response_form in (None, response_id)
         }
         if model_ref is not None and response_id is not None:
             equivalent.add((None, model_ref, response_id))
@@ -85,7 +80,7 @@ class _Join:
     def _gap(self, code: str, invocation_id: str | None, detail: str | None) -> None:
         self.gaps.append(ObservationGap.model_construct(code=code, invocation_id=invocation_id, detail=detail))
 
-    def _unresolved(self, candidates: list[ModelCallRecord], invocation_id: str, detail: str) -> None:
+    def _unresolved(self, candidates: list[ModelCallRecord], invocation_id: str, detail: str | None) -> None:
         code = MODEL_CALL_REFERENCE_UNMATCHED if not candidates else MODEL_CALL_REFERENCE_AMBIGUOUS
         self._gap(code, invocation_id, detail)
 
@@ -172,18 +167,17 @@ def dedupe_gaps(gaps: list[ObservationGap]) -> list[ObservationGap]:
     return unique
 
 
-def join_model_call_observations(
-    bundle: AgentObservationBundle, calls: Sequence[ModelCallRecord]
-) -> AgentObservationBundle:
+def join_model_call_observations(bundle: AgentObservationBundle, calls: Sequence[ModelCallRecord]) -> AgentObservationBundle:
     """Return the bundle with refs resolved and join gaps recomputed (the input is not changed)."""
     join = _Join(calls)
     session_refs = _add_session_refs(bundle.invocations(), calls)
-    records = []
+    records: list[ObservationRecord] = []
     for record in bundle.records:
         if isinstance(record, AgentInvocationRecord):
             joined = join.invocation_refs(record.invocation_id, session_refs[record.invocation_id])
-            record = record.model_copy(update={"model_calls": joined})
-        records.append(record)
+            records.append(record.model_copy(update={"model_calls": joined}))
+        else:
+            records.append(record)
     records = [join.compaction(record) if isinstance(record, ContextCompactionRecord) else record for record in records]
     join.unowned_gaps()
     kept = [gap for gap in bundle.gaps if not _is_stale_join_gap(gap)]

@@ -36,9 +36,7 @@ def build_trajectory(row: Mapping[str, Any], result: Mapping[str, Any]) -> Traje
     merge_capture_calls(capture, draft)
     draft.gaps.extend(capture_gaps(capture))
     if not isinstance(producer, dict):
-        draft.turns = synthesize_turns(
-            draft.model_calls, draft.invocations, result.get("resolved"), (task_id, rollout_id)
-        )
+        draft.turns = synthesize_turns(draft.model_calls, draft.invocations, result.get("resolved"), (task_id, rollout_id))
     draft.gaps.extend(synthesized_gaps(draft))
     return TrajectoryRecord(
         task_id=task_id,

@@ -8,8 +8,8 @@ from pydantic import ValidationError
 
 from evidence.gaps import (
     CONVERSATION_UNAVAILABLE,
-    MODEL_CALLS_UNAVAILABLE,
     MODEL_CALL_CAPTURE_GAP_INVALID,
+    MODEL_CALLS_UNAVAILABLE,
     TURNS_UNAVAILABLE,
 )
 from evidence.models.observations import ObservationGap

@@ -77,8 +77,8 @@ def turn_content(request: Any, response: Any) -> tuple[Any, Any, Any, int]:
     if isinstance(choices, list) and choices and isinstance(choices[0], dict):
         message = choices[0].get("message") or {}
         reasoning = message.get("reasoning_content") or message.get("reasoning")
-        answer = {key: value for key, value in message.items() if key not in _CHAT_REASONING_KEYS}
-        return question, answer, reasoning, len(message.get("tool_calls") or [])
+        message_answer = {key: value for key, value in message.items() if key not in _CHAT_REASONING_KEYS}
+        return question, message_answer, reasoning, len(message.get("tool_calls") or [])
     return question, None, None, 0
 
 
@@ -91,7 +91,6 @@ def _question(request: Any) -> Any:
     question = request["input"]
     if isinstance(question, list):
         question = [
-            {"type": "message", **item} if isinstance(item, dict) and "role" in item and "type" not in item else item
-            for item in question
+            {"type": "message", **item} if isinstance(item, dict) and "role" in item and "type" not in item else item for item in question
         ]
     return question
