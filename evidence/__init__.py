@@ -14,7 +14,7 @@ from evidence.atif import (
     BatchRules,
     FirstKeyWins,
     config_error_message,
-    convert_rollout,
+    atif_of_line,
     duplicate_key_message,
     export_rollouts,
     output_created_message,
@@ -87,7 +87,7 @@ from evidence.health import (
 )
 from evidence.identity import capture_file_id, capture_rollout_id, check_capture_file_id, trajectory_identity
 from evidence.jsonl import dump_row, dumps, orjson_line
-from evidence.models.atif import AtifRollout, Exporter
+from evidence.models.atif import Exporter
 from evidence.models.run import ManifestHead, RecordedParams, RunCounts, RunIdentity, RunManifest, Streamed
 from evidence.perf_summary import PerfSummaryFold, compute_perf_summary, perf_group, summary_input
 from evidence.report import (
@@ -115,7 +115,6 @@ __all__ = [
     "AtifExportError",
     "AtifFile",
     "AtifRefusal",
-    "AtifRollout",
     "AttemptConfig",
     "AttemptInputs",
     "AttemptOutcome",
@@ -170,8 +169,8 @@ __all__ = [
     "compare_runs",
     "comparison_json",
     "compute_perf_summary",
+    "atif_of_line",
     "config_error_message",
-    "convert_rollout",
     "decode_part",
     "dump_row",
     "dumps",

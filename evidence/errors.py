@@ -64,3 +64,15 @@ class AtifExportError(EvidenceError):
 
     def __reduce__(self) -> tuple[type[AtifExportError], tuple[str]]:
         return (AtifExportError, (self.message,))
+
+
+REASON_LIMIT = 500
+"""Longest manifest reason we write: an exception message can quote a whole row."""
+
+
+def failure_reason(exc: BaseException, step: str) -> str:
+    """``ExceptionType: message (in <step>)``, its ``ExceptionType: message`` cut to ``REASON_LIMIT`` characters."""
+    text = f"{type(exc).__name__}: {exc}"
+    if len(text) > REASON_LIMIT:
+        text = text[: REASON_LIMIT - 1] + "\u2026"
+    return f"{text} (in {step})"

@@ -1,6 +1,6 @@
 """Strict ATIF v1.7 export of enriched rollout rows, reproducing NeMo Gym 0.7.0.
 
-Per rollout (the stage): ``convert_rollout``. Whole file (the ``export-atif`` drop-in):
+Per rollout (the engine, and the batch): ``atif_of_line``, or ``convert_row`` then ``encode_converted`` (``digest.py``). Whole file (the ``export-atif`` drop-in):
 ``export_rollouts`` plus the message builders the CLI prints.
 """
 
@@ -18,7 +18,8 @@ from evidence.atif.batch import (
     rollouts_not_found_message,
     success_lines,
 )
-from evidence.atif.convert import convert_rollout, rollout_to_atif
+from evidence.atif.convert import rollout_to_atif
+from evidence.atif.digest import AtifFile, AtifRefusal, atif_of_line, convert_row, encode_converted
 from evidence.atif.encode import encode_trajectory, manifest_bytes
 from evidence.atif.strict_json import json_equal, loads_strict
 
@@ -28,8 +29,12 @@ __all__ = [
     "NO_RECORDS_MESSAGE",
     "BatchRules",
     "FirstKeyWins",
+    "AtifFile",
+    "AtifRefusal",
+    "atif_of_line",
     "config_error_message",
-    "convert_rollout",
+    "convert_row",
+    "encode_converted",
     "duplicate_key_message",
     "encode_trajectory",
     "export_rollouts",

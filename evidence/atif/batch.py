@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evidence.atif.convert import AtifIdentity, agent_name, decode_row, rollout_to_atif, row_key
-from evidence.atif.encode import encode_rollout, manifest_bytes
+from evidence.atif.convert import AtifIdentity, agent_name, decode_row, row_key
+from evidence.atif.digest import AtifFile, AtifRefusal, convert_row, encode_converted
+from evidence.atif.encode import manifest_bytes
 from evidence.atif.strict_json import may_hold_surrogate
 from evidence.errors import AtifExportError
-from evidence.models.atif import AtifRollout, Exporter
+from evidence.models.atif import Exporter
 
 __all__ = [
     "MANIFEST_NAME",
@@ -175,7 +176,7 @@ class _Batch:
 
     def __init__(self, session_id: str, agent_version: str, exporter: Exporter) -> None:
         self.identity = AtifIdentity(session_id=session_id, agent_version=agent_version, exporter=exporter)
-        self.rollouts: list[AtifRollout] = []
+        self.files: list[AtifFile] = []
         self.refused: list[str] = []
         self.rules = BatchRules()
 
@@ -192,13 +193,13 @@ class _Batch:
         if refusal is not None:
             return refusal
         assert not isinstance(key, str)
-        agent = agent_name(row)
-        try:
-            document = rollout_to_atif(row, hygiene=may_hold_surrogate(line), **self.identity)
-        except AtifExportError as error:
-            return self.rules.converted(number, agent, error.message)
-        self.rollouts.append(encode_rollout(document, *key))
-        return self.rules.converted(number, agent, None)
+        converted = convert_row(row, self.identity, hygiene=may_hold_surrogate(line), contain=False)
+        if isinstance(converted, AtifRefusal):
+            return self.rules.converted(number, agent_name(row), converted.message)
+        encoded = encode_converted(converted, contain=False)
+        assert isinstance(encoded, AtifFile), "an uncontained encoding raises instead of refusing"
+        self.files.append(encoded)
+        return self.rules.converted(number, converted.agent, None)
 
     def run(self, data: bytes) -> list[tuple[str, bytes]]:
         for number, line in enumerate(_lines(data), start=1):
@@ -208,8 +209,8 @@ class _Batch:
         error = self.rules.error(self.refused)
         if error is not None:
             raise AtifExportError(error)
-        files = [(rollout.file_name, rollout.content) for rollout in self.rollouts]
-        return [*files, (MANIFEST_NAME, manifest_bytes(self.rollouts))]
+        files = [(file.name, b"".join(file.chunks())) for file in self.files]
+        return [*files, (MANIFEST_NAME, manifest_bytes(self.files))]
 
 
 def export_rollouts(data: bytes, *, session_id: str, agent_version: str, exporter: Exporter) -> list[tuple[str, bytes]]:

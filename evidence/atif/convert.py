@@ -9,16 +9,15 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from evidence.atif.conversation import walk_conversation
-from evidence.atif.encode import encode_rollout
 from evidence.atif.preflight import preflight_trajectory, unsupported_fields_message
 from evidence.atif.record import parse_record
-from evidence.atif.strict_json import check_json_value, loads_strict, may_hold_surrogate
+from evidence.atif.strict_json import check_json_value, loads_strict
 from evidence.atif.turns import agent_steps, surplus_calls
 from evidence.errors import AtifExportError
-from evidence.models.atif import AtifRollout, Exporter
+from evidence.models.atif import Exporter
 from evidence.references import ExportCallIndex
 
-__all__ = ["AtifIdentity", "agent_label", "agent_name", "convert_rollout", "decode_row", "is_row_index", "rollout_to_atif", "row_key"]
+__all__ = ["AtifIdentity", "agent_label", "agent_name", "decode_row", "is_row_index", "rollout_to_atif", "row_key"]
 
 _AGENT_REF_KEYS = frozenset({"type", "name"})
 _TOTALS = (
@@ -198,17 +197,3 @@ def decode_row(line: bytes) -> dict[str, Any]:
     if not isinstance(row, dict):
         raise AtifExportError("expected a JSON object")
     return row
-
-
-def convert_rollout(line: bytes, *, session_id: str, agent_version: str, exporter: Exporter) -> AtifRollout:
-    """Convert one serialised enriched row; ``AtifExportError`` carries 0.7.0's per-row text.
-
-    Example::
-
-        rollout = convert_rollout(line, session_id="eval-1", agent_version="1.0.0",
-                                  exporter=Exporter(name="evidence-stage", version="0.1.0"))
-        rollout.file_name  # "3-7.json" for _ng_task_index 3, _ng_rollout_index 7
-    """
-    row = decode_row(line)
-    document = rollout_to_atif(row, session_id=session_id, agent_version=agent_version, exporter=exporter, hygiene=may_hold_surrogate(line))
-    return encode_rollout(document, row["_ng_task_index"], row["_ng_rollout_index"])

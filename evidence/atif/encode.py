@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 import pydantic_core
 
-from evidence.models.atif import AtifRollout
-
-__all__ = ["FINAL_NEWLINE", "encode_file", "encode_rollout", "encode_trajectory", "manifest_bytes", "text_pieces"]
+__all__ = ["FINAL_NEWLINE", "encode_file", "encode_trajectory", "manifest_bytes", "text_pieces"]
 
 FINAL_NEWLINE = b"\n"
 """Every file ends with it, written after the text's pieces (appending it would copy the text)."""
@@ -76,12 +75,13 @@ def encode_file(document: dict[str, Any], task_index: int, rollout_index: int) -
     return file_name, text, json.dumps(entry, sort_keys=True, separators=(",", ":")).encode()
 
 
-def encode_rollout(document: dict[str, Any], task_index: int, rollout_index: int) -> AtifRollout:
-    """:func:`encode_file` as one whole file (the batch exporter's form)."""
-    file_name, text, line = encode_file(document, task_index, rollout_index)
-    return AtifRollout(key=(task_index, rollout_index), file_name=file_name, content=b"".join((*text, FINAL_NEWLINE)), manifest_line=line)
+class HasManifestLine(Protocol):
+    """An exported file as the manifest sees it (``evidence.atif.digest.AtifFile``)."""
+
+    @property
+    def manifest_line(self) -> bytes: ...
 
 
-def manifest_bytes(rollouts: list[AtifRollout]) -> bytes:
-    """``manifest.jsonl``: one line per rollout in the given (input) order, newline-terminated."""
-    return b"".join(rollout.manifest_line + b"\n" for rollout in rollouts)
+def manifest_bytes(files: Iterable[HasManifestLine]) -> bytes:
+    """``manifest.jsonl``: one line per file in the given (input) order, newline-terminated."""
+    return b"".join(file.manifest_line + b"\n" for file in files)

@@ -7,7 +7,8 @@ and folded by the reduce. Nothing raises out of an attempt.
 
 from evidence.attempt.outcome import AtifFile, AtifRefusal, AttemptOutcome, MainDigests, PerfDigest, Status
 from evidence.attempt.part import PART_VERSION, AttemptPart, PartError, decode_part, encode_part
-from evidence.attempt.process import AttemptConfig, AttemptInputs, failure_reason, process_attempt, unprocessed_attempt
+from evidence.attempt.process import AttemptConfig, AttemptInputs, process_attempt, unprocessed_attempt
+from evidence.errors import failure_reason
 
 __all__ = [
     "PART_VERSION",

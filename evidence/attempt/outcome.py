@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from evidence.atif.encode import FINAL_NEWLINE
+from evidence.atif.digest import AtifFile, AtifRefusal
 from evidence.folds.digest import ScoreDigest
 from evidence.health import RowDigest
 
@@ -38,54 +38,6 @@ class PerfDigest:
 
     group: str
     record: dict[str, Any] | None
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class AtifFile:
-    """A main row converted to an ATIF v1.7 file (accepted unless an earlier row has its key).
-
-    ``text`` is the file without its final newline, in pieces (one per step from the engine,
-    one once decoded from a part); ``chunks`` adds the newline. ``agent`` is the row's agent
-    label where it is a string (an all-or-nothing export needs exactly one across its files).
-    """
-
-    key: tuple[int, int]
-    name: str
-    text: tuple[bytes, ...]
-    manifest_line: bytes
-    agent: str | None
-
-    def chunks(self) -> tuple[bytes, ...]:
-        """The file's bytes, in pieces."""
-        return (*self.text, FINAL_NEWLINE)
-
-    @property
-    def size(self) -> int:
-        return sum(map(len, self.chunks()))
-
-    def __eq__(self, other: object) -> bool:
-        """The same file: equal whatever the cut of its pieces."""
-        if not isinstance(other, AtifFile):
-            return NotImplemented
-        mine, theirs = (self.key, self.name, self.manifest_line, self.agent), (other.key, other.name, other.manifest_line, other.agent)
-        return mine == theirs and b"".join(self.text) == b"".join(other.text)
-
-    def __hash__(self) -> int:
-        """Consistent with ``==``: the pieces are hashed joined."""
-        return hash((self.key, self.name, self.manifest_line, self.agent, b"".join(self.text)))
-
-
-@dataclass(frozen=True, slots=True)
-class AtifRefusal:
-    """A main row the strict ATIF export refuses; ``message`` is 0.7.0's per-row text.
-
-    ``key`` is the row's ``row_key`` (its ``(task, rollout)``, or the index field the batch
-    refuses first), None when the line does not decode: an all-or-nothing export replays the
-    batch's checks, which come before the conversion and register the key of a refused row.
-    """
-
-    message: str
-    key: tuple[int, int] | str | None = None
 
 
 @dataclass(frozen=True, slots=True)

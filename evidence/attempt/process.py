@@ -31,15 +31,13 @@ from typing import Any, TypeVar
 
 import orjson
 
-from evidence.atif import rollout_to_atif
-from evidence.atif.convert import AtifIdentity, agent_name, decode_row, row_key
-from evidence.atif.encode import encode_file
-from evidence.atif.strict_json import may_hold_surrogate
-from evidence.attempt.outcome import AtifFile, AtifRefusal, AttemptOutcome, MainDigests, PerfDigest, Status
+from evidence.atif.convert import AtifIdentity
+from evidence.atif.digest import AtifFile, AtifRefusal, atif_of_line, convert_row, encode_converted
+from evidence.attempt.outcome import AttemptOutcome, MainDigests, PerfDigest, Status
 from evidence.capabilities import capability_digest
 from evidence.capture import CaptureFiles
 from evidence.collect import CollectedRow, collect_row
-from evidence.errors import AtifExportError
+from evidence.errors import failure_reason
 from evidence.folds.digest import score_digest
 from evidence.health import evaluate_row, unreadable_row
 from evidence.identity import capture_file_id
@@ -48,9 +46,6 @@ from evidence.models.atif import Exporter
 from evidence.perf_summary import perf_group, summary_input
 
 __all__ = ["AttemptConfig", "AttemptInputs", "process_attempt", "unprocessed_attempt"]
-
-REASON_LIMIT = 500
-"""Longest manifest reason we write: an exception message can quote a whole row."""
 
 NO_CAPTURE_ID = "no capture rollout id: capture not collected"
 
@@ -186,14 +181,6 @@ def unprocessed_attempt(row: bytes, reason: str, config: AttemptConfig, *, main_
     return _outcome(Status.FAILED, reason, (), False, rollout_id, WrittenRow(row, canonical=False), config=config, main_line=main_line)
 
 
-def failure_reason(exc: BaseException, step: str) -> str:
-    """``ExceptionType: message (in <step>)``, its ``ExceptionType: message`` cut to ``REASON_LIMIT`` characters."""
-    text = f"{type(exc).__name__}: {exc}"
-    if len(text) > REASON_LIMIT:
-        text = text[: REASON_LIMIT - 1] + "\u2026"
-    return f"{text} (in {step})"
-
-
 def _outcome(
     status: Status,
     reason: str | None,
@@ -239,12 +226,6 @@ def _digests(
     times its line.
     """
 
-    def guarded(step: str, compute: Callable[[], T]) -> T | None:
-        try:
-            return compute()
-        except Exception as exc:  # noqa: BLE001 - a digest failure marks only that digest unavailable
-            failures.append(failure_reason(exc, step))
-            return None
 
     identity = AtifIdentity(session_id=config.session_id, agent_version=config.agent_version, exporter=config.exporter)
     if as_read is not None:
@@ -257,10 +238,10 @@ def _digests(
             # 0.7.0's health reads rollouts.jsonl with orjson and reports such a line as unreadable;
             # its exporter reads it with the strict loader, which may read it
             unreadable = unreadable_row(config.verdict_source, main_line, type(exc).__name__, ignored=config.ignored_checks)
-            return MainDigests(unreadable, None, None, _atif_of_line(written.line, identity, failures), None)
+            return MainDigests(unreadable, None, None, _noted(atif_of_line(written.line, identity), failures), None)
     # partial binds ``value`` where a lambda would close over it: ``del value`` below frees the
     # decoded row, and a closure over a deleted name reads as an undefined one
-    health = guarded(
+    health = _guarded(
         "health checks",
         partial(
             evaluate_row,
@@ -271,57 +252,39 @@ def _digests(
             ignored=config.ignored_checks,
             canonical_trajectory=projected,
         ),
+        failures,
     )
-    capability = guarded("capability digest", partial(capability_digest, value))
-    perf = guarded("perf digest", partial(_perf_digest, value))
-    score = guarded("score digest", partial(score_digest, value))
+    capability = _guarded("capability digest", partial(capability_digest, value), failures)
+    perf = _guarded("perf digest", partial(_perf_digest, value), failures)
+    score = _guarded("score digest", partial(score_digest, value), failures)
     if not written.canonical:  # an input row passed through, a fallback rendering: the strict loader reads it again
         del value
-        return MainDigests(health, capability, perf, _atif_of_line(written.line, identity, failures), score)
+        return MainDigests(health, capability, perf, _noted(atif_of_line(written.line, identity), failures), score)
     # orjson's own line passes every rule of the strict loader and holds no lone surrogate, so
     # its orjson value is the strict one and the surrogate walk (hygiene) cannot fail.
-    key, agent = row_key(value), agent_name(value)
-    document = _atif(partial(rollout_to_atif, value, hygiene=False, **identity), failures, key)
+    converted = convert_row(value, identity, hygiene=False)
     del value
-    return MainDigests(health, capability, perf, _atif_file(document, key, agent, failures), score)
+    return MainDigests(health, capability, perf, _noted(encode_converted(converted), failures), score)
+
+
+def _guarded(step: str, compute: Callable[[], T], failures: list[str]) -> T | None:
+    """A digest, or None when computing it failed (the failure is added to ``failures``)."""
+    try:
+        return compute()
+    except Exception as exc:  # noqa: BLE001 - a digest failure marks only that digest unavailable
+        failures.append(failure_reason(exc, step))
+        return None
+
+
+def _noted(atif: AtifFile | AtifRefusal, failures: list[str]) -> AtifFile | AtifRefusal:
+    """The row's ATIF digest; our converter's own failure, if it had one, joins ``failures``."""
+    if isinstance(atif, AtifRefusal) and atif.failure is not None:
+        failures.append(atif.failure)
+    return atif
 
 
 def _perf_digest(value: dict[str, Any]) -> PerfDigest:
     return PerfDigest(perf_group(value), summary_input(value.get("ng_perf")))
-
-
-def _atif_of_line(line: bytes, identity: AtifIdentity, failures: list[str]) -> AtifFile | AtifRefusal:
-    """The ATIF digest of a line the strict loader reads (as the batch export reads the file)."""
-    row = _atif(lambda: decode_row(line), failures, None)
-    if isinstance(row, AtifRefusal):
-        return row
-    key, agent = row_key(row), agent_name(row)
-    document = _atif(partial(rollout_to_atif, row, hygiene=may_hold_surrogate(line), **identity), failures, key)
-    del row
-    return _atif_file(document, key, agent, failures)
-
-
-def _atif_file(
-    document: dict[str, Any] | AtifRefusal, key: tuple[int, int] | str, agent: str | None, failures: list[str]
-) -> AtifFile | AtifRefusal:
-    """The converted document encoded as its file (the conversion refuses rows whose indices are not row indices)."""
-    if isinstance(document, AtifRefusal):
-        return document
-    assert isinstance(key, tuple), "the conversion refuses a row whose row_key is an index field"
-    return _atif(lambda: AtifFile(key, *encode_file(document, *key), agent), failures, key)
-
-
-def _atif(convert: Callable[[], T], failures: list[str], key: tuple[int, int] | str | None) -> T | AtifRefusal:
-    """A step of the row's ATIF conversion, or why the row (of ``row_key`` ``key``) is refused;
-    an unexpected error is a refusal and a failure."""
-    try:
-        return convert()
-    except AtifExportError as exc:
-        return AtifRefusal(exc.message, key)
-    except Exception as exc:  # noqa: BLE001 - our converter's own failure refuses the row, reported
-        reason = failure_reason(exc, "ATIF conversion")
-        failures.append(reason)
-        return AtifRefusal(f"conversion failed: {reason}", key)
 
 
 def _notes(row: dict[str, Any], rollout_id: str | None) -> tuple[str, ...]:

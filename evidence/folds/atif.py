@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evidence.atif import BatchRules, FirstKeyWins
-from evidence.attempt import AtifFile, AtifRefusal
+from evidence.atif.digest import AtifFile, AtifRefusal
 
 __all__ = ["AtifAcceptance", "AtifDecision"]
 

@@ -1,4 +1,4 @@
-"""Models around the strict ATIF v1.7 export: who exported, and one exported rollout.
+"""Who exported a strict ATIF v1.7 file (the exported files are ``evidence.atif.digest.AtifFile``).
 
 The trajectory documents themselves are plain ordered dicts serialised once (see
 ``evidence.atif.encode``); these models carry what the stage passes between its tasks.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["AtifRollout", "Exporter"]
+__all__ = ["Exporter"]
 
 
 class Exporter(BaseModel):
@@ -18,18 +18,3 @@ class Exporter(BaseModel):
 
     name: str
     version: str
-
-
-class AtifRollout(BaseModel):
-    """One rollout converted to an ATIF file, with its manifest line.
-
-    ``key`` is ``(_ng_task_index, _ng_rollout_index)``; ``content`` is the exact file bytes and
-    ``manifest_line`` the compact sorted-key JSON line (no newline) that pins its sha256.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    key: tuple[int, int]
-    file_name: str
-    content: bytes
-    manifest_line: bytes

@@ -6,11 +6,11 @@ import json
 import subprocess
 from pathlib import Path
 
-from evidence.atif import convert_rollout, export_rollouts
+from evidence.atif import export_rollouts
 from evidence.errors import AtifExportError
 from evidence.models.atif import Exporter
 from tests.conformance.conftest import load_cases
-from tests.evidence.atif.test_samples import sample_rows
+from tests.evidence.atif.test_samples import content, export_line, sample_rows
 
 EXPORTER = Exporter(name="evidence-stage", version="0.1.0")
 VALIDATE = Path(__file__).with_name("validate.py")
@@ -35,10 +35,10 @@ def _sample_files() -> dict[str, bytes]:
     for job in ("realistic_job", "hostile_job"):
         for line, _ in sample_rows(job):
             try:
-                rollout = convert_rollout(line, session_id="sample", agent_version="1.0.0", exporter=EXPORTER)
+                rollout = export_line(line, session_id="sample", agent_version="1.0.0", exporter=EXPORTER)
             except AtifExportError:
                 continue
-            files[f"{job}__{rollout.file_name}"] = rollout.content
+            files[f"{job}__{rollout.name}"] = content(rollout)
     return files
 
 
@@ -55,9 +55,9 @@ def _example_job_files(output: Path) -> dict[str, bytes]:
 
 def _harbor_errors(harbor: Path, directory: Path, files: dict[str, bytes]) -> dict[str, list[str]]:
     paths = []
-    for name, content in files.items():
+    for name, data in files.items():
         path = directory / name
-        path.write_bytes(content)
+        path.write_bytes(data)
         paths.append(str(path))
     done = subprocess.run(
         [str(harbor), str(VALIDATE)], input="\n".join(paths), capture_output=True, text=True, check=True

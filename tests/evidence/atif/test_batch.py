@@ -12,7 +12,6 @@ from evidence.atif import (
     MULTIPLE_AGENTS_MESSAGE,
     NO_RECORDS_MESSAGE,
     config_error_message,
-    convert_rollout,
     duplicate_key_message,
     export_rollouts,
     rollout_to_atif,
@@ -21,6 +20,7 @@ from evidence.atif import (
 from evidence.errors import AtifExportError
 from evidence.models.atif import Exporter
 from tests.conformance.conftest import load_cases
+from tests.evidence.atif.test_samples import content, export_line
 
 EXPORTER = Exporter(name="evidence-stage", version="0.0.0")
 IDENTITY: dict[str, Any] = {"session_id": "s", "agent_version": "1", "exporter": EXPORTER}
@@ -110,13 +110,13 @@ def test_conversion_does_not_mutate_the_row() -> None:
 @pytest.mark.parametrize(("line", "message"), [(b"\xef\xbb\xbf{}", "invalid JSON"), (b"[1]", "expected a JSON object")])
 def test_per_rollout_line_refusals_have_no_line_prefix(line: bytes, message: str) -> None:
     with pytest.raises(AtifExportError) as raised:
-        convert_rollout(line, **IDENTITY)
+        export_line(line, **IDENTITY)
     assert raised.value.message == message
 
 
 def test_exporter_identity_is_stamped() -> None:
-    rollout = convert_rollout(_jsonl(_row()), **IDENTITY)
-    assert json.loads(rollout.content)["extra"]["nemo_gym"]["exporter"] == {"name": "evidence-stage", "version": "0.0.0"}
+    rollout = export_line(_jsonl(_row()), **IDENTITY)
+    assert json.loads(content(rollout))["extra"]["nemo_gym"]["exporter"] == {"name": "evidence-stage", "version": "0.0.0"}
 
 
 @pytest.mark.parametrize(

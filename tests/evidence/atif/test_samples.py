@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from evidence.atif import convert_rollout
+from evidence.atif import AtifFile, AtifRefusal, atif_of_line
+from evidence.atif.convert import AtifIdentity
 from evidence.errors import AtifExportError
 from evidence.models.atif import Exporter
 from tests.conformance.conftest import strict_diff
@@ -20,6 +21,18 @@ from tests.conformance.conftest import strict_diff
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 EXPORTER = Exporter(name="evidence-stage", version="9.8.7-test")
 REFERENCE_EXPORTER = {"name": "nemo-gym", "version": "0.7.0"}
+
+
+def export_line(line: bytes, *, session_id: str, agent_version: str, exporter: Exporter) -> AtifFile:
+    """One line's ATIF file, or its refusal raised (as the per-rollout export refuses it)."""
+    atif = atif_of_line(line, AtifIdentity(session_id=session_id, agent_version=agent_version, exporter=exporter))
+    if isinstance(atif, AtifRefusal):
+        raise AtifExportError(atif.message)
+    return atif
+
+
+def content(file: AtifFile) -> bytes:
+    return b"".join(file.chunks())
 
 
 def sample_rows(job: str) -> list[tuple[bytes, dict[str, Any]]]:
@@ -33,13 +46,13 @@ def sample_rows(job: str) -> list[tuple[bytes, dict[str, Any]]]:
 
 def _result(line: bytes) -> dict[str, Any]:
     try:
-        rollout = convert_rollout(line, session_id="sample", agent_version="1.0.0", exporter=EXPORTER)
+        rollout = export_line(line, session_id="sample", agent_version="1.0.0", exporter=EXPORTER)
     except AtifExportError as error:
         return {"ok": False, "error": f"AtifExportError: {error.message}"}
-    atif = json.loads(rollout.content)
+    atif = json.loads(content(rollout))
     assert atif["extra"]["nemo_gym"]["exporter"] == EXPORTER.model_dump()
     atif["extra"]["nemo_gym"]["exporter"] = REFERENCE_EXPORTER
-    assert rollout.file_name == f"{atif['extra']['nemo_gym']['source']['task_index']}-{atif['extra']['nemo_gym']['source']['rollout_index']}.json"
+    assert rollout.name == f"{atif['extra']['nemo_gym']['source']['task_index']}-{atif['extra']['nemo_gym']['source']['rollout_index']}.json"
     return {"ok": True, "atif": atif}
 
 
@@ -56,10 +69,10 @@ def test_sample_rows_convert_like_reference(job: str) -> None:
 
 def test_manifest_line_pins_the_file_bytes() -> None:
     line = next(line for line, expected in sample_rows("realistic_job") if expected["ok"])
-    rollout = convert_rollout(line, session_id="sample", agent_version="1.0.0", exporter=EXPORTER)
+    rollout = export_line(line, session_id="sample", agent_version="1.0.0", exporter=EXPORTER)
     entry = json.loads(rollout.manifest_line)
     assert list(entry) == ["_ng_rollout_index", "_ng_task_index", "expected_sha256", "trajectory_path"]
-    assert entry["expected_sha256"] == hashlib.sha256(rollout.content).hexdigest()
-    assert entry["trajectory_path"] == rollout.file_name
+    assert entry["expected_sha256"] == hashlib.sha256(content(rollout)).hexdigest()
+    assert entry["trajectory_path"] == rollout.name
     assert (entry["_ng_task_index"], entry["_ng_rollout_index"]) == rollout.key
     assert b" " not in rollout.manifest_line

@@ -8,18 +8,17 @@ import math
 import orjson
 import pytest
 from hypothesis import given
-from pydantic import BaseModel
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
-from evidence.atif import convert_rollout
-from evidence.atif.convert import rollout_to_atif
-from evidence.atif.encode import encode_rollout
+from evidence.atif import AtifRefusal, convert_row, encode_converted
+from evidence.atif.convert import AtifIdentity
 from evidence.errors import AtifExportError
 from evidence.jsonl import decodes_to_itself, dump_row, json_dump_decodes_to_itself, orjson_line
 from evidence.models.response_items import FileSearchResult
 from evidence.models.trajectory import TrajectoryModelCall
 from tests.conformance.conftest import strict_diff
-from tests.evidence.atif.test_samples import EXPORTER, sample_rows
+from tests.evidence.atif.test_samples import EXPORTER, content, export_line, sample_rows
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats() | st.text(),
@@ -32,7 +31,10 @@ IDENTITY = {"session_id": "sample", "agent_version": "1.0.0", "exporter": EXPORT
 
 def _convert_orjson_value(row: dict, **identity) -> object:
     """The engine's conversion of an orjson line's value: no second strict decoding, no hygiene walk."""
-    return encode_rollout(rollout_to_atif(row, hygiene=False, **identity), row["_ng_task_index"], row["_ng_rollout_index"])
+    atif = encode_converted(convert_row(row, AtifIdentity(**identity), hygiene=False))
+    if isinstance(atif, AtifRefusal):
+        raise AtifExportError(atif.message)
+    return atif
 
 
 def _outcome(convert, source) -> tuple[str, bytes]:
@@ -40,7 +42,7 @@ def _outcome(convert, source) -> tuple[str, bytes]:
         rollout = convert(source, **IDENTITY)
     except AtifExportError as error:
         return "error", error.message.encode()
-    return rollout.file_name, rollout.content + rollout.manifest_line
+    return rollout.name, content(rollout) + rollout.manifest_line
 
 
 @pytest.mark.parametrize("job", ["realistic_job", "hostile_job"])
@@ -49,7 +51,7 @@ def test_orjson_value_converts_like_the_strict_line(job: str) -> None:
     for line, _ in sample_rows(job):
         canonical = orjson_line(orjson.loads(line))
         assert canonical is not None
-        strict = _outcome(convert_rollout, canonical)
+        strict = _outcome(export_line, canonical)
         assert _outcome(_convert_orjson_value, orjson.loads(canonical)) == strict
         outcomes.add(strict[0] == "error")
     assert outcomes == {True, False}
