@@ -11,7 +11,7 @@
   is emitted; the event payload's ``run_dir`` names the run.
 
 ``serve`` also installs the automation that marks a flow run ``Crashed`` when its process stops
-sending heartbeats (``install_crash_automation``; the README gives it for ``prefect deploy``).
+sending heartbeats (``install_crash_automation``; OPERATIONS.md gives it for ``prefect deploy``).
 
 ``configs/prefect.yaml`` declares the same four (without the export ones) for ``prefect deploy`` with a work pool; a test
 keeps the two in agreement.

@@ -145,7 +145,7 @@ def _annotation(value: Any) -> Any:
 def _logprob(value: Any) -> Any:
     """One ``output_text`` log probability, kept as given: its own fields are checked when the
     record is parsed; the entries of ``bytes`` and ``top_logprobs`` only when 0.7.0 reads them
-    (which then fails its whole export: we refuse the row instead, see README)."""
+    (which then fails its whole export: we refuse the row instead, see DIFFERENCES.md)."""
     if (
         type(value) is not dict
         or type(value.get("token")) is not str
