@@ -13,8 +13,8 @@ from evidence.atif import (
     MANIFEST_NAME,
     BatchRules,
     FirstKeyWins,
-    config_error_message,
     atif_of_line,
+    config_error_message,
     duplicate_key_message,
     export_rollouts,
     output_created_message,
@@ -56,6 +56,7 @@ from evidence.errors import AtifExportError, EvidenceError, RowRejected, StageEr
 from evidence.export import (
     RUN_KEY_TAG,
     SERVICE_NAME,
+    RolloutVerdicts,
     RunDocuments,
     RunRecord,
     SpanModel,
@@ -69,7 +70,7 @@ from evidence.export import (
 from evidence.folds.aggregate_metrics import AggregateMetricsFold, GroupRefusal, dumps_aggregate_metrics
 from evidence.folds.atif import AtifAcceptance
 from evidence.folds.digest import ScoreDigest, score_digest
-from evidence.folds.scores import build_scores
+from evidence.folds.scores import build_scores, key_metrics, reward_values
 from evidence.gate import evaluate_gate, gate_reason
 from evidence.health import (
     SUMMARY_NAME,
@@ -91,20 +92,25 @@ from evidence.models.atif import Exporter
 from evidence.models.run import ManifestHead, RecordedParams, RunCounts, RunIdentity, RunManifest, Streamed
 from evidence.perf_summary import PerfSummaryFold, compute_perf_summary, perf_group, summary_input
 from evidence.report import (
+    MASKED_LISTED,
+    MaskedRollout,
     ReportContext,
     accounting_markdown,
     capabilities_markdown,
     capability_table_rows,
     gate_markdown,
     health_markdown,
+    masked_rollout,
     perf_markdown,
     render_report,
+    scores_markdown,
 )
 
 __all__ = [
     "CAPTURE_SUFFIX",
     "MANIFEST_NAME",
     "MARKER_SUFFIX",
+    "MASKED_LISTED",
     "PART_VERSION",
     "RUN_KEY_TAG",
     "SERVICE_NAME",
@@ -131,11 +137,13 @@ __all__ = [
     "HealthFold",
     "MainDigests",
     "ManifestHead",
+    "MaskedRollout",
     "PartError",
     "PerfDigest",
     "PerfSummaryFold",
     "RecordedParams",
     "ReportContext",
+    "RolloutVerdicts",
     "RowDigest",
     "RowRejected",
     "RunCounts",
@@ -156,6 +164,7 @@ __all__ = [
     "UnknownHealthCheck",
     "accounted_fields",
     "accounting_markdown",
+    "atif_of_line",
     "build_capabilities",
     "build_scores",
     "capabilities_markdown",
@@ -169,7 +178,6 @@ __all__ = [
     "compare_runs",
     "comparison_json",
     "compute_perf_summary",
-    "atif_of_line",
     "config_error_message",
     "decode_part",
     "dump_row",
@@ -185,7 +193,9 @@ __all__ = [
     "health_check_bytes",
     "health_markdown",
     "histogram_values",
+    "key_metrics",
     "main_identities",
+    "masked_rollout",
     "normalize_ignored_checks",
     "orjson_line",
     "output_created_message",
@@ -197,12 +207,14 @@ __all__ = [
     "read_capture",
     "render_compare",
     "render_report",
+    "reward_values",
     "rollout_facts",
     "rollout_trace",
     "rollouts_not_found_message",
     "run_accounting",
     "run_metrics",
     "score_digest",
+    "scores_markdown",
     "split_check_ids",
     "success_lines",
     "summary_input",

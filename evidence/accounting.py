@@ -95,11 +95,15 @@ class ShardAccount:
         }
 
 
-def run_accounting(accounts: Iterable[ShardAccount], listed: int = LOST_KEYS_LISTED) -> dict[str, Any]:
+def run_accounting(accounts: Iterable[ShardAccount], listed: int = LOST_KEYS_LISTED, *, subset: bool = False) -> dict[str, Any]:
     """The ``accounting.json`` document: totals, the shards whose debt is unknown, each shard, lost keys.
 
+    A subset run's accounts hold only the rows it selected, and no debt (a subset owes nothing):
+    its document says ``"scope": "subset"``, so no reader takes its counts for the job's.
+
     A total ``expected`` is None as soon as one shard's debt is unknown (a sum would claim a
-    debt nobody recorded); the other totals add what is known.
+    debt nobody recorded), and so are ``lost`` and ``unexpected``, which are measured against
+    that debt (``lost: 0`` would say nothing was lost); the other totals add what is known.
     """
     shards: dict[str, dict[str, Any]] = {}
     lost: list[dict[str, Any]] = []
@@ -115,13 +119,15 @@ def run_accounting(accounts: Iterable[ShardAccount], listed: int = LOST_KEYS_LIS
     by_class: Counter[str] = Counter()
     for shard in values:
         by_class.update(shard["failed_by_class"])
+    scope = {"scope": "subset"} if subset else {}  # a full run's document is what it always was
     return {
+        **scope,
         "expected": None if unknown or not values else sum(s["expected"] for s in values),
         "landed": sum(s["landed"] for s in values),
         "failed": sum(s["failed"] for s in values),
-        "lost": sum(s["lost"] or 0 for s in values),
+        "lost": None if unknown else sum(s["lost"] for s in values),
         "duplicates": sum(s["duplicates"] for s in values),
-        "unexpected": sum(s["unexpected"] or 0 for s in values),
+        "unexpected": None if unknown else sum(s["unexpected"] for s in values),
         "failed_by_class": dict(sorted(by_class.items())),
         "expected_unknown": unknown,
         "shards": shards,

@@ -39,6 +39,7 @@ from flows.batch import batch_flow
 from flows.compare import compare_flow
 from flows.export import export_mlflow_flow, export_otel_flow
 from flows.params.gate import GateLimits
+from flows.params.stage import ScoreMask
 from flows.params.storage import StorageOptions, Url
 from flows.stage import stage_flow
 from tasks.publish.events import RUN_COMPLETED
@@ -101,6 +102,9 @@ class ServeConfig(BaseModel):
     storage_options: StorageOptions = Field(default_factory=dict, description="fsspec options without credentials, e.g. endpoint_url.")
     aws_credentials_block: str | None = Field(default=None, description="Name of a prefect-aws AwsCredentials block for S3; default: the environment.")
     gate: GateLimits = Field(default_factory=GateLimits, description="Quality gate of triggered and swept runs (off unless set).")
+    score_mask: ScoreMask = Field(
+        default=ScoreMask.unhealthy, description="Rollouts the clean scores of triggered and swept runs leave out, by health verdict."
+    )
     sweep: SweepConfig | None = None
     export: ExportConfig | None = None
 
@@ -113,6 +117,11 @@ class ServeConfig(BaseModel):
     def gate_parameter(self) -> dict[str, Any]:
         """The gate as a run parameter, absent when none is set (an ungated deployment's parameters stay as they were)."""
         return {"gate": self.gate.recorded()} if self.gate.active else {}
+
+    @property
+    def score_mask_parameter(self) -> dict[str, str]:
+        """The score mask as a run parameter, absent when it is the default (the deployments' parameters stay as they were)."""
+        return {} if self.score_mask is ScoreMask.unhealthy else {"score_mask": self.score_mask.value}
 
 
 def load_config(path: Path) -> ServeConfig:
@@ -141,6 +150,7 @@ def trigger_parameters(config: ServeConfig) -> dict[str, Any]:
             "storage_options": config.storage_options,
             **config.credentials_parameter,
             **config.gate_parameter,
+            **config.score_mask_parameter,
         }
     }
 
@@ -155,6 +165,7 @@ def sweep_parameters(config: ServeConfig, sweep: SweepConfig) -> dict[str, Any]:
             "storage_options": config.storage_options,
             **config.credentials_parameter,
             **config.gate_parameter,
+            **config.score_mask_parameter,
         }
     }
 

@@ -46,6 +46,9 @@ ATIF_FOLDER = "atif"  # one file per accepted rollout, 0.7.0's manifest, our rej
 ATIF_MANIFEST_FILE = f"{ATIF_FOLDER}/{MANIFEST_NAME}"
 ATIF_REJECTIONS_FILE = f"{ATIF_FOLDER}/rejections.jsonl"
 ATIF_ERROR_FILE = f"{ATIF_FOLDER}/error.txt"
+TABLES_FOLDER = "tables"  # the run as Parquet tables and their _schema.json (TABLES.md)
+VIEWER_FOLDER = "viewer"  # the rollout viewer: index.html and its detail files (tasks/publish/viewer.py)
+VIEWER_PAGE = f"{VIEWER_FOLDER}/index.html"
 ATTEMPTS_FOLDER = "attempts"  # the per-attempt parts, removed once the run is published
 LEASE_FILE = "LEASE"  # who is working in the run, while it runs (tasks.lease); removed when it ends
 COMPARE_JSON, COMPARE_MARKDOWN, COMPARE_PAGE = "compare.json", "compare.md", "compare.html"  # in a comparison folder
@@ -138,12 +141,20 @@ class RunPaths:
         return self._at(ATIF_ERROR_FILE)
 
     @property
+    def tables(self) -> Location:
+        return self._at(TABLES_FOLDER)
+
+    @property
     def attempts(self) -> Location:
         return self._at(ATTEMPTS_FOLDER)
 
     @property
     def lease(self) -> Location:
         return self._at(LEASE_FILE)
+
+    @property
+    def viewer(self) -> Location:
+        return self._at(VIEWER_FOLDER)
 
 
 class RunConflict(StageError):

@@ -1,6 +1,7 @@
 """Strict ATIF v1.7 export of enriched rollout rows, reproducing NeMo Gym 0.7.0.
 
-Per rollout (the engine, and the batch): ``atif_of_line``, or ``convert_row`` then ``encode_converted`` (``digest.py``). Whole file (the ``export-atif`` drop-in):
+Per rollout (the engine, and the batch): ``atif_of_line``, or ``convert_row`` then
+``encode_converted`` (``digest.py``). Whole file (the ``export-atif`` drop-in):
 ``export_rollouts`` plus the message builders the CLI prints.
 """
 
@@ -27,15 +28,15 @@ __all__ = [
     "MANIFEST_NAME",
     "MULTIPLE_AGENTS_MESSAGE",
     "NO_RECORDS_MESSAGE",
-    "BatchRules",
-    "FirstKeyWins",
     "AtifFile",
     "AtifRefusal",
+    "BatchRules",
+    "FirstKeyWins",
     "atif_of_line",
     "config_error_message",
     "convert_row",
-    "encode_converted",
     "duplicate_key_message",
+    "encode_converted",
     "encode_trajectory",
     "export_rollouts",
     "json_equal",

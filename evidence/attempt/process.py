@@ -226,7 +226,6 @@ def _digests(
     times its line.
     """
 
-
     identity = AtifIdentity(session_id=config.session_id, agent_version=config.agent_version, exporter=config.exporter)
     if as_read is not None:
         value = as_read

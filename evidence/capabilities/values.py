@@ -27,6 +27,18 @@ def is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def finite_float(value: Any) -> float | None:
+    """A JSON number as a finite float, booleans as 1 or 0 (as 0.7.0's scores count them); None for
+    anything else, an integer no float holds (past 1e308) included."""
+    if not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def is_int(value: Any) -> TypeGuard[int]:
     """An exact JSON integer (``true`` and ``200.0`` are not)."""
     return isinstance(value, int) and not isinstance(value, bool)

@@ -23,12 +23,14 @@ from evidence.compare.model import (
     GroupChange,
     HealthChange,
     PairingCounts,
+    ScoreChange,
     Side,
     limited,
     same,
 )
 from evidence.compare.pairing import Pairs, pair_by_key
 from evidence.compare.run import RunEvidence
+from evidence.compare.scores import score_changes
 from evidence.compare.trust import side_of, trust_report
 
 __all__ = ["NO_CHANGE", "compare_runs", "comparison_json"]
@@ -50,8 +52,9 @@ def compare_runs(a: RunEvidence, b: RunEvidence, *, seed: int = 0) -> Comparison
     groups = {name: _group(name, a, b, pairs, seed) for name in _group_names(a, b)}
     capabilities = capability_changes(a.capabilities, b.capabilities)
     atif = atif_change(a, b)
+    scores = score_changes(a, b, pairs, seed)
     sides = (side_of(a), side_of(b))
-    changed = _changed_sections(pairs, health, (run, *groups.values()), capabilities, atif, sides)
+    changed = _changed_sections(pairs, scores, health, (run, *groups.values()), capabilities, atif, sides)
     return Comparison(
         status=CHANGED if changed else NO_CHANGE,
         changed=changed,
@@ -67,6 +70,7 @@ def compare_runs(a: RunEvidence, b: RunEvidence, *, seed: int = 0) -> Comparison
             only_in_a_rollouts=limited([r.label for r in pairs.only_in_a]),
             only_in_b_rollouts=limited([r.label for r in pairs.only_in_b]),
         ),
+        scores=scores,
         health=health,
         run=run,
         groups=groups,
@@ -78,6 +82,7 @@ def compare_runs(a: RunEvidence, b: RunEvidence, *, seed: int = 0) -> Comparison
 
 def _changed_sections(
     pairs: Pairs[RolloutFacts],
+    scores: dict[str, dict[str, ScoreChange]],
     health: HealthChange,
     groups: Sequence[GroupChange],
     capabilities: Sequence[CapabilityChange],
@@ -87,6 +92,7 @@ def _changed_sections(
     """The sections in which B differs from A, in page order (empty: no change)."""
     differs = {
         "pairing": bool(pairs.only_in_a or pairs.only_in_b),
+        "scores": any(side.change for metrics in scores.values() for entry in metrics.values() for side in (entry.raw, entry.clean)),
         "health": _health_differs(health),
         "rewards": any(g.rewards_changed or not _same_change(g.mean_reward) for g in groups),
         "perf": any(not _same_change(c) for g in groups for c in g.perf.values()),

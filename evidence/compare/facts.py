@@ -1,19 +1,20 @@
 """The few facts of one rollout a comparison needs, taken from a run's rows and verdict lines.
 
 A run's ``rollouts.jsonl`` rows can be megabytes each (captures, trajectories); a comparison
-keeps only the pairing key, the perf group, the reward, the ``ng_perf`` numbers it tests and
-the models the calls reached, so two large runs fit in memory side by side.
+keeps only the pairing key, the perf group, the reward, the ``ng_perf`` numbers it tests, the
+models the calls reached and the numbers the scores are means of, so two large runs fit in
+memory side by side.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from evidence.capabilities.values import as_dict, dicts
+from evidence.capabilities.values import as_dict, dicts, finite_float
+from evidence.folds.digest import score_digest
 from evidence.perf_summary import perf_group
 
 __all__ = ["METRICS", "RolloutFacts", "VerdictFacts", "rollout_facts", "verdict_facts"]
@@ -35,6 +36,11 @@ class RolloutFacts:
         group: the row's perf_summary group.
         values: metric name -> number, for the :data:`METRICS` the row has as numbers.
         models: the models its captured calls reached, sorted.
+        score_group: the aggregate-metrics group the row is scored in (``scores.json``'s key:
+            ``evidence.ScoreDigest.server`` as text), None for a row in no group.
+        scores: field -> number, the row's numeric columns as 0.7.0's aggregate metrics read
+            them (``mean/<field>`` is their mean), finite ones only.
+        self_masked: the row's own ``mask_sample`` is truthy (0.7.0 leaves it out of every score).
     """
 
     key: RolloutKey
@@ -43,6 +49,9 @@ class RolloutFacts:
     group: str
     values: Mapping[str, float]
     models: tuple[str, ...]
+    score_group: str | None = None
+    scores: Mapping[str, float] = field(default_factory=dict)
+    self_masked: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,18 +91,23 @@ def rollout_facts(row: dict[str, Any]) -> RolloutFacts:
     calls = dicts(as_dict(row.get("ng_model_call_capture")).get("calls"))
     models = tuple(sorted({call["model"] for call in calls if isinstance(call.get("model"), str)}))
     key = rollout_key(row)
-    return RolloutFacts(key=key, task=key[0], label=_label(key), group=perf_group(row), values=values, models=models)
+    digest = score_digest(row)
+    return RolloutFacts(
+        key=key,
+        task=key[0],
+        label=_label(key),
+        group=perf_group(row),
+        values=values,
+        models=models,
+        score_group=None if digest is None else str(digest.server),
+        scores={} if digest is None else {name: number for name, value in digest.measures if (number := _as_float(value)) is not None},
+        self_masked=digest is not None and digest.masked,
+    )
 
 
 def _as_float(value: Any) -> float | None:
-    """A finite number as a float; an integer beyond the float range counts as no value."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
+    """A finite number as a float (not a boolean); an integer beyond the float range counts as no value."""
+    return None if isinstance(value, bool) else finite_float(value)
 
 
 def verdict_facts(line: Mapping[str, Any]) -> VerdictFacts:

@@ -9,7 +9,7 @@ renamed environment server) is counted as ``regrouped`` and left out of both gro
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from evidence.capabilities.values import as_dict
@@ -17,7 +17,7 @@ from evidence.compare.bootstrap import paired_bootstrap
 from evidence.compare.facts import METRICS, RolloutFacts
 from evidence.compare.model import GroupChange, change
 
-__all__ = ["group_change"]
+__all__ = ["group_change", "paired_differences"]
 
 Pair = tuple[RolloutFacts, RolloutFacts]
 
@@ -49,7 +49,7 @@ def group_change(
         mean_reward=change(_mean(r.values.get("reward") for r in a), _mean(r.values.get("reward") for r in b)),
         models={"a": _models(a), "b": _models(b)},
         perf={name: change(perf_a.get(name), perf_b.get(name)) for name in statistics_order},
-        intervals={metric: paired_bootstrap(_differences(pairs, metric), seed) for metric in METRICS},
+        intervals={metric: paired_bootstrap(paired_differences(pairs, metric, _values), seed) for metric in METRICS},
     )
 
 
@@ -62,10 +62,16 @@ def _models(rollouts: Sequence[RolloutFacts]) -> list[str]:
     return sorted({model for rollout in rollouts for model in rollout.models})
 
 
-def _differences(pairs: Sequence[Pair], metric: str) -> dict[str, list[float]]:
-    """task -> B − A of ``metric`` over the pairs where both rollouts have it."""
+def paired_differences(pairs: Sequence[Pair], name: str, numbers: Callable[[RolloutFacts], Mapping[str, float]]) -> dict[str, list[float]]:
+    """task -> B − A of ``name`` over the pairs where both rollouts have it among their ``numbers``
+    (:attr:`RolloutFacts.values`, :attr:`RolloutFacts.scores`)."""
     by_task: dict[str, list[float]] = {}
     for x, y in pairs:
-        if metric in x.values and metric in y.values:
-            by_task.setdefault(x.task, []).append(y.values[metric] - x.values[metric])
+        before, after = numbers(x), numbers(y)
+        if name in before and name in after:
+            by_task.setdefault(x.task, []).append(after[name] - before[name])
     return by_task
+
+
+def _values(rollout: RolloutFacts) -> Mapping[str, float]:
+    return rollout.values

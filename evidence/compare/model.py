@@ -21,6 +21,8 @@ __all__ = [
     "Interval",
     "PairingCounts",
     "ReasonChange",
+    "ScoreChange",
+    "ScoreDelta",
     "Side",
     "TrustIssue",
     "TrustReport",
@@ -122,6 +124,32 @@ class GroupChange:
 
 
 @dataclass(frozen=True, slots=True)
+class ScoreDelta:
+    """One key metric of one group, raw or clean, B against A.
+
+    ``scores`` are the two runs' own ``scores.json`` figures (0.7.0's means over each run's
+    rollouts). ``paired`` is the paired bootstrap interval of B − A over the rollouts both runs
+    have, per rollout of the metric's field; ``untrusted_pairs`` are the pairs in it with an
+    untrustworthy rollout on either side (none on the clean side, which leaves them out).
+    ``change``: the difference is called a change, because its interval excludes zero and no
+    untrusted pair took part.
+    """
+
+    scores: Change
+    paired: Interval
+    untrusted_pairs: int
+    change: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreChange:
+    """One key metric of one group (``mean/reward``), raw and clean."""
+
+    raw: ScoreDelta
+    clean: ScoreDelta
+
+
+@dataclass(frozen=True, slots=True)
 class CapabilityChange:
     """A capability dimension whose status differs between the runs (None: agent absent)."""
 
@@ -176,7 +204,8 @@ class TrustReport:
 class Comparison:
     """Everything ``compare.json`` holds.
 
-    ``status`` is ``no change`` when ``changed`` (the sections that differ) is empty.
+    ``status`` is ``no change`` when ``changed`` (the sections that differ) is empty. ``scores``
+    is group -> key metric -> :class:`ScoreChange` (``scores.json``'s groups of either run).
     """
 
     status: str
@@ -185,6 +214,7 @@ class Comparison:
     b: Side
     trust: TrustReport
     pairing: PairingCounts
+    scores: dict[str, dict[str, ScoreChange]]
     health: HealthChange
     run: GroupChange
     groups: dict[str, GroupChange]

@@ -19,6 +19,7 @@ from evidence.compare.tables import (
     group_table,
     pairing_table,
     reasons_table,
+    scores_table,
     sides_table,
     transition_table,
     trust_table,
@@ -40,6 +41,7 @@ def _sections(comparison: Comparison) -> list[tuple[str, list[tuple[str, Table]]
         ("Runs", [("sides", sides_table(comparison))]),
         ("Trust", [("trust", trust_table(comparison))]),
         ("Pairing", [("pairing", pairing_table(comparison))]),
+        ("Scores, raw and clean", [("scores", scores_table(comparison))]),
         (
             "Health",
             [

@@ -27,6 +27,8 @@ class RunEvidence:
         verdicts: the verdict lines' facts, in file order (empty without a health report).
         atif_accepted: rollout labels of ``atif/manifest.jsonl``, in file order.
         atif_rejections: the ``atif/rejections.jsonl`` lines, in file order.
+        scores: ``scores.json`` (raw against clean per group and key metric), None when the run
+            has none (a run written before scores were).
     """
 
     location: str
@@ -40,3 +42,4 @@ class RunEvidence:
     verdicts: Sequence[VerdictFacts]
     atif_accepted: Sequence[str]
     atif_rejections: Sequence[Mapping[str, Any]]
+    scores: Mapping[str, Any] | None = None

@@ -13,6 +13,7 @@ __all__ = [
     "group_table",
     "pairing_table",
     "reasons_table",
+    "scores_table",
     "sides_table",
     "transition_table",
     "trust_table",
@@ -62,6 +63,27 @@ def pairing_table(comparison: Comparison) -> Table:
         ("repeated keys in B", format_value(p.repeated_keys_b), ""),
     )
     return Table(("Rollouts", "Count", "First ones"), rows)
+
+
+def scores_table(comparison: Comparison) -> Table:
+    """Each group's key metrics, raw then clean: both runs' scores, the paired interval, whether it is a change."""
+    rows = tuple(
+        (
+            group,
+            metric,
+            side,
+            format_value(delta.scores.a),
+            format_value(delta.scores.b),
+            format_value(delta.scores.delta),
+            _interval(delta.paired),
+            format_value(delta.untrusted_pairs),
+            "yes" if delta.change else "no",
+        )
+        for group, metrics in comparison.scores.items()
+        for metric, entry in metrics.items()
+        for side, delta in (("raw", entry.raw), ("clean", entry.clean))
+    )
+    return Table(("Group", "Key metric", "Scores", "A", "B", "\u0394", "Paired \u0394 (B \u2212 A)", "Untrusted pairs", "Change"), rows)
 
 
 def verdict_table(comparison: Comparison) -> Table:

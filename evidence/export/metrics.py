@@ -1,4 +1,4 @@
-"""A run's figures as flat, named metrics (the names are documented in the README).
+"""A run's figures as flat, named metrics (the names are documented in OPERATIONS.md, "Exporting a run").
 
 | name | value |
 |---|---|
@@ -9,6 +9,8 @@
 | ``perf/<field>`` | ``perf_summary.json`` run-level numbers |
 | ``perf_groups/<group>/<field>`` | the same per group |
 | ``accounting/<path>``, ``gate/<path>`` | every number in ``accounting.json`` / ``gate.json`` |
+| ``scores/<group>/<key metric>/raw``, ``.../clean`` | ``scores.json``: a group's key metric (``mean/reward``) raw and clean |
+| ``scores/<group>/masked_rollouts/raw``, ``.../clean`` | the rollouts each side masks in the group |
 
 Only numbers a file holds become metrics: a null, a string or a missing file gives none. In
 ``accounting/`` and ``gate/`` objects are flattened with ``/``, booleans count 1 or 0, and lists
@@ -45,6 +47,7 @@ class RunDocuments:
     perf_summary: Mapping[str, Any] | None = None
     accounting: Mapping[str, Any] | None = None
     gate: Mapping[str, Any] | None = None
+    scores: Mapping[str, Any] | None = None
 
 
 def run_metrics(documents: RunDocuments) -> dict[str, float]:
@@ -67,7 +70,17 @@ def run_metrics(documents: RunDocuments) -> dict[str, float]:
         metrics.update(_numbers(("perf_groups", group), summary))
     metrics.update(_numbers(("accounting",), documents.accounting or {}))
     metrics.update(_numbers(("gate",), documents.gate or {}))
+    metrics.update(_scores(documents.scores or {}))
     return metrics
+
+
+def _scores(scores: Mapping[str, Any]) -> Iterator[tuple[str, float]]:
+    """Each group's key metrics raw and clean, and its masked rollouts; a key metric's ``/`` nests its name."""
+    for group, entry in (scores.get("groups") or {}).items():
+        for metric, figures in (entry.get("metrics") or {}).items():
+            values = {side: figures.get(side) for side in ("raw", "clean")}
+            yield from _numbers(("scores", group, *metric.split("/")), values)
+        yield from _numbers(("scores", group, "masked_rollouts"), entry.get("masked_rollouts") or {})
 
 
 def _numbers(prefix: tuple[str, ...], document: Mapping[str, Any]) -> Iterator[tuple[str, float]]:

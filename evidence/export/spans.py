@@ -10,7 +10,8 @@ trajectory is a root.
 Nothing is invented. Chat and tool spans take their times from their records; an
 ``invoke_agent`` span has no timestamps of its own, so it spans its descendants' times. A
 missing time stays ``None`` (sent as OTLP's 0, "unknown"), a missing count or name is no
-attribute. Rows with no trajectory to show are skipped with the reason.
+attribute. Rows with no trajectory to show are skipped with the reason. The first root span
+carries the rollout's reward and verdict as evaluation events (``evidence.export.evaluations``).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from evidence.export.evaluations import EventModel, RolloutVerdict, evaluation_events
 from evidence.export.ids import TraceIdentity
 from evidence.health.calls import CallView
 from evidence.models.observations import AgentInvocationRecord
@@ -52,6 +54,7 @@ class SpanModel:
     end_ns: int | None
     attributes: Mapping[str, AttributeValue]
     status: Status = "unset"
+    events: tuple[EventModel, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +73,13 @@ class TraceSkipped:
     reason: str
 
 
-def rollout_trace(row: Mapping[str, Any], identity: TraceIdentity) -> TraceModel | TraceSkipped:
-    """The trace of one enriched main row, or why there is none."""
+def rollout_trace(row: Mapping[str, Any], identity: TraceIdentity, verdict: RolloutVerdict | None = None) -> TraceModel | TraceSkipped:
+    """The trace of one enriched main row, or why there is none.
+
+    The first root span (the rollout's ``invoke_agent``) carries the row's reward and, when
+    ``verdict`` is given (its verdict line, :class:`evidence.export.evaluations.RolloutVerdicts`),
+    its health verdict as ``gen_ai.evaluation.result`` events at the span's end.
+    """
     raw = row.get("ng_trajectory")
     if not isinstance(raw, dict):
         return TraceSkipped("no ng_trajectory")
@@ -93,7 +101,9 @@ def rollout_trace(row: Mapping[str, Any], identity: TraceIdentity) -> TraceModel
     }
     if agent is not None:
         resource["gen_ai.agent.name"] = agent
-    return TraceModel(identity.trace_id, resource, builder.spans())
+    root, *rest = builder.spans()
+    root = replace(root, events=evaluation_events(row, verdict, root.end_ns))
+    return TraceModel(identity.trace_id, resource, (root, *rest))
 
 
 def _agent_name(row: Mapping[str, Any]) -> str | None:

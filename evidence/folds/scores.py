@@ -27,11 +27,14 @@ as an overflowed mean, is ``null`` like in the documents)::
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from evidence.capabilities.values import finite_float
 from evidence.folds.aggregate_metrics import server_order
+from evidence.folds.digest import ScoreDigest
 
-__all__ = ["build_scores"]
+__all__ = ["build_scores", "key_metrics", "reward_values"]
 
 CI_LOW, CI_HIGH = "ci_low_95_across_repeats/", "ci_high_95_across_repeats/"
 
@@ -48,6 +51,29 @@ def build_scores(raw: list[dict[str, Any]], clean: list[dict[str, Any]]) -> dict
     values = {_text(entry["_ng_environment_server"]): entry["_ng_environment_server"] for entry in [*clean, *raw]}
     servers = sorted(values, key=lambda text: server_order(values[text]))
     return {"groups": {server: _group(raw_by.get(server), clean_by.get(server)) for server in servers}}
+
+
+def key_metrics(scores: Mapping[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each group's key metrics raw and clean, as the CLI summary and the flow's result show them.
+
+    Example::
+
+        key_metrics(build_scores(raw.document, clean.document))
+        # {"math_with_judge": {"mean/reward": {"raw": 0.5, "clean": 0.5}, ...}, ...}
+    """
+    return {
+        server: {name: {"raw": metric["raw"], "clean": metric["clean"]} for name, metric in group["metrics"].items()}
+        for server, group in scores.get("groups", {}).items()
+    }
+
+
+def reward_values(digests: Iterable[ScoreDigest]) -> list[float]:
+    """Each scored row's ``reward`` as the aggregate means count it (bools as 0/1), for the report's histogram.
+
+    A row without a numeric reward, or with one no float holds (an integer past 1e308), is left out.
+    """
+    rewards = (finite_float(dict(digest.measures).get("reward")) for digest in digests)
+    return [reward for reward in rewards if reward is not None]
 
 
 def _by_server(document: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -16,19 +16,24 @@ from evidence.report.markdown import (
     table_markdown,
     table_rows,
 )
+from evidence.report.scores import MASKED_LISTED, MaskedRollout, masked_rollout, scores_markdown
 from evidence.report.svg import histogram_svg
 
 __all__ = [
+    "MASKED_LISTED",
+    "MaskedRollout",
     "ReportContext",
     "accounting_markdown",
-    "gate_markdown",
     "capabilities_markdown",
     "capability_table_rows",
+    "gate_markdown",
     "health_markdown",
     "histogram_svg",
+    "masked_rollout",
     "perf_markdown",
     "render_report",
     "report_markdown",
+    "scores_markdown",
     "table_markdown",
     "table_rows",
 ]

@@ -8,7 +8,7 @@ from typing import Any
 from evidence.report.markdown import table_markdown
 from evidence.report.tables import Table, format_value
 
-__all__ = ["accounting_markdown", "accounting_table", "gate_markdown", "gate_table", "lost_keys_table"]
+__all__ = ["accounting_markdown", "accounting_table", "expected_unknown_note", "gate_markdown", "gate_table", "lost_keys_table"]
 
 COUNTS = ("expected", "landed", "failed", "lost", "duplicates", "unexpected")
 
@@ -37,7 +37,12 @@ def lost_keys_table(accounting: Mapping[str, Any]) -> Table:
 def gate_table(gate: Mapping[str, Any]) -> Table:
     """Each limit with its measured value and whether it held."""
     rows = tuple(
-        (limit["name"], format_value(limit["limit"]), format_value(limit["measured"]), "pass" if limit["passed"] else f"FAIL: {limit['reason']}")
+        (
+            limit["name"],
+            format_value(limit["limit"]),
+            format_value(limit["measured"]),
+            "pass" if limit["passed"] else f"FAIL: {limit['reason']}",
+        )
         for limit in gate.get("limits", [])
     )
     return Table(("limit", "value", "measured", "result"), rows)
@@ -49,13 +54,20 @@ def accounting_markdown(accounting: Mapping[str, Any] | None) -> str:
         return "## Run accounting\n\nNo accounting in this run.\n"
     text = "## Run accounting\n\n" + table_markdown(accounting_table(accounting))
     if accounting.get("expected_unknown"):
-        text += "\nExpected unknown (no materialized inputs): " + ", ".join(accounting["expected_unknown"]) + "\n"
+        text += "\n" + expected_unknown_note(accounting) + "\n"
     lost = lost_keys_table(accounting)
     if lost.rows:
         text += "\n### Lost rollouts\n\n" + table_markdown(lost)
         if accounting.get("lost_keys_omitted"):
             text += f"\n… and {accounting['lost_keys_omitted']} more.\n"
     return text
+
+
+def expected_unknown_note(accounting: Mapping[str, Any]) -> str:
+    """Why ``expected`` is unknown: a subset run owes nothing, a shard without materialized inputs recorded no debt."""
+    if accounting.get("scope") == "subset":
+        return "A subset run owes nothing: landed and failed count the rows it selected; the job's accounting is its full run's."
+    return "Expected unknown (no materialized inputs): " + ", ".join(accounting["expected_unknown"])
 
 
 def gate_markdown(gate: Mapping[str, Any]) -> str:

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # evidence.report.scores renders with markdown, which reads this module
+    from evidence.report.scores import MaskedRollout
 
 __all__ = ["ReportContext"]
 
@@ -18,7 +21,7 @@ class ReportContext:
     """The inputs of ``report.html`` and of the Prefect artifacts.
 
     Attributes:
-        job_id: the job's id (README, "What a run produces").
+        job_id: the job's id (FORMATS.md, "Names and order").
         run_id: the run's id.
         started_at: when the run started, already formatted by the caller (ISO 8601, UTC).
         finished_at: when the run finished, formatted likewise.
@@ -33,6 +36,13 @@ class ReportContext:
         links: (label, href relative to the run directory) of the run's files, in display order.
         accounting: the ``accounting.json`` document (:func:`evidence.run_accounting`), or None.
         gate: the ``gate.json`` document (:func:`evidence.evaluate_gate`), or None for an ungated run.
+        scores: the ``scores.json`` document (:func:`evidence.build_scores`), or None when absent.
+        masked_verdicts: the health verdicts the clean scores mask (the run's ``score_mask``).
+        masked_rollouts: the first masked rollouts of ``health/rollout_verdicts.jsonl``
+            (:func:`evidence.report.scores.masked_rollout`), at most ``MASKED_LISTED``.
+        rewards: per-rollout rewards (histogram; :func:`evidence.reward_values`).
+        scope: ``full``, or what a subset run selected (``subset: rollout ids a, b``).
+        viewer: the rollout viewer's page (``viewer/index.html``, relative to the run directory), or None when the run has none.
     """
 
     job_id: str
@@ -49,3 +59,9 @@ class ReportContext:
     links: Sequence[tuple[str, str]]
     accounting: Mapping[str, Any] | None = None
     gate: Mapping[str, Any] | None = None
+    scores: Mapping[str, Any] | None = None
+    masked_verdicts: Sequence[str] = ("unhealthy",)
+    masked_rollouts: Sequence[MaskedRollout] = ()
+    rewards: Sequence[float] = ()
+    scope: str = "full"
+    viewer: str | None = None

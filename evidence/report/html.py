@@ -8,16 +8,17 @@ verdict counts let tests (and scrapers) read the page without parsing prose.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
 from evidence.capabilities import DIMENSION_LABELS
-from evidence.report.accounting import accounting_table, gate_table, lost_keys_table
+from evidence.report.accounting import accounting_table, expected_unknown_note, gate_table, lost_keys_table
 from evidence.report.context import ReportContext
 from evidence.report.page import definition_list, html_page, table_html
+from evidence.report.scores import scores_html
 from evidence.report.svg import histogram_svg
 from evidence.report.tables import (
-    Table,
     capability_cell,
     capability_gaps_table,
     capability_parts,
@@ -30,11 +31,12 @@ from evidence.report.tables import (
 __all__ = ["render_report"]
 
 
-
 def render_report(context: ReportContext) -> str:
     """Render the run report as one HTML document (UTF-8 text, ends with a newline)."""
     sections = [
         _identity(context),
+        *([_viewer(context.viewer)] if context.viewer else []),
+        _scores(context),
         *([_gate(context.gate)] if context.gate is not None else []),
         _inputs(context),
         _accounting(context.accounting),
@@ -47,13 +49,49 @@ def render_report(context: ReportContext) -> str:
 
 
 def _identity(context: ReportContext) -> str:
-    facts = {
-        "Job": context.job_id,
-        "Run": context.run_id,
-        "Started": context.started_at,
-        "Finished": context.finished_at,
-    }
-    return "<h1>evidence-stage run report</h1>\n" + definition_list(facts, "identity")
+    facts = {"Job": context.job_id, "Run": context.run_id, "Scope": context.scope}
+    listed = definition_list(facts, "identity").removesuffix("</dl>")
+    times = "".join(
+        f'<dt>{label}</dt><dd><time datetime="{escape(value)}">{escape(readable_time(value))}</time></dd>'
+        for label, value in (("Started", context.started_at), ("Finished", context.finished_at))
+    )
+    took = duration_text(context.started_at, context.finished_at)
+    return "<h1>evidence-stage run report</h1>\n" + listed + times + (f"<dt>Took</dt><dd>{escape(took)}</dd>" if took else "") + "</dl>"
+
+
+def _viewer(href: str) -> str:
+    """The link to the rollout viewer, near the top: from every count below to the rollouts behind it."""
+    return (
+        f'<p id="viewer-link" class="warning"><a href="{escape(href)}"><strong>Rollouts</strong></a>: every main attempt, '
+        "filterable by verdict, agent, check, gap, status and ATIF outcome, each with its findings, turns, calls and gaps.</p>"
+    )
+
+
+def readable_time(iso: str) -> str:
+    """An ISO 8601 time as people read it, in UTC to the second (``2026-01-01 00:02:00 UTC``); unparsable text as is."""
+    try:
+        moment = datetime.fromisoformat(iso)
+    except ValueError:
+        return iso
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return f"{moment:%Y-%m-%d %H:%M:%S}" + (" UTC" if moment.tzinfo is not None else "")
+
+
+def duration_text(started: str, finished: str) -> str:
+    """How long the run took (``2 min 0 s``, ``11.4 s``); empty when the times cannot be read."""
+    try:
+        seconds = (datetime.fromisoformat(finished) - datetime.fromisoformat(started)).total_seconds()
+    except (TypeError, ValueError):
+        return ""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+
+
+def _scores(context: ReportContext) -> str:
+    return scores_html(context.scores, context.masked_rollouts, context.masked_verdicts, context.quality_summary, context.rewards)
 
 
 def _inputs(context: ReportContext) -> str:
@@ -71,8 +109,7 @@ def _accounting(accounting: Mapping[str, Any] | None) -> str:
         return '<h2>Run accounting</h2>\n<p class="muted">No accounting in this run.</p>'
     text = "<h2>Run accounting</h2>\n" + table_html(accounting_table(accounting), "accounting")
     if accounting.get("expected_unknown"):
-        names = ", ".join(accounting["expected_unknown"])
-        text += f'\n<p class="muted">Expected unknown (no materialized inputs): {escape(names)}</p>'
+        text += f'\n<p class="muted">{escape(expected_unknown_note(accounting))}</p>'
     lost = lost_keys_table(accounting)
     if lost.rows:
         more = f'<p class="muted">\u2026 and {accounting["lost_keys_omitted"]} more.</p>' if accounting.get("lost_keys_omitted") else ""
@@ -82,15 +119,16 @@ def _accounting(accounting: Mapping[str, Any] | None) -> str:
 
 def _gate(gate: Mapping[str, Any]) -> str:
     verdict = "passed" if gate["passed"] else "failed"
-    return f'<h2 id="gate" data-passed="{str(gate["passed"]).lower()}">Quality gate: {verdict}</h2>\n' + table_html(gate_table(gate), "gate-limits")
+    return f'<h2 id="gate" data-passed="{str(gate["passed"]).lower()}">Quality gate: {verdict}</h2>\n' + table_html(
+        gate_table(gate), "gate-limits"
+    )
 
 
 def _health(summary: Mapping[str, Any] | None) -> str:
     if summary is None:
         return '<h2>Health</h2>\n<p class="muted">No health report in this run.</p>'
     cards = "".join(
-        f'<div class="verdict"><span class="count" data-verdict="{escape(name)}">'
-        f"{escape(format_value(count))}</span>{escape(name)}</div>"
+        f'<div class="verdict"><span class="count" data-verdict="{escape(name)}">{escape(format_value(count))}</span>{escape(name)}</div>'
         for name, count in verdict_counts(summary).items()
     )
     findings = findings_table(summary)
@@ -113,12 +151,11 @@ def _matrix(capabilities: Mapping[str, Any] | None) -> str:
     gaps = capability_gaps_table(capabilities)
     return (
         "<h2>Trajectory capability matrix</h2>\n"
-        '<p class="muted">Measured from this run\'s evidence: \u2705 complete in every rollout, '
-        "\U0001f7e1 in some (share of complete rollouts), \u274c in none.</p>\n"
+        '<p class="muted">Measured from this run\'s evidence: \u2705 yes: complete in every rollout; '
+        "\U0001f7e1 n%: complete in some (the share of rollouts); \u274c no: complete in none.</p>\n"
         f'<table id="capabilities"><thead><tr><th>Agent</th><th>Rollouts</th>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table>\n"
-        "<h3>Shortfalls</h3>\n"
-        + (table_html(gaps, "capability-gaps") if gaps.rows else '<p class="muted">None.</p>')
+        "<h3>Shortfalls</h3>\n" + (table_html(gaps, "capability-gaps") if gaps.rows else '<p class="muted">None.</p>')
     )
 
 

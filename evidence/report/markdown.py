@@ -41,7 +41,7 @@ def table_markdown(table: Table) -> str:
 
 def table_rows(table: Table) -> list[dict[str, str]]:
     """The table as ``create_table_artifact`` rows: one dict per row, keyed by header."""
-    return [dict(zip(table.headers, row)) for row in table.rows]
+    return [dict(zip(table.headers, row, strict=True)) for row in table.rows]
 
 
 def capability_table_rows(capabilities: Mapping[str, Any] | None) -> list[dict[str, str]]:

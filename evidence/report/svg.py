@@ -20,9 +20,11 @@ def histogram_svg(values: Sequence[float], *, title: str, unit: str) -> str:
     """Render ``values`` as a histogram of up to :data:`BINS` equal-width bins.
 
     The same values always give the same text. Each bar carries a ``<title>`` with its range
-    and count so the numbers stay readable without a script.
+    and count so the numbers stay readable without a script. An empty ``unit`` (a reward has
+    none) is left out of the title and the tips.
     """
-    label = escape(f"{title} ({unit})")
+    label = escape(f"{title} ({unit})" if unit else title)
+    unit = f" {unit}" if unit else ""
     head = (
         f'<svg class="histogram" role="img" aria-label="{label}" '
         f'width="{_WIDTH}" height="{_HEIGHT}" viewBox="0 0 {_WIDTH} {_HEIGHT}">'
@@ -39,7 +41,7 @@ def histogram_svg(values: Sequence[float], *, title: str, unit: str) -> str:
     for index, count in enumerate(counts):
         height = _PLOT_H * count / tallest
         start = low * scale + index * width
-        tip = escape(f"{format_value(start / scale)}\u2013{format_value((start + width) / scale)} {unit}: {count}")
+        tip = escape(f"{format_value(start / scale)}\u2013{format_value((start + width) / scale)}{unit}: {count}")
         parts.append(
             f'<rect class="bar" data-count="{count}" x="{_LEFT + index * bar_w:.1f}" '
             f'y="{_TOP + _PLOT_H - height:.1f}" width="{bar_w - 2:.1f}" height="{height:.1f}">'
@@ -48,9 +50,7 @@ def histogram_svg(values: Sequence[float], *, title: str, unit: str) -> str:
     base = _TOP + _PLOT_H
     parts.append(f'<line x1="{_LEFT}" y1="{base}" x2="{_LEFT + _PLOT_W}" y2="{base}" class="axis"/>')
     parts.append(f'<text x="{_LEFT}" y="{base + 16}">{escape(format_value(low))}</text>')
-    parts.append(
-        f'<text x="{_LEFT + _PLOT_W}" y="{base + 16}" text-anchor="end">{escape(format_value(high))}</text>'
-    )
+    parts.append(f'<text x="{_LEFT + _PLOT_W}" y="{base + 16}" text-anchor="end">{escape(format_value(high))}</text>')
     parts.append(f'<text x="{_LEFT - 6}" y="{_TOP + 10}" text-anchor="end">{tallest}</text>')
     parts.append(f'<text x="{_LEFT - 6}" y="{base}" text-anchor="end">0</text>')
     parts.append("</svg>")

@@ -39,7 +39,7 @@ class Table:
     rows: tuple[tuple[str, ...], ...]
 
 
-def verdict_counts(summary: Mapping[str, Any] | None) -> dict[str, int]:
+def verdict_counts(summary: Mapping[str, Any] | None) -> dict[str, Any]:
     """Rollouts per health verdict (0.7.0's ``run.verdicts``), in verdict order."""
     verdicts = as_dict(as_dict(as_dict(summary).get("run")).get("verdicts"))
     return {name: verdicts.get(name, 0) for name in VERDICTS}
@@ -61,11 +61,16 @@ def findings_table(summary: Mapping[str, Any] | None) -> Table:
     return Table(("Check", "Findings"), tuple((check, format_value(n)) for check, n in found[:TOP_FINDINGS]))
 
 
+CAPABILITY_WORDS = {"full": "yes", "unavailable": "no"}
+"""What a ✅ or ❌ cell says in words: a page read without an emoji font showed empty boxes."""
+
+
 def capability_cell(entry: Mapping[str, Any]) -> str:
-    """✅ or ❌ alone, like Gym's page; 🟡 with the share of complete rollouts."""
+    """Gym's ✅ or ❌ with a word (yes, no); 🟡 with the share of complete rollouts."""
     if entry["status"] == "partial":
         return f"{entry['symbol']} {entry['complete']:.0%}"
-    return str(entry["symbol"])
+    word = CAPABILITY_WORDS.get(entry["status"])
+    return f"{entry['symbol']} {word}" if word else str(entry["symbol"])
 
 
 def capability_table(capabilities: Mapping[str, Any] | None) -> Table:
@@ -102,10 +107,7 @@ def perf_table(perf_summary: Mapping[str, Any] | None) -> Table:
     columns = {"run": as_dict(as_dict(perf_summary).get("run"))}
     columns.update((name, as_dict(stats)) for name, stats in as_dict(as_dict(perf_summary).get("groups")).items())
     statistics = list(dict.fromkeys(key for stats in columns.values() for key in stats))
-    rows = tuple(
-        (key, *(format_value(stats[key]) if key in stats else "" for stats in columns.values()))
-        for key in statistics
-    )
+    rows = tuple((key, *(format_value(stats[key]) if key in stats else "" for stats in columns.values())) for key in statistics)
     return Table(("Statistic", *columns), rows)
 
 

@@ -22,16 +22,33 @@ def handle(args: argparse.Namespace) -> int:
     from flows.execution.console import console
 
     params = model_from_args(BatchParams, args)
+    preflight(params)
     with console.status(f"processing jobs under {params.prefix}"):
         summary = batch_flow(params)
     print_batch(summary)
     return EXIT_JOB_FAILED if summary["counts"]["failed"] else 0
 
 
+def preflight(params: BatchParams) -> None:
+    """Refuse a prefix that holds nothing (missing, a missing bucket, a file) and an output that
+    cannot be written, before a flow starts: either used to end in an empty table, exit 0."""
+    from flows.execution.credentials import storage_options_with
+    from tasks.storage import InputNotFound, Location
+
+    options = storage_options_with(params.storage_options, params.aws_credentials_block)
+    prefix = Location(params.prefix, options)
+    if not prefix.is_dir():
+        if prefix.is_file():
+            raise ValueError(f"{prefix.display} is a file: batch takes the folder its job folders are under (run takes one job)")
+        raise InputNotFound(prefix.display, "no such folder: no jobs to process")
+    Location(params.output, options).check_writable()
+
+
 def print_batch(summary: dict[str, Any]) -> None:
     """One line per job and per skipped folder, then where the summary is (stdout)."""
-    from rich.console import Console
     from rich.table import Table
+
+    from flows.execution.console import stdout_console
 
     table = Table(title=f"evidence-stage batch {summary['batch_run_id']}")
     for column in ("job", "status", "reason", "run"):
@@ -40,6 +57,6 @@ def print_batch(summary: dict[str, Any]) -> None:
         table.add_row(entry["job_id"], entry["status"], entry["reason"], entry.get("run_id", ""))
     for folder in summary["skipped_folders"]:
         table.add_row(folder["folder"] or ".", "not a job", folder["reason"], "")
-    out = Console()
+    out = stdout_console()
     out.print(table)
-    out.print(f"summary: {summary['summary_url']}")
+    out.print(f"summary: {summary['summary_url']}", soft_wrap=True, markup=False, highlight=False)

@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flows.cli.options import add_storage_options, storage_options_of
+from flows.cli.options import add_storage_options, storage_options_of, url_argument
 
 
 def register(subcommands: Any) -> None:
     parser = subcommands.add_parser("compare", help="compare two run directories (compare.json, compare.md, compare.html)")
-    parser.add_argument("run_a", metavar="RUN_A_URL", help="the reference run directory")
-    parser.add_argument("run_b", metavar="RUN_B_URL", help="the run compared with it (differences are B - A)")
-    parser.add_argument("--output", help="folder for the comparison (default <job dir of B>/compare/<run A>--<run B>/)")
+    parser.add_argument("run_a", metavar="RUN_A_URL", type=url_argument, help="the reference run directory")
+    parser.add_argument("run_b", metavar="RUN_B_URL", type=url_argument, help="the run compared with it (differences are B - A)")
+    parser.add_argument(
+        "--output", metavar="URL", type=url_argument, help="folder for the comparison (default <job dir of B>/compare/<run A>--<run B>/)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     add_storage_options(parser)
     parser.set_defaults(handler=handle)

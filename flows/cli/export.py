@@ -7,36 +7,54 @@ Runs the export tasks directly (no Prefect server needed); the deployed flows in
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import os
 from typing import Any
 
 import orjson
 
-from flows.cli.options import add_storage_options, storage_options_of
+from flows.cli.options import add_storage_options, storage_options_of, url_argument
 from flows.params.cli import key_value
 
 
 def register(subcommands: Any) -> None:
     parser = subcommands.add_parser("export", help="export a finished run directory to MLflow or an OpenTelemetry collector")
-    targets = parser.add_subparsers(dest="target", required=True)
-    mlflow = targets.add_parser("mlflow", help="one MLflow run per stage run: params, metrics, artifacts, traces")
-    mlflow.add_argument("run_dir", metavar="RUN_DIR_URL")
+    targets = parser.add_subparsers(dest="target", required=True, metavar="{mlflow,otel}", title="targets")
+    mlflow = targets.add_parser(
+        "mlflow",
+        help="one MLflow run per stage run: params, metrics, artifacts, traces",
+        description="One MLflow run per stage run: params, metrics, artifacts, traces; prints what was sent as one JSON line.",
+    )
+    mlflow.add_argument("run_dir", metavar="RUN_DIR_URL", type=url_argument, help="a finished run directory (<output>/<job-id>/runs/<run-id>)")
     mlflow.add_argument("--tracking-uri", required=True, metavar="URI", help="http(s) URL of the MLflow server")
     mlflow.add_argument("--experiment", default="evidence-stage", metavar="NAME", help="experiment name (default evidence-stage)")
     add_storage_options(mlflow)
     mlflow.set_defaults(handler=handle_mlflow)
-    otel = targets.add_parser("otel", help="one OpenTelemetry trace per main row, over OTLP/HTTP")
-    otel.add_argument("run_dir", metavar="RUN_DIR_URL")
+    otel = targets.add_parser(
+        "otel",
+        help="one OpenTelemetry trace per main row, over OTLP/HTTP",
+        description="One OpenTelemetry trace per main row, over OTLP/HTTP; prints what was sent as one JSON line.",
+    )
+    otel.add_argument("run_dir", metavar="RUN_DIR_URL", type=url_argument, help="a finished run directory (<output>/<job-id>/runs/<run-id>)")
     otel.add_argument("--endpoint", required=True, metavar="URL", help="OTLP/HTTP URL (/v1/traces appended unless present)")
-    otel.add_argument("--header", action="append", type=key_value, default=[], metavar="KEY=VALUE", help="HTTP header (repeatable)")
+    otel.add_argument("--header", action="append", type=key_value, default=[], metavar="KEY=VALUE", help="HTTP header sent with every request (repeatable; default: none)")
     add_storage_options(otel)
     otel.set_defaults(handler=handle_otel)
 
 
+MLFLOW_RETRIES = "3"
+"""Retries of an MLflow request (``MLFLOW_HTTP_REQUEST_MAX_RETRIES``, kept when set): MLflow's 7
+with exponential backoff took 4 minutes to fail on a server that stopped answering."""
+
+
 def handle_mlflow(args: argparse.Namespace) -> int:
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", MLFLOW_RETRIES)  # read when MLflow makes its first request
     from tasks.export import export_to_mlflow  # MLflow only when exporting
     from tasks.storage import Location
 
-    result = export_to_mlflow(Location(args.run_dir, storage_options_of(args)), args.tracking_uri, args.experiment)
+    with contextlib.redirect_stdout(io.StringIO()):  # MLflow prints "View run at ..." lines: stdout is the one JSON line
+        result = export_to_mlflow(Location(args.run_dir, storage_options_of(args)), args.tracking_uri, args.experiment)
     print(orjson.dumps({**result.as_dict(), "url": result.run_url(args.tracking_uri)}).decode())
     return 0
 

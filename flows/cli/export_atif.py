@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flows.cli.options import add_storage_options, storage_options_of
+from flows.cli.options import add_storage_options, storage_options_of, url_argument
 
 if TYPE_CHECKING:
     from tasks.storage import Location
@@ -26,10 +26,10 @@ EXIT_REFUSED = 1
 
 def register(subcommands: Any) -> None:
     parser = subcommands.add_parser("export-atif", dropin=True, help="export an enriched rollouts file to ATIF v1.7 (gym eval export --format atif)")
-    parser.add_argument("--rollouts", required=True, metavar="URL")
-    parser.add_argument("--output-dir", required=True, metavar="URL")
-    parser.add_argument("--session-id", required=True)
-    parser.add_argument("--agent-version", required=True)
+    parser.add_argument("--rollouts", required=True, metavar="URL", type=url_argument, help="an enriched rollouts JSONL (a run's rollouts.jsonl)")
+    parser.add_argument("--output-dir", required=True, metavar="URL", type=url_argument, help="folder to create for the ATIF files (must not exist)")
+    parser.add_argument("--session-id", required=True, help="the ATIF session id of every trajectory")
+    parser.add_argument("--agent-version", required=True, help="the ATIF agent version of every trajectory")
     add_storage_options(parser)
     parser.set_defaults(handler=handle, parser=parser)
 
@@ -83,7 +83,7 @@ def handle(args: argparse.Namespace) -> int:
     )
     from flows.execution.resolve import package_version
     from tasks.attempts.context import EXPORTER_NAME
-    from tasks.storage import Location
+    from tasks.storage import Location, StorageError
 
     for field in ("session_id", "agent_version"):
         message = config_error_message(field, getattr(args, field))
@@ -101,7 +101,12 @@ def handle(args: argparse.Namespace) -> int:
         files = export_rollouts(rollouts.read_bytes(), session_id=args.session_id, agent_version=args.agent_version, exporter=exporter)
     except AtifExportError as exc:
         return _refuse(exc.message)
-    if not _publish(output, files):
+    try:
+        published = _publish(output, files)
+    except (OSError, StorageError) as exc:  # named by the output asked for, not the staging folder beside it
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else getattr(exc, "message", str(exc))
+        return _refuse(f"Output directory cannot be created: {shown_output}: {reason}")
+    if not published:
         return _refuse(output_created_message(shown_output))
     for line in success_lines(len(files) - 1, shown_output):
         print(line)

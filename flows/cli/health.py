@@ -11,7 +11,7 @@ import argparse
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
-from flows.cli.options import add_storage_options, storage_options_of
+from flows.cli.options import add_storage_options, storage_options_of, url_argument
 
 if TYPE_CHECKING:
     from tasks.storage import Location
@@ -36,16 +36,19 @@ def as_given(argument: str, location: Location) -> str:
 
 def register(subcommands: Any) -> None:
     parser = subcommands.add_parser("health", dropin=True, help="health-check an existing rollouts file (gym eval health-check)")
-    parser.add_argument("rollouts", metavar="ROLLOUTS_URL")
-    parser.add_argument("output", metavar="OUT_URL", help="folder for quality_summary.json and rollout_verdicts.jsonl")
-    parser.add_argument("--ignore-check", "--ignore-checks", "--ignore", action="append", default=[], type=check_ids, dest="ignored", metavar="ID")
+    parser.add_argument("rollouts", metavar="ROLLOUTS_URL", help="the rollouts JSONL to check (local path, file://, s3://)", type=url_argument)
+    parser.add_argument("output", metavar="OUT_URL", help="folder for quality_summary.json and rollout_verdicts.jsonl", type=url_argument)
+    parser.add_argument(
+        "--ignore-check", "--ignore-checks", "--ignore", action="append", default=[], type=check_ids, dest="ignored", metavar="ID",
+        help="a health check id to ignore, or several separated by commas (repeatable; --ignore-checks and --ignore are 0.7.0's aliases; default: none)",
+    )
     add_storage_options(parser)
     parser.set_defaults(handler=handle, parser=parser)
 
 
 def handle(args: argparse.Namespace) -> int:
     from evidence import SUMMARY_NAME, VERDICTS_NAME, UnknownHealthCheck, health_check_bytes, parse_ignored_checks
-    from tasks.storage import InputNotFound, Location
+    from tasks.storage import InputNotFound, Location, StorageError
 
     options = storage_options_of(args)
     source, out = Location(args.rollouts, options), Location(args.output, options)
@@ -57,8 +60,13 @@ def handle(args: argparse.Namespace) -> int:
         data = source.read_bytes()
     except InputNotFound:
         args.parser.error(f"Rollout JSONL not found: {as_given(args.rollouts, source)}")
+    except StorageError as exc:  # one prefix for every refusal of this command: 0.7.0's, which its golden cases pin
+        args.parser.error(f"{as_given(args.rollouts, source)} is a folder, not a rollouts file" if source.is_dir() else str(exc))
     files = health_check_bytes(data, rollouts_path=as_given(args.rollouts, source), output_dir=as_given(args.output, out), ignored=ignored)
-    out.child(SUMMARY_NAME).write_bytes(files.quality_summary.encode())
-    out.child(VERDICTS_NAME).write_bytes(files.rollout_verdicts.encode())
+    try:
+        out.child(SUMMARY_NAME).write_bytes(files.quality_summary.encode())
+        out.child(VERDICTS_NAME).write_bytes(files.rollout_verdicts.encode())
+    except StorageError as exc:
+        args.parser.error(f"cannot write the reports into {as_given(args.output, out)}: {exc.message}")
     print(files.report)
     return 0

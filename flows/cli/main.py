@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import logging
 import os
 import sys
 import threading
@@ -44,11 +45,28 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self._error_prefix}{message}\n")
 
 
+DESCRIPTION = """\
+Turn what a NeMo Gym evaluation job leaves behind (its rollouts JSONL and model-call captures)
+into analysis-ready results, as NeMo Gym 0.7.0 defines them: enriched rollouts, health reports,
+perf_summary, ATIF trajectories, a measured capability matrix and a report. Each run is written
+to <output>/<job-id>/runs/<run-id>/. Start with: evidence-stage run --help"""
+
+EPILOG = """\
+exit status: 0 done; 2 refused before anything was written, with one line
+"evidence-stage: error: <reason>" (the drop-ins health and export-atif keep 0.7.0's
+prefix and codes); 1 batch: a job failed; 3 run written but its quality gate failed;
+130 interrupted (Ctrl-C), with the command that resumes the run."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="evidence-stage", description=__doc__.splitlines()[0])
-    subcommands = parser.add_subparsers(dest="command", required=True)
+    parser = OneLineParser(prog="evidence-stage", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     for module in COMMANDS:
         module.register(subcommands)
+    for listed in subcommands._choices_actions:  # each command's --help opens with what it does, as the list says it
+        command = subcommands.choices[listed.dest]
+        if not command.description and listed.help:
+            command.description = listed.help[0].upper() + listed.help[1:].rstrip(".") + "."
     return parser
 
 
@@ -56,6 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault(EPHEMERAL_STARTUP_TIMEOUT, EPHEMERAL_STARTUP_DEFAULT_S)  # read when Prefect is imported
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line as given (run's resume command)
     try:
         return args.handler(args)
     except ValidationError as exc:
@@ -87,6 +106,7 @@ def entry() -> NoReturn:
     """
     code = main()
     _flush()
+    logging.getLogger("EventsWorker").setLevel(logging.ERROR)  # "Still processing items" while the last events drain: the command has said its last line
     threading._shutdown()  # type: ignore[attr-defined]  # what interpreter shutdown calls first
     atexit._run_exitfuncs()
     _flush()

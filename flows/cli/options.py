@@ -21,9 +21,18 @@ from pydantic.fields import FieldInfo
 
 from flows.params.cli import Cli
 from flows.params.stage import StageParams
+from tasks.inputs.naming import UnsupportedUrl, check_url
 
 _PLAIN = Cli()
 M = TypeVar("M", bound=BaseModel)
+
+
+def url_argument(text: str) -> str:
+    """A URL argument, refused while parsing when its scheme is unsupported or mistyped (``tasks.inputs.naming.check_url``)."""
+    try:
+        return check_url(text)
+    except UnsupportedUrl as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def cli_of(field: FieldInfo) -> Cli:

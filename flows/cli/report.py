@@ -7,12 +7,12 @@ from typing import Any
 
 import orjson
 
-from flows.cli.options import add_storage_options, storage_options_of
+from flows.cli.options import add_storage_options, storage_options_of, url_argument
 
 
 def register(subcommands: Any) -> None:
     parser = subcommands.add_parser("report", help="regenerate report.html of an existing run directory")
-    parser.add_argument("run_dir", metavar="RUN_DIR_URL")
+    parser.add_argument("run_dir", metavar="RUN_DIR_URL", type=url_argument, help="a finished run directory (<output>/<job-id>/runs/<run-id>)")
     add_storage_options(parser)
     parser.set_defaults(handler=handle)
 

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
-from contextlib import contextmanager
+import logging
+import shlex
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from types import FrameType
 from typing import Any
 
 from rich.console import Console
@@ -17,45 +23,119 @@ console = Console(stderr=True)
 
 
 EXIT_GATE_FAILED = 3
+EXIT_INTERRUPTED = 130
+"""128 + SIGINT, as a shell reports a command ended by Ctrl-C."""
 
 
-def run_with_progress(params: StageParams) -> int:
+def run_with_progress(params: StageParams, argv: Sequence[str] = ()) -> int:
     """Run the flow with a live progress bar; print where the outputs are and what they hold.
 
-    A failing quality gate still prints the run (it was written), then the gate's reason as one
-    line on stderr, and exits 3.
+    The run id and directory are printed (stderr) as soon as the run is claimed. A failing
+    quality gate still prints the run (it was written), then the gate's reason as one line on
+    stderr, and exits 3. A Ctrl-C prints one line, the command that resumes the run (``argv``:
+    the command line as given, for the resume command), and exits 130.
     """
     if params.task_runner is TaskRunnerKind.process:
         from flows.execution.forkserver import start_forkserver
 
         start_forkserver(params)  # boots while Prefect is imported below
+    from flows.execution.ephemeral import shield_ephemeral_server
     from flows.execution.progress import add_listener, remove_listener
-    from flows.execution.resolve import preflight
+    from flows.execution.resolve import claims_told_to, preflight
     from flows.stage import stage_flow
     from tasks.publish.gate import GateFailed
 
     preflight(params)
+    shield_ephemeral_server()
 
     bar = Progress(TextColumn("attempts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True)
     handle = bar.add_task("attempts", total=None)
+    claimed: list[str] = []
 
     def listener(done: int, total: int) -> None:
         bar.update(handle, completed=done, total=total)
 
+    def told(run_id: str, run_dir: Any) -> None:
+        claimed.append(run_id)
+        console.print(f"evidence-stage: run {run_id}: {run_dir.display}", markup=False, highlight=False, soft_wrap=True)
+
     add_listener(listener)
     try:
-        with bar, heartbeat_thread_not_joined():
+        live = bar if console.is_terminal else nullcontext()  # off a terminal, rich's bar only left a blank line
+        with live, heartbeat_thread_not_joined(), claims_told_to(told), quiet_console():
             result = stage_flow(params)
     except GateFailed as failed:
         print_summary(failed.result)
         console.print(f"evidence-stage: {failed}", markup=False, highlight=False, soft_wrap=True)
         return EXIT_GATE_FAILED
+    except KeyboardInterrupt:
+        if claimed:
+            line = f"evidence-stage: interrupted; run {claimed[-1]} is kept, resume it with: {resume_command(argv, claimed[-1])}"
+        else:
+            line = "evidence-stage: interrupted before a run was claimed: nothing was written"
+        print(line, file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         remove_listener(listener)
     print_summary(result)
     return 0
 
 
+def resume_command(argv: Sequence[str], run_id: str) -> str:
+    """The command line that resumes ``run_id``: the one given (``argv``, after ``evidence-stage``) without
+    ``--run-id``/``--resume``, then ``--resume RUN_ID``."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--run-id", "--resume"):
+            skip = True
+        elif not arg.startswith(("--run-id=", "--resume=")):
+            kept.append(arg)
+    return shlex.join(["evidence-stage", *kept, "--resume", run_id])
+
+
+@contextmanager
+def quiet_console() -> Iterator[None]:
+    """Prefect's console logging leaves out what the CLI says itself (the server still gets every record).
+
+    A refusal's log line (``REFUSAL``) is the CLI's error line; after a Ctrl-C nothing more is
+    printed: Prefect reported the interrupt as a crash, with the interrupted call's traceback
+    (40 lines for one Ctrl-C), and the CLI says what happened in one line (``run_with_progress``).
+    """
+    from flows.execution.resolve import REFUSAL
+
+    interrupted = False
+
+    def muted(record: logging.LogRecord) -> bool:
+        return not interrupted and not getattr(record, REFUSAL, False)
+
+    def on_interrupt(signum: int, frame: FrameType | None) -> None:
+        nonlocal interrupted
+        interrupted = True
+        raise KeyboardInterrupt
+
+    handlers = _prefect_console_handlers()
+    for handler in handlers:
+        handler.addFilter(muted)
+    in_main = threading.current_thread() is threading.main_thread()  # only the main thread sets signal handlers
+    previous = signal.signal(signal.SIGINT, on_interrupt) if in_main else None
+    try:
+        yield
+    finally:
+        if in_main:
+            signal.signal(signal.SIGINT, previous)
+        for handler in handlers:
+            handler.removeFilter(muted)
+
+
+def _prefect_console_handlers() -> list[logging.Handler]:
+    """The handlers that print Prefect's log records on the terminal (its API handler is left alone)."""
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    loggers = [logging.getLogger()] + [item for item in logging.Logger.manager.loggerDict.values() if isinstance(item, logging.Logger)]
+    return list({id(h): h for logger in loggers for h in logger.handlers if isinstance(h, PrefectConsoleHandler)}.values())
 @contextmanager
 def heartbeat_thread_not_joined() -> Iterator[None]:
     """A flow run called here returns as soon as its final state is reported.
@@ -75,14 +155,24 @@ def heartbeat_thread_not_joined() -> Iterator[None]:
         engine._send_heartbeats = original
 
 
+UNWRAPPED_WIDTH = 10_000
+"""The width a console off a terminal assumes: rich's 80 columns wrapped URLs and cut ids with "…"."""
+
+
+def stdout_console() -> Console:
+    """A console on stdout; off a terminal (a pipe, a CI log) nothing is wrapped or cut, tables are as wide as they need."""
+    out = Console()
+    return out if out.is_terminal else Console(width=UNWRAPPED_WIDTH)
+
+
 def print_summary(result: dict[str, Any]) -> None:
     """Where the run is and its headline counts (stdout, so scripts can capture it)."""
-    out = Console()
+    out = stdout_console()
     if result.get("already_complete"):
-        out.print(f"run {result['run_id']} is already complete: {result['run_dir']}")
+        out.print(f"run {result['run_id']} is already complete: {result['run_dir']}", soft_wrap=True, markup=False, highlight=False)
         return
     counts = result["counts"]
-    table = Table(title=f"evidence-stage run {result['run_id']}", show_header=True)
+    table = Table(show_header=True)  # the title on a line of its own: a table's title wraps to the table's width
     table.add_column("what")
     table.add_column("count", justify="right")
     for status, n in counts["by_status"].items():
@@ -96,5 +186,28 @@ def print_summary(result: dict[str, Any]) -> None:
     table.add_row("orphan captures", str(counts["orphans"]))
     table.add_row("skipped input lines", str(counts["skipped_lines"]))
     table.add_row("repairs", str(counts["repairs"]))
+    out.print(f"evidence-stage run {result['run_id']}", soft_wrap=True, markup=False, highlight=False)
     out.print(table)
-    out.print(f"outputs: {result['run_dir']}")
+    if result.get("scores"):
+        out.print(scores_table(result["scores"]))
+    out.print(f"outputs: {result['run_dir']}", soft_wrap=True, markup=False, highlight=False)
+
+
+def scores_table(scores: dict[str, dict[str, dict[str, Any]]]) -> Table:
+    """Each group's key metrics raw and clean (``evidence.key_metrics`` of scores.json); the group named once."""
+    table = Table(title="scores: raw against clean (scores.json)", show_header=True)
+    table.add_column("group")
+    table.add_column("key metric")
+    table.add_column("raw", justify="right")
+    table.add_column("clean", justify="right")
+    for group, metrics in scores.items():
+        for index, (name, metric) in enumerate(metrics.items()):
+            table.add_row(group if index == 0 else "", name, _score(metric["raw"]), _score(metric["clean"]))
+    return table
+
+
+def _score(value: Any) -> str:
+    """A score as the summary shows it: 4 significant digits; n/a where 0.7.0 wrote none (every rollout masked)."""
+    if value is None:
+        return "n/a"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

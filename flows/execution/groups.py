@@ -73,7 +73,7 @@ def fan_out(
     of the groups in flight, not the job's. Each attempt's status is in its part.
     """
     summaries: list[GroupSummary] = []  # one per task run: a few dozen at most
-    progress = Progress(total=total)
+    progress = Progress(total=total, job_id=ctx.run_dir.parent().parent().name)  # <output>/<job id>/runs/<run id>
     in_flight: deque[PrefectFuture[GroupSummary]] = deque()
 
     def finish_oldest() -> None:

@@ -17,7 +17,7 @@ from prefect import get_run_logger
 
 from evidence import RecordedParams, RunManifest
 from flows.execution.groups import GroupSizes, fan_out, make_groups
-from flows.execution.resolve import run_record, subset_filter
+from flows.execution.resolve import NothingToRun, run_record, subset_described, subset_filter
 from flows.execution.runners import attempt_pool, parallel_groups
 from flows.params.gate import GateLimits
 from flows.params.stage import StageParams
@@ -27,6 +27,7 @@ from tasks.discover.task import discover_job
 from tasks.publish.gate import judge_run
 from tasks.publish.report import render_run_report
 from tasks.publish.task import build_manifest, parts_removed_meanwhile, publish_artifacts, publish_run, write_document
+from tasks.publish.viewer import write_viewer
 from tasks.reduce.outputs import ReduceSummary
 from tasks.reduce.task import reduce_run
 from tasks.rundir import ACCOUNTING_FILE
@@ -60,10 +61,11 @@ def process_job(params: StageParams, ctx: RunContext, recorded: RecordedParams, 
     """Discover the job's attempts, process them in groups on the attempt pool, reduce the parts."""
     with attempt_pool(params) as pool:  # its workers scan the rollouts file, then process groups
         with timings.measure("discover_s"):
-            plan = stack.enter_context(discover_job(ctx.shards, ctx.capture_dir, pool))
+            keep = subset_filter(recorded.rollout_ids, recorded.rollout_glob) if recorded.is_subset else None  # a resumed subset stays one
+            plan = stack.enter_context(discover_job(ctx.shards, ctx.capture_dir, pool, keep))
         timings.seconds["discover_task_s"] = plan.seconds
-        if recorded.is_subset:  # from the run itself: a resumed subset run stays a subset
-            plan.select(subset_filter(recorded.rollout_ids, recorded.rollout_glob))
+        if keep is not None and not plan.attempts.count:
+            raise NothingToRun(f"{subset_described(recorded)} selects no rollout of the job: nothing to run (the run was not kept)")
         sizes = GroupSizes(plan.attempts.count, params.attempts_per_task, parallel_groups(params))
         get_run_logger().info(
             "%d attempts in groups of %s; %d orphan captures; %d skipped lines", plan.attempts.count, sizes.describe(), len(plan.orphans), len(plan.skipped)
@@ -95,10 +97,12 @@ def publish_job(
     gate = judge_run(ctx.run_dir, GateLimits.model_validate(recorded.gate or {}).named(), job.plan.accounting)
     run = run_record(params, recorded, ctx, run_id, started_at)
     manifest = replace(build_manifest(run=run, params=recorded, plan=job.plan, reduced=job.reduced, timings=timings.seconds), gate=gate)
+    write_viewer(ctx.run_dir, manifest.document())  # before the report, which links it when it is there
     clock = time.perf_counter()
     report_html, tables, outputs = render_run_report(ctx.run_dir, manifest.document(), job.reduced.histograms)
     manifest = manifest.with_timing("report_s", time.perf_counter() - clock)
-    publish_run(ctx.run_dir, job_dir, manifest, report_html, not recorded.is_subset)
+    has_rows = any(manifest.counts.rows.values())  # a run of no rows (inputs changed since the check) never stands as LATEST
+    publish_run(ctx.run_dir, job_dir, manifest, report_html, not recorded.is_subset and has_rows)
     with parts_removed_meanwhile(ctx.run_dir, params.keep_parts):
         publish_artifacts(manifest, ctx.run_dir, tables)
     return manifest, outputs

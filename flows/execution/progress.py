@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
+from tasks.publish.links import job_artifact_key
+
 Listener = Callable[[int, int], None]
 _listeners: list[Listener] = []
 
@@ -22,10 +24,11 @@ def remove_listener(listener: Listener) -> None:
 class Progress:
     """Counts finished attempts and reports them to the flow run and to local listeners."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, job_id: str) -> None:
         self.total = total
         self.done = 0
-        self._artifact = create_progress_artifact(progress=0.0, key="evidence-stage-progress", description="Attempts processed (%)")
+        key = job_artifact_key("evidence-stage-progress", job_id)
+        self._artifact = create_progress_artifact(progress=0.0, key=key, description=f"Attempts processed (%) of job {job_id}")
         self._notify()
 
     def advance(self, count: int) -> None:

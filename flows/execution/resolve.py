@@ -8,18 +8,23 @@ Dask worker can import.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable
+import socket
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
 from importlib.metadata import version
+from types import TracebackType
 from typing import Any
 
 from evidence import RecordedParams, RunIdentity
-from flows.params.stage import StageParams
-from tasks.attempts.context import RunContext
 from flows.execution.credentials import storage_options_with
-from tasks.discover.inputs import check_inputs
+from flows.params.stage import StageParams, TaskRunnerKind
+from tasks.attempts.context import RunContext
+from tasks.discover.inputs import check_inputs, check_rows
 from tasks.discover.refs import AttemptRef
 from tasks.inputs.naming import job_id_for, new_run_id
+from tasks.inputs.shards import Shard, expand_rollouts, find_shards
+from tasks.lease import check_free, held
 from tasks.rundir import (
     PARAMS_FILE,
     RunConflict,
@@ -33,8 +38,49 @@ from tasks.rundir import (
     run_dir_of,
     update_latest,
 )
-from tasks.inputs.shards import Shard, expand_rollouts, find_shards
 from tasks.storage import Location
+
+DASK_CONNECT_TIMEOUT_S = 5.0
+"""How long the CLI waits for an existing Dask scheduler to accept a connection (Dask's own wait was 30 s and a traceback)."""
+
+ClaimListener = Callable[[str, Location], None]
+_claim_listeners: list[ClaimListener] = []
+
+
+class RunnerRefused(ValueError):
+    """The task runner's settings cannot work: an unreachable scheduler, or workers that could not reach the flow's server."""
+
+
+class NothingToRun(ValueError):
+    """A subset that selects no attempt: the run is refused, and its run directory removed."""
+
+
+REFUSAL = "evidence_stage_refusal"
+"""Marks the log record of a refused run: the CLI prints the reason as its own error line instead."""
+
+
+class Refused(Exception):
+    """A run that did not start, and why (``cause``): the flow says it in one line, without a traceback."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(reason_of(cause))
+        self.cause = cause
+
+
+def reason_of(exc: BaseException) -> str:
+    """An exception as one line: its message's first line, or its type when it has none."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@contextmanager
+def claims_told_to(listener: ClaimListener) -> Iterator[None]:
+    """Call ``listener(run_id, run_dir)`` when a run of this process is claimed (or taken up to resume)."""
+    _claim_listeners.append(listener)
+    try:
+        yield
+    finally:
+        _claim_listeners.remove(listener)
 
 
 def package_version() -> str:
@@ -52,6 +98,13 @@ def subset_filter(rollout_ids: list[str], rollout_glob: str | None) -> Callable[
         return rollout_id in wanted or (rollout_glob is not None and fnmatch.fnmatchcase(rollout_id, rollout_glob))
 
     return chosen
+
+
+def subset_described(recorded: RecordedParams) -> str:
+    """A subset as the user asked for it: ``--rollout-id a, b`` and/or ``--rollout-glob g``."""
+    parts = [f"--rollout-id {', '.join(recorded.rollout_ids)}"] if recorded.rollout_ids else []
+    parts += [f"--rollout-glob {recorded.rollout_glob}"] if recorded.rollout_glob is not None else []
+    return " or ".join(parts)
 
 
 def recorded_rollouts(shards: tuple[Shard, ...]) -> str | list[str]:
@@ -89,21 +142,55 @@ def job_locations(params: StageParams) -> tuple[tuple[Shard, ...], Location, Loc
     urls = expand_rollouts(params.rollouts, options)
     shards = find_shards(urls, options, params.failures)
     check_inputs(shards, capture_dir)
+    check_rows(shards)
     job_id = params.job_id or job_id_for(urls)
     output = Location(params.output, options)
     files = [f for shard in shards for f in (shard.main, shard.failures, shard.materialized) if f is not None]
     check_apart(output.child(job_id), [capture_dir] + [f.parent() for f in files])  # parameter URLs are absolute
+    output.child(job_id).check_writable()
     return shards, capture_dir, output, job_id
 
 
-def resolve_run(params: StageParams) -> tuple[RunContext, Location, RecordedParams, str]:
-    """Locations, the run id, and the recorded parameters; claims the run directory.
+def check_runner(params: StageParams) -> None:
+    """Refuse an existing Dask cluster that cannot work: one whose workers could not reach this
+    flow's Prefect server, or whose scheduler does not answer.
 
-    On ``resume`` the recorded parameters win (explicit conflicting ones are an error), stale
-    temp files of the killed process are removed, and a complete full run gets the LATEST
-    update it may have been killed before.
+    Without ``PREFECT_API_URL`` the flow runs against a temporary server of its own process,
+    which the workers of an existing cluster do not know: each would start a temporary server
+    of its own, and the flow's task runs would never reach the flow's server. A local cluster
+    (``--dask-workers``) is told the flow's server (``flows.execution.runners.shared_api``).
+    """
+    if params.task_runner is not TaskRunnerKind.dask or params.dask_address is None:
+        return
+    from prefect.settings import PREFECT_API_URL  # only for an existing cluster
+
+    if not PREFECT_API_URL.value():
+        raise RunnerRefused(
+            "--dask-address needs a Prefect server its workers report to: set PREFECT_API_URL here and on the cluster's workers"
+            " (without it each worker would start a temporary server of its own), or use a local cluster (--dask-workers)"
+        )
+    scheme, _, rest = params.dask_address.rpartition("://")
+    host, _, port = rest.rpartition(":")
+    if scheme not in ("", "tcp", "tls") or not host or not port.isdigit():
+        return  # another transport (ucx, inproc): Dask says what is wrong with it
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=DASK_CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__.replace("Error", " error").lower()
+        raise RunnerRefused(f"Dask scheduler {params.dask_address} is not reachable: {reason}") from exc
+
+
+def resolve_run(params: StageParams, stack: ExitStack) -> tuple[RunContext, Location, RecordedParams, str]:
+    """Locations, the run id, and the recorded parameters; claims the run directory and holds
+    its lease (``tasks.lease``) until ``stack`` closes.
+
+    On ``resume`` the recorded parameters win (explicit conflicting ones are an error), the
+    lease is taken (a run another process works in is refused), stale temp files of the killed
+    process are removed, and a complete full run gets the LATEST update it may have been killed
+    before. A new run refused later for selecting nothing (``NothingToRun``) is removed again.
     """
     shards, capture_dir, output, job_id = job_locations(params)
+    check_runner(params)
     run_id = params.resume or params.run_id or new_run_id()
     run_dir = run_dir_of(output, job_id, run_id)
     requested = output_params(params, job_id, recorded_rollouts(shards))
@@ -111,11 +198,16 @@ def resolve_run(params: StageParams) -> tuple[RunContext, Location, RecordedPara
         recorded = recorded_params(run_dir)
         check_resume(recorded, _explicit(params, requested))
         requested = recorded
+        stack.enter_context(held(run_dir, run_id))
         discard_temporaries(run_dir)
         if not recorded.is_subset and (finished := finished_at(run_dir)) is not None:
             update_latest(output.child(job_id), run_id, finished, gate_passed(run_dir))  # a kill between _SUCCESS and LATEST
     else:
         claim(run_dir, requested)
+        stack.push(_removed_when_nothing_to_run(run_dir))  # pushed first: it runs once the lease is released
+        stack.enter_context(held(run_dir, run_id))
+    for listener in tuple(_claim_listeners):
+        listener(run_id, run_dir)
     ctx = RunContext(
         run_dir=run_dir,
         shards=shards,
@@ -130,6 +222,18 @@ def resolve_run(params: StageParams) -> tuple[RunContext, Location, RecordedPara
     return ctx, output.child(job_id), requested, run_id
 
 
+ExitCallback = Callable[[type[BaseException] | None, BaseException | None, TracebackType | None], bool]
+
+
+def _removed_when_nothing_to_run(run_dir: Location) -> ExitCallback:
+    def exit_(_kind: type[BaseException] | None, exc: BaseException | None, _tb: TracebackType | None) -> bool:
+        if isinstance(exc, NothingToRun):
+            run_dir.remove_tree()  # only params.json: nothing was written
+        return False
+
+    return exit_
+
+
 def _explicit(params: StageParams, requested: RecordedParams) -> dict[str, Any]:
     """The output parameters the caller set explicitly (a resume must agree with them)."""
     return {k: v for k, v in requested.to_json().items() if k in params.model_fields_set or k == "job_id"}
@@ -142,12 +246,14 @@ def preflight(params: StageParams) -> None:
     ``resolve_run`` repeats the checks inside the flow (deployments do not pass through here).
     """
     shards, _, output, job_id = job_locations(params)
+    check_runner(params)
     run_id = params.resume or params.run_id
     if run_id is None:
         return
     run_dir = run_dir_of(output, job_id, run_id)
     if params.resume:
         check_resume(recorded_params(run_dir), _explicit(params, output_params(params, job_id, recorded_rollouts(shards))))
+        check_free(run_dir, run_id)
     elif run_dir.child(PARAMS_FILE).is_file():
         raise RunConflict(f"run id already exists: {run_dir.url} (use --resume to continue it)")
 

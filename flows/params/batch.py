@@ -5,12 +5,12 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from flows.params.cli import Cli
 from flows.params.fields import OptionalCount, OptionalText
 from flows.params.gate import GateLimits
-from flows.params.stage import IgnoredChecks, StageParams, TaskRunnerKind
+from flows.params.stage import IgnoredChecks, ScoreMask, StageParams, TaskRunnerKind, check_dask_options
 from flows.params.storage import StorageOptions, Url
 from tasks.inputs.layout import DEFAULT_CAPTURE_DIR, DEFAULT_EXCLUDE_GLOBS, DEFAULT_ROLLOUTS_GLOB, DEFAULT_SHARD_GLOB, JobLayout
 
@@ -66,6 +66,12 @@ class BatchParams(BaseModel):
     storage_options: StorageOptions = _as_in_stage("storage_options")
     aws_credentials_block: OptionalText = _as_in_stage("aws_credentials_block")
     gate: GateLimits = _as_in_stage("gate")
+    score_mask: ScoreMask = _as_in_stage("score_mask")
+
+    @model_validator(mode="after")
+    def _dask_options(self) -> BatchParams:
+        check_dask_options(self.task_runner, self.dask_address, self.dask_workers)
+        return self
 
     @property
     def layout(self) -> JobLayout:

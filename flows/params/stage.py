@@ -60,6 +60,25 @@ class TaskRunnerKind(str, Enum):
     dask = "dask"
 
 
+DEFAULT_DASK_WORKERS = 2
+
+
+def check_dask_options(task_runner: TaskRunnerKind, dask_address: str | None, dask_workers: int) -> None:
+    """Dask options only with the Dask runner, and one cluster: an existing one or a local one (they were silently ignored)."""
+    local_size = dask_workers != DEFAULT_DASK_WORKERS
+    if task_runner is not TaskRunnerKind.dask:
+        given = [name for name, set_ in (("dask_address", dask_address is not None), ("dask_workers", local_size)) if set_]
+        if given:
+            verb = "apply" if len(given) > 1 else "applies"
+            raise ValueError(
+                f"{' and '.join(given)} {verb} to the dask task runner only (task_runner is {task_runner.value}): add --task-runner dask"
+            )
+    elif dask_address is not None and local_size:
+        raise ValueError(
+            "dask_workers sizes a local cluster; with dask_address the cluster is the scheduler's (size the window with max_workers)"
+        )
+
+
 class ScoreMask(str, Enum):
     """Which health verdicts the clean scores mask: ``evidence.models.run.SCORE_MASKS`` says
     (not imported here, which would load the evidence library with the CLI; a test pins the two)."""
@@ -70,11 +89,12 @@ class ScoreMask(str, Enum):
 
 
 class StageParams(BaseModel):
-    """Everything one run of the stage over one evaluation job needs.
+    """One evaluation job into a new run directory: the job's three URLs, the rollout ids of a
+    subset rerun (if any), then settings; a blank field takes its default."""
 
-    Field order is the form's order: the three URLs every run needs, the subset of a rerun, then
-    settings with defaults. Optional values are plain fields in the form (blank: the default).
-    """
+    # The class docstring is the form's text in the Prefect UI. Field order is the form's order:
+    # the three URLs every run needs, the subset of a rerun, then settings with defaults.
+    # Optional values are plain fields in the form (blank: the default).
 
     model_config = ConfigDict(extra="forbid", use_enum_values=False)
 
@@ -157,7 +177,9 @@ class StageParams(BaseModel):
     dask_address: OptionalText = Field(
         default=None, title="Dask scheduler", description="tcp://host:port of an existing Dask scheduler; blank: a local cluster."
     )
-    dask_workers: int = Field(default=2, ge=1, le=256, title="Local Dask workers", description="Worker processes of a local Dask cluster.")
+    dask_workers: int = Field(
+        default=DEFAULT_DASK_WORKERS, ge=1, le=256, title="Local Dask workers", description="Worker processes of a local Dask cluster."
+    )
     storage_options: StorageOptions = Field(
         default_factory=dict, title="Storage options", description="fsspec options without credentials, e.g. endpoint_url."
     )
@@ -185,6 +207,11 @@ class StageParams(BaseModel):
         if value is not None and not value.strip():
             raise ValueError("must contain a non-whitespace character")
         return value
+
+    @model_validator(mode="after")
+    def _dask_options(self) -> StageParams:
+        check_dask_options(self.task_runner, self.dask_address, self.dask_workers)
+        return self
 
     @model_validator(mode="after")
     def _new_or_resumed(self) -> StageParams:

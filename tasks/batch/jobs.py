@@ -15,10 +15,12 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
+from evidence import CAPTURE_SUFFIX, MARKER_SUFFIX
 from tasks.discover.inputs import fingerprint_inputs, list_inputs
 from tasks.inputs.layout import JobLayout
 from tasks.inputs.naming import job_id_for
 from tasks.inputs.shards import find_shards
+from tasks.rundir import MANIFEST_FILE, PARAMS_FILE, RUNS_FOLDER, SUCCESS_FILE
 from tasks.storage import Location
 
 
@@ -60,6 +62,9 @@ def find_jobs(prefix: Location, layout: JobLayout) -> JobSearch:
         if last == layout.capture_dir:
             job_folders.add(parent)
     search = JobSearch()
+    for folder in sorted(_without_captures(files_by_folder, job_folders, layout)):
+        if any(layout.is_rollouts_file(n) and not n.endswith((CAPTURE_SUFFIX, MARKER_SUFFIX)) for n in files_by_folder[folder]):
+            search.skipped.append(SkippedFolder(folder, f"rollouts file(s) but no {layout.capture_dir}/ capture directory"))
     for folder in sorted(job_folders):
         candidates = tuple(sorted(n for n in files_by_folder.get(folder, []) if layout.is_rollouts_file(n)))
         where = prefix.child(folder) if folder else prefix
@@ -73,7 +78,32 @@ def find_jobs(prefix: Location, layout: JobLayout) -> JobSearch:
             search.skipped.append(SkippedFolder(folder, f"ambiguous: {len(candidates)} rollouts files", candidates))
         else:
             search.skipped.append(SkippedFolder(folder, "no rollouts file"))
+    search.skipped.sort(key=_folder_of)
     return search
+
+
+def _folder_of(skipped: SkippedFolder) -> str:
+    return skipped.folder
+
+
+_RUN_DIRECTORY_FILES = frozenset({PARAMS_FILE, SUCCESS_FILE, MANIFEST_FILE})
+
+
+def _without_captures(files_by_folder: dict[str, list[str]], job_folders: set[str], layout: JobLayout) -> list[str]:
+    """The folders that are neither a job, nor in a job's capture directory, nor in a run directory
+    (an output under the prefix): where a rollouts file without captures is worth a word."""
+    runs = {
+        folder
+        for folder, names in files_by_folder.items()
+        if _RUN_DIRECTORY_FILES & set(names) or folder.rpartition("/")[0].rpartition("/")[2] == RUNS_FOLDER
+    }
+
+    def apart(folder: str) -> bool:
+        parts = folder.split("/")
+        ancestors = {"/".join(parts[:k]) for k in range(1, len(parts) + 1)}
+        return folder not in job_folders and layout.capture_dir not in parts and not ancestors & runs
+
+    return [folder for folder in files_by_folder if apart(folder)]
 
 
 def input_fingerprint(job: FoundJob, options: dict[str, Any]) -> str:

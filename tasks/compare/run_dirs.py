@@ -74,6 +74,7 @@ def read_run(run_dir: Location) -> RunEvidence:
             f"{line.get('_ng_task_index')}-{line.get('_ng_rollout_index')}" for line in _objects(paths.atif_manifest)
         ],
         atif_rejections=list(_objects(paths.atif_rejections)),
+        scores=read_document(paths.scores),
     )
 
 

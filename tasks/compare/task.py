@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from prefect import task
-from prefect.artifacts import create_link_artifact, create_markdown_artifact
+from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from tasks.compare.run_dirs import CompareResult, compare_run_dirs
+from tasks.publish.links import artifact_key
+from tasks.publish.task import publish_link
 from tasks.rundir import COMPARE_PAGE
 from tasks.storage import Location
 from tasks.storage.retry import retry_on_transient
@@ -21,13 +22,10 @@ compare_task = task(
 
 def publish_comparison(result: CompareResult, key: str = "evidence-stage-compare") -> None:
     """The comparison as a markdown artifact, and a link to its page."""
-    create_markdown_artifact(key=artifact_key(key), markdown=result.markdown, description=f"{result.status}; trusted: {result.trusted}")
-    create_link_artifact(key=artifact_key(f"{key}-page"), link=Location(result.output).child(COMPARE_PAGE).url, link_text=COMPARE_PAGE)
-
-
-def artifact_key(text: str) -> str:
-    """Prefect artifact keys allow lowercase letters, digits and dashes only."""
-    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+    verdict = f"{result.status}; {'trusted' if result.trusted else 'not to be trusted as is'}"
+    create_markdown_artifact(key=artifact_key(key), markdown=result.markdown, description=f"Comparison of two runs (compare.md): {verdict}.")
+    page = Location(result.output).child(COMPARE_PAGE)
+    publish_link(artifact_key(f"{key}-page"), page, COMPARE_PAGE, f"The comparison's page: {verdict}.")
 
 
 def compare_with_previous(previous: Location | None, run_dir: str, job_id: str) -> dict[str, Any] | None:

@@ -9,9 +9,11 @@ import heapq
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+import orjson
+
 from evidence import CAPTURE_SUFFIX, MARKER_SUFFIX
 from tasks.inputs.shards import Shard, is_remote
-from tasks.storage import FileEntry, InputNotFound, Location
+from tasks.storage import FileEntry, InputNotFound, Location, StorageError
 from tasks.storage.concurrent import at_once
 
 
@@ -32,7 +34,77 @@ def check_inputs(shards: Sequence[Shard], capture_dir: Location) -> None:
         if isinstance(outcome, Exception):
             raise outcome
         if not outcome:
+            if problem != "capture directory not found" and _is_folder(location):
+                raise InputNotFound(location.display, f"a folder, not a file ({problem.removesuffix(' not found')} expected)")
             raise InputNotFound(location.url, problem)
+
+
+def _is_folder(location: Location) -> bool:
+    """Whether a missing file is a folder instead (said so: "not found" misled); False when that cannot be told."""
+    try:
+        return location.is_dir()
+    except StorageError:
+        return False
+
+
+FIRST_READ_BYTES = 2**16
+"""The head of a rollouts file read to find its first row (one ranged GET); a longer first line streams the file."""
+
+
+class NoRows(ValueError):
+    """A job whose rollouts files (and failures sidecars) hold no row: nothing a run could process."""
+
+
+def check_rows(shards: Sequence[Shard]) -> None:
+    """Raise ``NoRows`` when no rollouts file or failures sidecar of the job holds a JSON-object line.
+
+    An empty file, or 200 KB of random bytes, made a run of 0 rows that became ``LATEST``. The
+    first file with a row ends the search, usually at its first line (one small read); a job
+    whose rollouts all failed (rows in the sidecar only) is a job.
+    """
+    lines = 0
+    files = [location for shard in shards for location in (shard.main, shard.failures) if location is not None]
+    for location in files:
+        found, not_rows = _first_row(location)
+        if found:
+            return
+        lines += not_rows
+    sidecars = " and their sidecars" if len(files) > len(shards) else ""
+    what = files[0].display if len(files) == 1 else f"{len(shards)} rollouts files{sidecars}"
+    if not lines:
+        raise NoRows(f"{what}: no rollout rows (empty): nothing to run")
+    raise NoRows(f"{what}: no rollout rows: {lines} non-blank line{'s' if lines != 1 else ''}, none a JSON object")
+
+
+def _is_row(raw: bytes) -> bool:
+    """Discovery's rule (``tasks.discover.scan``): a non-blank line that parses as a JSON object."""
+    try:
+        return isinstance(orjson.loads(raw), dict)
+    except orjson.JSONDecodeError:
+        return False
+
+
+def _first_row(location: Location) -> tuple[bool, int]:
+    """Whether the file holds a row, and how many non-blank lines before it are not rows."""
+    head = location.read_range(0, FIRST_READ_BYTES)
+    whole = len(head) < FIRST_READ_BYTES
+    lines = head.split(b"\n") if whole else head.split(b"\n")[:-1]  # the last piece of a cut head may be half a line
+    not_rows = 0
+    for raw in lines:
+        if not raw.strip():
+            continue
+        if _is_row(raw):
+            return True, not_rows
+        not_rows += 1
+    if whole:
+        return False, not_rows
+    not_rows = 0
+    for _, _, raw in location.iter_lines():
+        if raw.strip():
+            if _is_row(raw):
+                return True, not_rows
+            not_rows += 1
+    return False, not_rows
 
 
 def _outcome(check: Callable[[], bool]) -> bool | Exception:

@@ -45,15 +45,6 @@ class JobPlan(TemporaryStore):
         self.accounting: dict[str, Any] = {}  # expected / landed / failed / lost (evidence.accounting)
         self.seconds = 0.0
 
-    def select(self, keep: Callable[[AttemptRef], bool]) -> None:
-        """Keep only the attempts ``keep`` accepts (a subset run), in input order."""
-        chosen: Spill[AttemptRef] = Spill()
-        for attempt in self.attempts:
-            if keep(attempt):
-                chosen.add(attempt)
-        self.attempts.close()
-        self.attempts = chosen
-
     def close(self) -> None:
         self.attempts.close()
         self.inputs.close()
@@ -85,11 +76,14 @@ def _shard_summaries(shards: Sequence[Shard], inputs: JobInputs, rows: Counter[t
     return summaries
 
 
-def discover(shards: Sequence[Shard], capture_dir: Location, pool: Executor | None = None) -> JobPlan:
+def discover(
+    shards: Sequence[Shard], capture_dir: Location, pool: Executor | None = None, keep: Callable[[AttemptRef], bool] | None = None
+) -> JobPlan:
     """Scan the rollouts file(s) once and the capture directory once; return the job plan.
 
     With ``pool`` (the attempt pool, idle until the fan-out), spans of a long rollouts file are
-    scanned by its workers at once.
+    scanned by its workers at once. With ``keep`` (a subset run), only the attempts it accepts
+    are planned and accounted: the run's accounting counts the rows it holds, and owes nothing.
     """
     started = time.perf_counter()
     inputs = list_inputs(shards, capture_dir)
@@ -101,13 +95,13 @@ def discover(shards: Sequence[Shard], capture_dir: Location, pool: Executor | No
         for k, shard in enumerate(shards)
         if (location := shard.main if source == MAIN else shard.failures) is not None
     ]
-    accounts = [ShardAccount(shard.name, shard.materialized is not None) for shard in shards]
+    accounts = [ShardAccount(shard.name, shard.materialized is not None and keep is None) for shard in shards]
     try:
-        rows = _scan(plan, sources, inputs.captures, accounts, pool)
+        rows = _scan(plan, sources, inputs.captures, accounts, pool, keep)
         for shard, account in zip(shards, accounts, strict=True):
-            if shard.materialized is not None:
+            if shard.materialized is not None and keep is None:
                 _read_inventory(shard.materialized, account)
-        plan.accounting = run_accounting(accounts)
+        plan.accounting = run_accounting(accounts, subset=keep is not None)
         plan.fingerprint = fingerprint_inputs(inputs)
         plan.shards = _shard_summaries(shards, inputs, rows, sharded)
         for rel, entry in inputs.items():
@@ -203,6 +197,7 @@ def _scan(
     captures: list[FileEntry],
     accounts: list[ShardAccount],
     pool: Executor | None,
+    keep: Callable[[AttemptRef], bool] | None = None,
 ) -> Counter[tuple[int | None, str]]:
     """One attempt per JSON-object row, with the capture it claims; then the orphan captures; rows per (shard, source).
 
@@ -223,28 +218,29 @@ def _scan(
                 if scanned.skipped is not None:
                     plan.skipped.append(SkippedLine(source, line_no, scanned.skipped, shard_name))
                     continue
-                out_lines[source] += 1
                 rows[(shard, source)] += 1
+                if scanned.rollout_id is not None:
+                    claimed.add(scanned.rollout_id)
+                attempt = AttemptRef(
+                    source=source,
+                    line=line_no,
+                    offset=scanned.offset,
+                    length=scanned.length,
+                    out_line=out_lines[source] + 1,
+                    rollout_id=scanned.rollout_id,
+                    capture=scanned.capture,
+                    incomplete=scanned.incomplete,
+                    fingerprint=scanned.fingerprint,
+                    shard=shard,
+                )
+                if keep is not None and not keep(attempt):
+                    continue  # a subset run's outputs hold the chosen rows only, numbered on without the others
+                out_lines[source] += 1
                 if source == MAIN:
                     accounts[shard or 0].land(scanned.accounted)
                 else:
                     accounts[shard or 0].fail(scanned.accounted)
-                if scanned.rollout_id is not None:
-                    claimed.add(scanned.rollout_id)
-                plan.attempts.add(
-                    AttemptRef(
-                        source=source,
-                        line=line_no,
-                        offset=scanned.offset,
-                        length=scanned.length,
-                        out_line=out_lines[source],
-                        rollout_id=scanned.rollout_id,
-                        capture=scanned.capture,
-                        incomplete=scanned.incomplete,
-                        fingerprint=scanned.fingerprint,
-                        shard=shard,
-                    )
-                )
+                plan.attempts.add(attempt)
             base += span.lines
     plan.orphans = sorted(
         shown_name(name) for name in listing if _capture_id_of_file(name) is not None and _capture_id_of_file(name) not in claimed

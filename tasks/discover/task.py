@@ -6,11 +6,13 @@ never import Prefect.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Executor
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from tasks.discover.refs import AttemptRef
 from tasks.discover.scan import JobPlan, discover
 from tasks.inputs.shards import Shard
 from tasks.storage import Location
@@ -18,5 +20,7 @@ from tasks.storage.retry import retry_on_transient
 
 
 @task(name="discover-job", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_condition_fn=retry_on_transient)
-def discover_job(shards: tuple[Shard, ...], capture_dir: Location, pool: Executor | None = None) -> JobPlan:
-    return discover(shards, capture_dir, pool)
+def discover_job(
+    shards: tuple[Shard, ...], capture_dir: Location, pool: Executor | None = None, keep: Callable[[AttemptRef], bool] | None = None
+) -> JobPlan:
+    return discover(shards, capture_dir, pool, keep)

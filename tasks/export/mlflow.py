@@ -11,6 +11,8 @@ to the run.
 from __future__ import annotations
 
 import tempfile
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,13 +21,13 @@ from urllib.parse import urlsplit
 from evidence import RUN_KEY_TAG, RunRecord, run_metrics
 from tasks.export.otlp import OtlpSender, TraceExport
 from tasks.export.run_dir import ExportError, finished_manifest, require, run_documents, run_traces
-from tasks.rundir import CAPABILITIES_FILE, MANIFEST_FILE, PERF_SUMMARY_FILE, QUALITY_SUMMARY_FILE, REPORT_FILE
+from tasks.rundir import CAPABILITIES_FILE, MANIFEST_FILE, PERF_SUMMARY_FILE, QUALITY_SUMMARY_FILE, REPORT_FILE, SCORES_FILE
 from tasks.storage import Location
 
 __all__ = ["ARTIFACTS", "DEFAULT_EXPERIMENT", "MlflowExport", "export_to_mlflow"]
 
 DEFAULT_EXPERIMENT = "evidence-stage"
-ARTIFACTS = (REPORT_FILE, CAPABILITIES_FILE, QUALITY_SUMMARY_FILE, PERF_SUMMARY_FILE, MANIFEST_FILE)
+ARTIFACTS = (REPORT_FILE, SCORES_FILE, CAPABILITIES_FILE, QUALITY_SUMMARY_FILE, PERF_SUMMARY_FILE, MANIFEST_FILE)
 EXPERIMENT_HEADER = "x-mlflow-experiment-id"
 RUN_HEADER = "x-mlflow-run-id"
 _BATCH = 1000  # MLflow's limit of metrics per log_batch
@@ -57,9 +59,26 @@ class MlflowExport:
         }
 
 
+REACH_TIMEOUT_S = 10.0
+"""How long the server gets to answer before an export starts: the MLflow client's own retries
+took 4 minutes to give up on a server that was not there."""
+
+
 def _check_tracking_uri(tracking_uri: str) -> None:
     if urlsplit(tracking_uri).scheme not in ("http", "https"):
         raise ExportError(f"--tracking-uri must be the http(s) URL of an MLflow server (traces go to its /v1/traces): {tracking_uri}")
+
+
+def check_reachable(tracking_uri: str, timeout: float = REACH_TIMEOUT_S) -> None:
+    """Raise ``ExportError`` when nothing answers at ``tracking_uri`` (any HTTP answer will do)."""
+    try:
+        urllib.request.urlopen(f"{tracking_uri.rstrip('/')}/health", timeout=timeout).close()  # http(s) only: checked above
+    except urllib.error.HTTPError:
+        return  # a server answered
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        text = getattr(reason, "strerror", None) or str(reason) or type(reason).__name__
+        raise ExportError(f"the MLflow server at {tracking_uri} is not reachable: {text}") from exc
 
 
 def _experiment_id(client: Any, name: str) -> str:
@@ -99,6 +118,7 @@ def export_to_mlflow(run_dir: Location, tracking_uri: str, experiment: str = DEF
     tracking = require("mlflow.tracking")
     entities = require("mlflow.entities")
     require("opentelemetry.exporter.otlp.proto.http.trace_exporter")  # before a run is created, not after
+    check_reachable(tracking_uri)
     manifest = finished_manifest(run_dir)
     record = RunRecord.from_manifest(manifest)
     client = tracking.MlflowClient(tracking_uri=tracking_uri)

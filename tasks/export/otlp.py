@@ -19,7 +19,7 @@ from evidence import SERVICE_NAME, TraceModel, TraceSkipped
 from tasks.export.run_dir import ExportError, finished_manifest, require, run_traces
 from tasks.storage import Location
 
-__all__ = ["TRACES_PER_REQUEST", "OtlpSender", "TraceExport", "export_to_otel", "traces_url"]
+__all__ = ["TRACES_PER_REQUEST", "OtlpSender", "TraceExport", "check_endpoint", "export_to_otel", "traces_url"]
 
 TRACES_PER_REQUEST = 50
 TRACES_PATH = "/v1/traces"
@@ -36,6 +36,17 @@ class TraceExport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"traces": self.traces, "spans": self.spans, "skipped": dict(sorted(self.skipped.items()))}
+
+
+def check_endpoint(endpoint: str, option: str = "--endpoint") -> str:
+    """``endpoint`` when it is an http(s) URL with a host; an ``ExportError`` naming what it is otherwise.
+
+    ``ftp://x`` or a bare host was taken, then every request failed ("refused 20 traces").
+    """
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ExportError(f"{option} must be an http:// or https:// URL such as http://collector:4318, not {endpoint!r}")
+    return endpoint
 
 
 def traces_url(endpoint: str) -> str:
@@ -98,6 +109,7 @@ class OtlpSender:
                 start_time=span.start_ns,
                 end_time=span.end_ns,
                 instrumentation_scope=self.scope,
+                events=[self.sdk.Event(event.name, dict(event.attributes), event.time_ns or 0) for event in span.events],
             )
             for span in trace.spans
         ]
@@ -118,5 +130,5 @@ def _batches(traces: Iterator[TraceModel], size: int) -> Iterator[list[TraceMode
 
 def export_to_otel(run_dir: Location, endpoint: str, headers: Mapping[str, str]) -> TraceExport:
     """One trace per main row of a finished run, sent to an OTLP/HTTP endpoint."""
-    sender = OtlpSender(endpoint, headers)
+    sender = OtlpSender(check_endpoint(endpoint), headers)
     return sender.send(run_traces(run_dir, finished_manifest(run_dir)))

@@ -12,11 +12,11 @@ from typing import Any
 
 import orjson
 
-from evidence import RunDocuments, StageError, TraceModel, TraceSkipped, main_identities, rollout_trace
+from evidence import RolloutVerdicts, RunDocuments, StageError, TraceModel, TraceSkipped, main_identities, rollout_trace
 from tasks.rundir import RunPaths, is_complete, read_document
 from tasks.storage import InputNotFound, Location
 
-__all__ = ["ExportError", "ExtraMissing", "finished_manifest", "require", "run_documents", "run_traces"]
+__all__ = ["ExportError", "ExtraMissing", "finished_manifest", "require", "run_documents", "run_traces", "run_verdicts"]
 
 EXTRA = "evidence-stage[export]"
 
@@ -56,16 +56,27 @@ def run_documents(run_dir: Location, manifest: dict[str, Any]) -> RunDocuments:
         perf_summary=read_document(paths.perf_summary),
         accounting=read_document(paths.accounting),
         gate=read_document(paths.gate),
+        scores=read_document(paths.scores),
     )
 
 
+def run_verdicts(run_dir: Location) -> RolloutVerdicts:
+    """The run's verdict lines, to hand each row its own (none when the run has no health report)."""
+    verdicts = RunPaths(run_dir).verdicts
+    lines = (orjson.loads(raw) for _, _, raw in verdicts.iter_lines() if raw.strip()) if verdicts.exists() else ()
+    return RolloutVerdicts(line for line in lines if isinstance(line, dict))
+
+
 def run_traces(run_dir: Location, manifest: dict[str, Any]) -> Iterator[TraceModel | TraceSkipped]:
-    """One trace (or the reason there is none) per line of ``rollouts.jsonl``, streamed."""
+    """One trace (or the reason there is none) per line of ``rollouts.jsonl``, streamed, with the
+    row's reward and health verdict as evaluation events."""
     identities = iter(main_identities(manifest))
+    verdicts = run_verdicts(run_dir)
     for line_no, _, raw in RunPaths(run_dir).rollouts.iter_lines():
         if not raw.strip():
             continue
         identity = next(identities, None)
         if identity is None:
             raise ExportError(f"rollouts.jsonl line {line_no} has no main attempt in manifest.json")
-        yield rollout_trace(orjson.loads(raw), identity)
+        row = orjson.loads(raw)
+        yield rollout_trace(row, identity, verdicts.take(row, line_no - 1))

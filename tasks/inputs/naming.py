@@ -12,6 +12,38 @@ from datetime import datetime, timezone
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _SAFE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 
+SUPPORTED_SCHEMES = ("file", "memory", "s3", "s3a")
+"""The URL schemes a run reads and writes: local files, S3 (s3fs), and memory:// (tests)."""
+_WELL_KNOWN_SCHEMES = frozenset(
+    {*SUPPORTED_SCHEMES, "abfs", "abfss", "adl", "az", "dbfs", "ftp", "gcs", "gs", "hdfs", "hf", "http", "https", "local", "oss"}
+    | {"sftp", "smb", "ssh", "webhdfs"}
+)
+"""Schemes that, written with one slash or none (``s3:/bucket``), are a mistyped URL, never a local path."""
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+
+
+class UnsupportedUrl(ValueError):
+    """A URL whose scheme the stage does not read or write, or a mistyped one (``s3:/bucket``)."""
+
+
+def check_url(url: str) -> str:
+    """Return ``url`` when its scheme is supported (or it is a local path); raise ``UnsupportedUrl`` otherwise.
+
+    Without this a mistyped ``s3:/evals/x`` was a local folder named ``s3:`` (a run wrote there
+    and said nothing), and ``ftp://`` or ``htps://`` failed later with a resolver's message.
+    """
+    scheme, sep, _ = url.partition("://")
+    supported = ", ".join(f"{s}://" for s in SUPPORTED_SCHEMES)
+    if sep:
+        if scheme not in SUPPORTED_SCHEMES:
+            raise UnsupportedUrl(f"unsupported URL scheme {scheme!r} in {url!r} (supported: a local path, {supported})")
+        return url
+    written = _SCHEME.match(url)
+    if written and written.group(1).lower() in _WELL_KNOWN_SCHEMES:
+        name = written.group(1)
+        raise UnsupportedUrl(f"malformed URL {url!r}: scheme {name!r} needs '://' ({name}://{url[written.end():].lstrip('/')})")
+    return url
+
 
 def check_id(value: str) -> str:
     """Return ``value`` if it can name a job or run folder; raise ValueError otherwise.
@@ -26,7 +58,12 @@ def check_id(value: str) -> str:
 
 
 def canonical_url(url: str) -> str:
-    """The URL that identifies an input: local paths become absolute ``file://`` URLs."""
+    """The URL that identifies an input: local paths become absolute ``file://`` URLs.
+
+    Raises:
+        UnsupportedUrl: an unsupported or mistyped scheme (:func:`check_url`).
+    """
+    check_url(url)
     if "://" in url:
         return url
     return "file://" + os.path.abspath(url)

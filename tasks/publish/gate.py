@@ -12,7 +12,7 @@ import orjson
 
 from evidence import StageError, evaluate_gate
 from tasks.publish.task import write_document
-from tasks.rundir import GATE_FILE, RunPaths
+from tasks.rundir import GATE_FILE, RunPaths, read_document
 from tasks.storage import Location
 
 
@@ -27,11 +27,14 @@ class GateFailed(StageError):
 def judge_run(run_dir: Location, limits: dict[str, float], accounting: dict[str, Any]) -> dict[str, Any] | None:
     """The ``gate.json`` document of the run (also written there), or None for an ungated run.
 
-    ``limits`` are named as ``flows.params.GateLimits.named`` names them.
+    ``limits`` are named as ``flows.params.GateLimits.named`` names them. The score limits
+    (``max_score_shift``, ``min_key_metric.<metric>``) are measured on ``scores.json``; a run
+    without one (written before scores were) fails them unmeasured.
     """
     if not limits:
         return None
-    summary = orjson.loads(RunPaths(run_dir).quality_summary.read_bytes())
-    gate = evaluate_gate(limits, accounting, summary)
+    paths = RunPaths(run_dir)
+    summary = orjson.loads(paths.quality_summary.read_bytes())
+    gate = evaluate_gate(limits, accounting, summary, read_document(paths.scores))
     write_document(run_dir, GATE_FILE, gate)
     return gate

@@ -6,12 +6,16 @@ report RUN_DIR`` (which recomputes them by streaming the run's rollouts once).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
 
 from evidence import (
+    MASKED_LISTED,
+    MaskedRollout,
+    RecordedParams,
     ReportContext,
     accounting_markdown,
     capabilities_markdown,
@@ -20,11 +24,17 @@ from evidence import (
     gate_markdown,
     health_markdown,
     histogram_values,
+    masked_rollout,
     perf_markdown,
     render_report,
+    reward_values,
+    score_digest,
+    scores_markdown,
 )
 from tasks.rundir import (
     ACCOUNTING_FILE,
+    AGGREGATE_METRICS_CLEAN_FILE,
+    AGGREGATE_METRICS_FILE,
     ATIF_MANIFEST_FILE,
     ATIF_REJECTIONS_FILE,
     CAPABILITIES_FILE,
@@ -34,13 +44,18 @@ from tasks.rundir import (
     PERF_SUMMARY_FILE,
     QUALITY_SUMMARY_FILE,
     ROLLOUTS_FILE,
+    SCORES_FILE,
     VERDICTS_FILE,
+    VIEWER_PAGE,
     RunPaths,
     read_document,
 )
 from tasks.storage import Location
 
 LINKS = (
+    ("scores, raw against clean", SCORES_FILE),
+    ("aggregate metrics", AGGREGATE_METRICS_FILE),
+    ("aggregate metrics, masked rollouts left out", AGGREGATE_METRICS_CLEAN_FILE),
     ("quality gate", GATE_FILE),
     ("run accounting", ACCOUNTING_FILE),
     ("enriched rollouts", ROLLOUTS_FILE),
@@ -52,10 +67,11 @@ LINKS = (
     ("ATIF manifest", ATIF_MANIFEST_FILE),
     ("ATIF rejections", ATIF_REJECTIONS_FILE),
     ("run manifest", MANIFEST_FILE),
+    ("rollout viewer", VIEWER_PAGE),
 )
 
 
-DOCUMENTS = (QUALITY_SUMMARY_FILE, CAPABILITIES_FILE, PERF_SUMMARY_FILE, ACCOUNTING_FILE, GATE_FILE)
+DOCUMENTS = (SCORES_FILE, QUALITY_SUMMARY_FILE, CAPABILITIES_FILE, PERF_SUMMARY_FILE, ACCOUNTING_FILE, GATE_FILE)
 
 
 def _read_outputs(run_dir: Location) -> tuple[set[str], dict[str, Any]]:
@@ -72,12 +88,26 @@ def _read_outputs(run_dir: Location) -> tuple[set[str], dict[str, Any]]:
     return present | {name for name, document in documents.items() if document is not None}, documents
 
 
+def masked_rollouts(run_dir: Location, verdicts: tuple[str, ...]) -> list[MaskedRollout]:
+    """The first ``MASKED_LISTED`` verdict lines whose verdict the clean scores mask (the file is read no further)."""
+    found: list[MaskedRollout] = []
+    location = RunPaths(run_dir).verdicts
+    if not verdicts:
+        return found
+    for _, _, raw in location.iter_lines():
+        line = orjson.loads(raw) if raw.strip() else None
+        if isinstance(line, dict) and line.get("verdict") in verdicts:
+            found.append(masked_rollout(line))
+            if len(found) == MASKED_LISTED:
+                break
+    return found
+
+
 def report_context(run_dir: Location, manifest: dict[str, Any], histograms: dict[str, list[float]]) -> ReportContext:
     """Everything the page shows, from the run's files and its manifest."""
     run, params = manifest["run"], manifest["parameters"]
-    inputs = {"rollouts": params["rollouts"], "capture dir": params["capture_dir"]}
-    if params.get("failures"):
-        inputs["failures"] = params["failures"]
+    inputs = {"rollouts": params["rollouts"], "capture dir": params["capture_dir"], **sidecars_found(manifest)}
+    masked_verdicts = RecordedParams.model_validate(params).masked_verdicts
     present, documents = _read_outputs(run_dir)
     present.add(MANIFEST_FILE)
     return ReportContext(
@@ -95,18 +125,50 @@ def report_context(run_dir: Location, manifest: dict[str, Any], histograms: dict
         links=[(label, name) for label, name in LINKS if name in present],
         accounting=documents[ACCOUNTING_FILE],
         gate=documents[GATE_FILE],
+        scores=documents[SCORES_FILE],
+        masked_verdicts=masked_verdicts,
+        masked_rollouts=masked_rollouts(run_dir, masked_verdicts) if VERDICTS_FILE in present else [],
+        rewards=histograms.get("reward", []),
+        scope=scope_text(run["scope"], params),
+        viewer=VIEWER_PAGE if VIEWER_PAGE in present else None,
     )
+
+
+def sidecars_found(manifest: dict[str, Any]) -> dict[str, str]:
+    """Each shard's sidecars as the run read them: the ``failures`` parameter, or the ones found beside the rollouts."""
+    shards = manifest.get("shards", [])
+    given = manifest["parameters"].get("failures")
+    found: dict[str, str] = {}
+    for shard in shards:
+        of = f" of {shard['file']}" if len(shards) > 1 else ""
+        if shard.get("failures"):
+            found[f"failures{of}" if given else f"failures{of} (found beside the rollouts)"] = shard["failures"]
+        if shard.get("materialized_inputs"):
+            found[f"materialized inputs{of}"] = shard["materialized_inputs"]
+    return found
+
+
+def scope_text(scope: str, params: dict[str, Any]) -> str:
+    """``full``, or a subset with what it selected."""
+    if scope != "subset":
+        return scope
+    chosen = ([f"rollout ids {', '.join(params.get('rollout_ids') or [])}"] if params.get("rollout_ids") else []) + (
+        [f"rollout ids matching {params['rollout_glob']}"] if params.get("rollout_glob") else []
+    )
+    return f"subset: {' or '.join(chosen)} (a rerun of part of the job; it never moves LATEST)"
 
 
 def artifact_tables(context: ReportContext) -> dict[str, Any]:
     """Prefect artifacts (key -> (what it shows, markdown text or table rows)) mirroring the report's tables."""
     gate = {"evidence-stage-gate": ("Quality gate: each limit with its measured value", gate_markdown(context.gate))} if context.gate is not None else {}
+    scores = scores_markdown(context.scores, context.masked_rollouts, context.masked_verdicts, context.quality_summary)
     return {
+        "evidence-stage-scores": ("Scores: raw against clean per group and key metric, the masked rollouts (scores.json)", scores),
         **gate,
         "evidence-stage-accounting": ("Expected, landed, failed and lost rollouts per shard (accounting.json)", accounting_markdown(context.accounting)),
         "evidence-stage-health": ("Health check summary (0.7.0's quality summary)", health_markdown(context.quality_summary)),
         "evidence-stage-perf-summary": ("Latency and token figures per group (perf_summary.json)", perf_markdown(context.perf_summary)),
-        "evidence-stage-capabilities": ("Capability matrix, one row per capability", capability_table_rows(context.capabilities)),
+        "evidence-stage-capabilities": ("Capability matrix: one row per agent, one column per capability", capability_table_rows(context.capabilities)),
         "evidence-stage-capabilities-md": ("Capability matrix as text", capabilities_markdown(context.capabilities)),
     }
 
@@ -120,6 +182,15 @@ def render_run_report(
 
 
 def rebuild_histograms(run_dir: Location) -> dict[str, list[float]]:
-    """Histogram values recomputed from the run's enriched main rows (for ``report``)."""
-    digests = (capability_digest(orjson.loads(raw)) for _, _, raw in RunPaths(run_dir).rollouts.iter_lines() if raw.strip())
-    return histogram_values(digests)
+    """Histogram values recomputed from the run's enriched main rows (for ``report``), rewards as the reduce takes them."""
+    rewards: list[float] = []
+
+    def digests() -> Iterator[dict[str, Any]]:
+        for _, _, raw in RunPaths(run_dir).rollouts.iter_lines():
+            if raw.strip():
+                row = orjson.loads(raw)
+                score = score_digest(row)
+                rewards.extend(reward_values([score] if score is not None else []))
+                yield capability_digest(row)
+
+    return {**histogram_values(digests()), "reward": rewards}

@@ -21,9 +21,10 @@ from prefect.events import emit_event
 from evidence import RecordedParams, RunCounts, RunIdentity, RunManifest, Streamed, dumps
 from tasks.discover.scan import JobPlan
 from tasks.publish.events import StageEvent
-from tasks.publish.links import openable_url
+from tasks.publish.links import job_artifact_key, openable_url
 from tasks.reduce.outputs import ReduceSummary
-from tasks.rundir import REPORT_FILE, RunPaths, mark_complete, update_latest
+from tasks.tables.build import build_tables
+from tasks.rundir import REPORT_FILE, VIEWER_PAGE, RunPaths, mark_complete, update_latest
 from tasks.storage import Location
 
 
@@ -70,9 +71,11 @@ def write_document(run_dir: Location, name: str, document: dict[str, Any]) -> No
 
 @task(name="publish-run", cache_policy=NO_CACHE, persist_result=False)
 def publish_run(run_dir: Location, job_dir: Location, manifest: RunManifest, report_html: str, full_scope: bool) -> None:
-    """manifest.json and report.html, then _SUCCESS, then LATEST (full runs only; LATEST_FAILED_GATE when the gate failed)."""
+    """manifest.json, the tables (read from the outputs and the manifest), report.html, then
+    _SUCCESS, then LATEST (full runs only; LATEST_FAILED_GATE when the gate failed)."""
     paths = RunPaths(run_dir)
     paths.manifest.write_chunks(manifest.json_chunks)
+    build_tables(run_dir, manifest.run.job_id, manifest.run.run_id)
     paths.report.write_bytes(report_html.encode())
     mark_complete(run_dir)
     if full_scope:
@@ -108,19 +111,22 @@ def parts_removed_meanwhile(run_dir: Location, keep_parts: bool) -> Iterator[Non
 def publish_artifacts(manifest: RunManifest, run_dir: Location, tables: dict[str, Any]) -> None:
     """Prefect artifacts: verdict table, perf markdown, capability table, links to the outputs."""
     run = f"run {manifest.run.run_id} of job {manifest.run.job_id}"
+    job = manifest.run.job_id
     create_table_artifact(
-        key="evidence-stage-verdicts",
+        key=job_artifact_key("evidence-stage-verdicts", job),
         table=[{"verdict": k, "rollouts": v} for k, v in sorted(manifest.counts.verdicts.items())],
         description=f"Health verdict counts (main rollouts) of {run}.",
     )
     for key, (shows, table) in tables.items():
         description = f"{shows} of {run}."
         if isinstance(table, str):
-            create_markdown_artifact(key=key, markdown=table, description=description)
+            create_markdown_artifact(key=job_artifact_key(key, job), markdown=table, description=description)
         else:
-            create_table_artifact(key=key, table=table, description=description)
-    publish_folder("evidence-stage-run-dir", run_dir, "run directory", f"Where the outputs of {run} are.")
-    publish_link("evidence-stage-report", RunPaths(run_dir).report, REPORT_FILE, f"The report of {run}.")
+            create_table_artifact(key=job_artifact_key(key, job), table=table, description=description)
+    publish_folder(job_artifact_key("evidence-stage-run-dir", job), run_dir, "run directory", f"Where the outputs of {run} are.")
+    publish_link(job_artifact_key("evidence-stage-report", job), RunPaths(run_dir).report, REPORT_FILE, f"The report of {run}.")
+    if (viewer := run_dir.child(VIEWER_PAGE)).is_file():  # a run written before the viewer has none
+        publish_link(job_artifact_key("evidence-stage-rollouts", job), viewer, "rollout viewer", f"The rollouts of {run}.")
 
 
 def publish_link(key: str, location: Location, label: str, description: str) -> None:

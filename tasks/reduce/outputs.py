@@ -27,6 +27,8 @@ from evidence import (
     build_capabilities,
     dumps,
     histogram_values,
+    key_metrics,
+    reward_values,
     verdict_line,
     verdict_order,
 )
@@ -51,7 +53,8 @@ class ReduceSummary:
     atif_published: bool = True
     verdicts: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
-    histograms: dict[str, list[float]] = field(default_factory=dict)
+    histograms: dict[str, list[float]] = field(default_factory=dict)  # latency_ms, tokens_per_turn, reward
+    scores: dict[str, Any] = field(default_factory=dict)  # evidence.key_metrics of scores.json (the flow's result, the CLI summary)
     fold_problems: list[str] = field(default_factory=list)  # values no fold could use, and missing digests
 
 
@@ -177,11 +180,13 @@ def write_outputs(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: 
         result.verdicts = write_health(ctx, fold.health, masked)
         perf, perf_problems = write_perf(ctx, fold.perf)
         result.fold_problems = [f"perf_summary: {problem}" for problem in perf_problems]
-        result.fold_problems += write_scores(ctx, fold.scores, masked, perf.get("groups") or {}, perf_problems)
+        score_problems, scores = write_scores(ctx, fold.scores, masked, perf.get("groups") or {}, perf_problems)
+        result.fold_problems += score_problems
+        result.scores = key_metrics(scores)
         result.fold_problems += [f"{name}: {count} main rows without a digest" for name, count in sorted(fold.unavailable.items())]
         capabilities = build_capabilities(fold.capabilities)
         ctx.paths.capabilities.write_bytes(dumps(capabilities, indent=True) + b"\n")
-        result.histograms = histogram_values(fold.capabilities)
+        result.histograms = {**histogram_values(fold.capabilities), "reward": reward_values(digest for _, digest in fold.scores)}
         result.atif_published = write_atif(ctx, fold.atif)
     result.atif_files = fold.atif.accepted if result.atif_published else 0
     result.atif_rejections = fold.atif.rejections.count

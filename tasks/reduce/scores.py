@@ -26,8 +26,9 @@ def write_scores(
     masked: set[int],
     perf_groups: Mapping[str, dict[str, Any] | None],
     perf_problems: Iterable[str],
-) -> list[str]:
-    """The three score files from ``(health index, digest)`` pairs in input order; the groups left out.
+) -> tuple[list[str], dict[str, Any]]:
+    """The three score files from ``(health index, digest)`` pairs in input order; the groups left
+    out, and the ``scores.json`` document.
 
     ``masked`` holds the health indices (positions among the main rows with a health digest)
     whose verdict the run masks.
@@ -41,5 +42,7 @@ def write_scores(
     paths = ctx.paths
     paths.aggregate_metrics.write_bytes(dumps_aggregate_metrics(raw.document))
     paths.aggregate_metrics_clean.write_bytes(dumps_aggregate_metrics(clean.document))
-    paths.scores.write_bytes(dumps(build_scores(raw.document, clean.document), indent=True) + b"\n")
-    return [str(refusal) for refusal in raw.refusals] + [f"clean {refusal}" for refusal in clean.refusals if refusal not in raw.refusals]
+    scores = build_scores(raw.document, clean.document)
+    paths.scores.write_bytes(dumps(scores, indent=True) + b"\n")
+    clean_only = [f"clean {refusal}" for refusal in clean.refusals if refusal not in raw.refusals]
+    return [str(refusal) for refusal in raw.refusals] + clean_only, scores

@@ -12,6 +12,7 @@ import io
 import os
 import secrets
 from collections.abc import Iterator
+from types import MappingProxyType
 from typing import IO, Any, Protocol
 
 from fsspec.implementations.local import LocalFileSystem
@@ -34,6 +35,30 @@ class Target(Protocol):
     @property
     def fs(self) -> Any: ...
 
+CONTENT_TYPES = MappingProxyType(
+    {
+        ".html": "text/html; charset=utf-8",
+        ".json": "application/json",
+        ".jsonl": "application/x-ndjson",
+        ".md": "text/markdown; charset=utf-8",
+        ".txt": "text/plain; charset=utf-8",
+    }
+)
+"""The content type an object store is told for each output, by file extension; a name without
+one (``LATEST``, ``_SUCCESS``) is plain text, anything else bytes. Without it S3 stored every
+object as ``binary/octet-stream`` and a browser downloaded ``report.html`` instead of showing it."""
+assert list(CONTENT_TYPES) == sorted(CONTENT_TYPES)
+
+
+def content_type(path: str) -> str:
+    """The content type of the object at ``path`` (:data:`CONTENT_TYPES`)."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    _, dot, extension = name.lstrip(".").rpartition(".")
+    if not dot:
+        return "text/plain; charset=utf-8"
+    return CONTENT_TYPES.get(f".{extension.lower()}", "application/octet-stream")
+
+
 TEMP_PREFIX = ".tmp-"
 """Local atomic writes stage their bytes in ``<folder>/.tmp-*`` files; a crash can leave some."""
 
@@ -43,11 +68,12 @@ PARTS_IN_FLIGHT = 4
 """Parts uploaded behind the writer at once: the writer's memory stays within this many parts plus one."""
 
 
-def _temp_file(folder: str) -> tuple[int, str]:
+def temp_file(folder: str) -> tuple[int, str]:
     """A new temp file in ``folder`` (created if missing): its descriptor and path.
 
     Created with mode 0666 so the umask gives it, and the output renamed from it, the usual
     permissions (``tempfile.mkstemp`` makes files 0600: outputs only their owner could read).
+    A folder that refuses the file is named in the error, not the temp file's made-up name.
     """
     os.makedirs(folder, exist_ok=True)
     while True:
@@ -56,11 +82,13 @@ def _temp_file(folder: str) -> tuple[int, str]:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
         except FileExistsError:
             continue
+        except OSError as exc:
+            raise type(exc)(exc.errno, exc.strerror, folder) from exc
 
 
 def create_local(path: str, data: bytes) -> bool:
     """O_EXCL create; the bytes go through a temp file so a crash never leaves a half file."""
-    fd, tmp = _temp_file(os.path.dirname(path))
+    fd, tmp = temp_file(os.path.dirname(path))
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -132,7 +160,7 @@ class _S3Upload:
 
     def _send(self, body: bytes) -> None:
         if self._upload_id is None:
-            self._upload_id = self._call("create_multipart_upload")["UploadId"]
+            self._upload_id = self._call("create_multipart_upload", ContentType=content_type(self._key))["UploadId"]
         self._parts_sent += 1
         number = self._parts_sent
 
@@ -150,7 +178,7 @@ class _S3Upload:
     def commit(self) -> None:
         """Make the object visible: complete the upload (every part stored), else one PUT."""
         if self._upload_id is None:
-            self._call("put_object", Body=bytes(self._buffer))
+            self._call("put_object", Body=bytes(self._buffer), ContentType=content_type(self._key))
         else:
             parts = [{"PartNumber": n, "ETag": etag} for n, etag in sorted(self._etags.items())]
             self._call("complete_multipart_upload", UploadId=self._upload_id, MultipartUpload={"Parts": parts})
@@ -177,7 +205,7 @@ def atomic_writer(location: Target) -> Iterator[Writer]:
     """
     fs, path = location.fs, location.path
     if isinstance(fs, LocalFileSystem):
-        fd, tmp = _temp_file(os.path.dirname(path))
+        fd, tmp = temp_file(os.path.dirname(path))
         try:
             with os.fdopen(fd, "wb") as f:
                 yield f

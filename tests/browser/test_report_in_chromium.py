@@ -108,7 +108,7 @@ def test_chromium_renders_matrix_and_verdicts(tmp_path: Path) -> None:
         for name in DIMENSIONS
     }
     assert reader.cells == expected_cells
-    assert reader.cells["plain_agent", "per_call_metadata"] == ("unavailable", "\u274c")
+    assert reader.cells["plain_agent", "per_call_metadata"] == ("unavailable", "\u274c no")
     assert reader.cells["harness_agent", "semantic_turns"] == ("partial", "\U0001f7e1 75%")
     verdicts = summary["run"]["verdicts"]
     assert reader.verdicts == {name: str(count) for name, count in verdicts.items()}

@@ -27,6 +27,7 @@ EXPECTED = {
     "TraceIdentity", "TraceModel", "TraceSkipped", "main_identities", "rollout_trace", "run_metrics",
     "ShardAccount", "accounted_fields", "accounting_markdown", "gate_markdown", "run_accounting",
     "evaluate_gate", "gate_reason",
+    "MASKED_LISTED", "MaskedRollout", "key_metrics", "masked_rollout", "reward_values", "scores_markdown", "RolloutVerdicts",
 }
 
 
@@ -38,7 +39,7 @@ def test_all_is_pinned_and_importable() -> None:
 
 
 def test_evidence_never_imports_prefect_or_fsspec() -> None:
-    """The pure core stays pure (README, Layout): no orchestration or storage imports anywhere in it."""
+    """The pure core stays pure (ARCHITECTURE.md, rule 1): no orchestration or storage imports anywhere in it."""
     forbidden = {"prefect", "fsspec", "s3fs", "os", "pathlib"}
     for path in Path(evidence.__file__).parent.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))

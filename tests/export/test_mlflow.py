@@ -12,7 +12,7 @@ import httpx
 import orjson
 import pytest
 
-from evidence import RUN_KEY_TAG, TraceModel, main_identities, rollout_trace
+from evidence import RUN_KEY_TAG, RolloutVerdicts, TraceModel, main_identities, rollout_trace
 from flows.cli.main import main
 
 pytestmark = pytest.mark.timeout(300)
@@ -28,8 +28,29 @@ def _expected_traces(run_dir: Path) -> dict[str, TraceModel]:
     """The traces the run's rows give, by MLflow trace id (``tr-<hex>``)."""
     manifest = orjson.loads((run_dir / "manifest.json").read_bytes())
     rows = [orjson.loads(line) for line in (run_dir / "rollouts.jsonl").read_bytes().splitlines()]
-    traces = [rollout_trace(row, identity) for row, identity in zip(rows, main_identities(manifest), strict=True)]
+    verdicts = RolloutVerdicts(orjson.loads(line) for line in (run_dir / "health" / "rollout_verdicts.jsonl").read_bytes().splitlines())
+    pairs = zip(rows, main_identities(manifest), strict=True)
+    traces = [rollout_trace(row, identity, verdicts.take(row, n)) for n, (row, identity) in enumerate(pairs)]
     return {f"tr-{t.trace_id.hex()}": t for t in traces if isinstance(t, TraceModel)}
+
+
+def _event_shape(spans: list[dict[str, Any]]) -> list[tuple[str, str, int, tuple[tuple[str, Any], ...]]]:
+    """(span id hex, event name, time, attributes) of the server spans' events (OTLP's typed values unwrapped)."""
+    import base64
+
+    def value(typed: dict[str, Any]) -> Any:
+        ((_, inner),) = typed.items()
+        return inner
+
+    return sorted(
+        (base64.b64decode(s["span_id"]).hex(), e["name"], int(e["time_unix_nano"]), tuple(sorted((a["key"], value(a["value"])) for a in e.get("attributes", []))))
+        for s in spans
+        for e in s.get("events", [])
+    )
+
+
+def _model_events(trace: TraceModel) -> list[tuple[str, str, int, tuple[tuple[str, Any], ...]]]:
+    return sorted((s.span_id.hex(), e.name, e.time_ns or 0, tuple(sorted(e.attributes.items()))) for s in trace.spans for e in s.events)
 
 
 def _traces_of(base: str, experiment_id: str, filter_string: str = "") -> dict[str, list[dict[str, Any]]]:
@@ -55,7 +76,9 @@ def _model_shape(trace: TraceModel) -> list[tuple[str, str | None, str, int, int
 
 def _export(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
     assert main(list(argv)) == 0
-    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1, lines  # what was sent, as one JSON line: MLflow's own "View run" lines are not printed (issue 35)
+    return json.loads(lines[0])
 
 
 def _read_back(base: str, run_dir: Path, experiment_name: str) -> dict[str, Any]:
@@ -111,10 +134,20 @@ def test_export_mlflow_creates_one_run_then_updates_it(mlflow_server: str, examp
         assert back["metrics"]["perf/total_prompt_tokens"] == perf["run"]["total_prompt_tokens"]
         assert back["metrics"]["perf_groups/chat_agent/mean_num_turns"] == pytest.approx(perf["groups"]["chat_agent"]["mean_num_turns"])
         assert len(back["metrics"]) == first["metrics"]
-        assert back["artifacts"] == {name: (example_run_dir / name).stat().st_size for name in ("report.html", "capabilities.json", "health/quality_summary.json", "perf_summary.json", "manifest.json")}
+        scores = orjson.loads((example_run_dir / "scores.json").read_bytes())["groups"]
+        assert back["metrics"]["scores/math_with_judge/mean/reward/raw"] == scores["math_with_judge"]["metrics"]["mean/reward"]["raw"]
+        assert back["metrics"]["scores/math_with_judge/mean/reward/clean"] == scores["math_with_judge"]["metrics"]["mean/reward"]["clean"]
+        assert back["metrics"]["scores/claude_code_agent/masked_rollouts/clean"] == 4
+        assert "scores/claude_code_agent/mean/reward/clean" not in back["metrics"]  # every rollout masked: no clean score
+        names = ("report.html", "scores.json", "capabilities.json", "health/quality_summary.json", "perf_summary.json", "manifest.json")
+        assert back["artifacts"] == {name: (example_run_dir / name).stat().st_size for name in names}
         assert set(back["traces"]) == set(expected)
         for trace_id, spans in back["traces"].items():
             assert _span_shape(spans) == _model_shape(expected[trace_id]), trace_id
+            assert _event_shape(spans) == _model_events(expected[trace_id]), trace_id
+        health = [dict(a) for spans in back["traces"].values() for *_, a in _event_shape(spans) if dict(a)["gen_ai.evaluation.name"] == "health"]
+        assert len(health) == len(expected)  # every trace's verdict arrived
+        assert {a["gen_ai.evaluation.score.label"] for a in health} <= {"healthy", "unhealthy", "unobserved"}
     assert len(after_second["healthy_history"]) == 1, "a second export must not add metric points"
     assert first["traces"] == second["traces"] == {"traces": len(expected), "spans": sum(len(t.spans) for t in expected.values()), "skipped": {"ng_trajectory has no invocations": 4}}
     print("\nMLflow read-back after the second export:", json.dumps({k: v if k != "traces" else {"count": len(v), "spans": sum(map(len, v.values()))} for k, v in after_second.items()}, indent=1, sort_keys=True))
@@ -130,6 +163,7 @@ def test_export_otel_sends_the_same_ids_to_an_otlp_receiver(mlflow_server: str, 
     assert sent[0] == sent[1] and sent[0]["traces"] == len(expected) == len(received)
     for trace_id, spans in received.items():
         assert _span_shape(spans) == _model_shape(expected[trace_id])
+        assert _event_shape(spans) == _model_events(expected[trace_id])
 
 
 def test_a_missing_extra_is_one_line_naming_it(tmp_path: Path) -> None:
@@ -146,3 +180,33 @@ def test_an_unfinished_run_directory_is_refused_in_one_line(tmp_path: Path, caps
     (tmp_path / "manifest.json").write_text("{}")
     assert main(["export", "otel", str(tmp_path), "--endpoint", "http://127.0.0.1:9"]) == 2
     assert capsys.readouterr().err == f"evidence-stage: error: {tmp_path}/_SUCCESS: no _SUCCESS: not a finished run directory\n"
+
+
+def test_an_unreachable_tracking_server_is_one_line_within_seconds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Nothing listening, and a server that accepts and never answers: one line, in seconds (MLflow's own retries took 4 minutes)."""
+    import socket
+    import time
+
+    from tasks.export import mlflow as exporter
+    from tests.conftest import free_port
+
+    (tmp_path / "_SUCCESS").write_text("")
+    started = time.monotonic()
+    assert main(["export", "mlflow", str(tmp_path), "--tracking-uri", f"http://127.0.0.1:{free_port()}"]) == 2
+    assert capsys.readouterr().err.endswith("is not reachable: Connection refused\n")
+    monkeypatch.setattr(exporter.check_reachable, "__defaults__", (1.0,))  # REACH_TIMEOUT_S, shortened
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        assert main(["export", "mlflow", str(tmp_path), "--tracking-uri", f"http://127.0.0.1:{silent.getsockname()[1]}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("evidence-stage: error: the MLflow server at http://127.0.0.1:") and err.endswith("is not reachable: timed out\n"), err
+    assert time.monotonic() - started < 20
+
+
+@pytest.mark.parametrize("endpoint", ["ftp://collector:4318", "collector:4318", "http://"])
+def test_an_otlp_endpoint_that_is_not_http_is_refused_before_sending(endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "_SUCCESS").write_text("")
+    assert main(["export", "otel", str(tmp_path), "--endpoint", endpoint]) == 2
+    assert capsys.readouterr().err == f"evidence-stage: error: --endpoint must be an http:// or https:// URL such as http://collector:4318, not {endpoint!r}\n"
+

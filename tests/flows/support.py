@@ -13,6 +13,7 @@ from flows.stage import stage_flow
 
 # The only outputs allowed to differ between two runs of the same inputs (README, guarantee 3).
 VOLATILE = {"manifest.json", "report.html"}
+VOLATILE_FOLDERS = ("attempts/", "tables/")  # parts are removed; every table row names its run
 
 
 def run_stage(**fields: Any) -> dict[str, Any]:
@@ -29,7 +30,7 @@ def tree_digest(url: str) -> dict[str, str]:
 
 def run_outputs(run_dir_url: str) -> dict[str, str]:
     """A run's output digests without the per-attempt parts and the volatile files."""
-    return {k: v for k, v in tree_digest(run_dir_url).items() if k not in VOLATILE and not k.startswith("attempts/")}
+    return {k: v for k, v in tree_digest(run_dir_url).items() if k not in VOLATILE and not k.startswith(VOLATILE_FOLDERS)}
 
 
 def local_path(url: str) -> Path:

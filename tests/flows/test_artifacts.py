@@ -16,6 +16,7 @@ from flows.batch import batch_flow
 from flows.params.batch import BatchParams
 from flows.params.stage import StageParams
 from flows.stage import stage_flow
+from tasks.publish.links import job_artifact_key
 from tests.conftest import EXAMPLE_JOB, SAMPLES
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -39,7 +40,9 @@ def test_job_run_has_verdict_table_perf_markdown_links_and_finished_progress(tmp
     )
     state = stage_flow(params, return_state=True)
     result = state.result()
-    artifacts = artifacts_of(state.state_details.flow_run_id)
+    job_id = result["run_dir"].rstrip("/").split("/")[-3]
+    artifacts = {key.removesuffix(f"-{job_artifact_key('', job_id)}"): a for key, a in artifacts_of(state.state_details.flow_run_id).items()}
+    assert "evidence-stage-verdicts" in artifacts and "evidence-stage-progress" in artifacts  # each key its job's own (issue 35)
 
     verdicts = artifacts["evidence-stage-verdicts"]
     assert verdicts.type == "table"
@@ -47,9 +50,14 @@ def test_job_run_has_verdict_table_perf_markdown_links_and_finished_progress(tmp
     assert {row["verdict"]: row["rollouts"] for row in table} == result["counts"]["verdicts"]
     perf = artifacts["evidence-stage-perf-summary"]
     assert perf.type == "markdown" and perf.data.strip()
+    scores = artifacts["evidence-stage-scores"]
+    assert scores.type == "markdown" and scores.data.startswith("## Scores: raw against clean\n")
+    assert "| claude_code_agent | claude_code_agent | mean/reward | 0.5 | \u2014 |" in scores.data  # every rollout masked
+    assert "| 4-0 | unhealthy | agent_turn_hollow (4) |" in scores.data
     assert result["run_dir"] in artifacts["evidence-stage-run-dir"].data
-    assert f"(file://{tmp_path}/" in artifacts["evidence-stage-report"].data  # Prefect stores links as markdown
-    assert "Local file" in artifacts["evidence-stage-report"].description
+    report = artifacts["evidence-stage-report"]  # a web page cannot open file:// links: the URL as text, and what works (issue 35)
+    assert report.type == "markdown" and f"`file://{tmp_path}/" in report.data and "](" not in report.data
+    assert "paste file://" in report.description and "address bar" in report.description
     assert all(a.description for key, a in artifacts.items() if not key.startswith("progress:")), sorted(artifacts)
     progress = [a for key, a in artifacts.items() if key.startswith("progress:")]
     assert [a.data for a in progress] == [100.0]
@@ -66,13 +74,18 @@ def test_s3_outputs_link_to_presigned_urls_a_browser_opens(s3: str, tmp_path: Pa
         rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output="s3://results/out", attempts_per_task=6
     )
     state = stage_flow(params, return_state=True)
+    job_id = state.result()["run_dir"].rstrip("/").split("/")[-3]
     artifacts = artifacts_of(state.state_details.flow_run_id)
-    report = artifacts["evidence-stage-report"]
+    report = artifacts[job_artifact_key("evidence-stage-report", job_id)]
     url = re.search(r"\((http[^)]+)\)", report.data).group(1)
-    assert "Signature=" in url and "valid until" in report.description
+    assert "X-Amz-Algorithm=AWS4-HMAC-SHA256" in url and "X-Amz-Signature=" in url and "valid until" in report.description  # SigV4
     page = httpx.get(url, timeout=30)
     assert page.status_code == 200 and b"<html" in page.content.lower()
-    assert "s3://results/out/" in artifacts["evidence-stage-run-dir"].data
+    assert page.headers["content-type"] == "text/html; charset=utf-8"  # shown by a browser, not downloaded (issue 35)
+    assert "s3://results/out/" in artifacts[job_artifact_key("evidence-stage-run-dir", job_id)].data
+    run_dir = state.result()["run_dir"].removeprefix("s3://")
+    types = {name: s3fs.S3FileSystem().info(f"{run_dir}/{name}")["ContentType"] for name in ("manifest.json", "rollouts.jsonl", "_SUCCESS")}
+    assert types == {"manifest.json": "application/json", "rollouts.jsonl": "application/x-ndjson", "_SUCCESS": "text/plain; charset=utf-8"}
 
 
 def test_batch_run_has_a_job_table_and_a_summary_link(tmp_path: Path) -> None:
@@ -84,5 +97,5 @@ def test_batch_run_has_a_job_table_and_a_summary_link(tmp_path: Path) -> None:
     jobs = artifacts["evidence-stage-batch"]
     table = json.loads(jobs.data) if isinstance(jobs.data, str) else jobs.data
     assert [(row["job_id"], row["status"]) for row in table] == [(summary["jobs"][0]["job_id"], "processed")]
-    assert f"(file://{tmp_path}/out/batches/" in artifacts["evidence-stage-batch-summary"].data
+    assert f"`file://{tmp_path}/out/batches/" in artifacts["evidence-stage-batch-summary"].data  # as text: a web page cannot open it
     assert all(a.description for a in artifacts.values())

@@ -27,6 +27,8 @@ REQUIRED = {
 MODELS: dict[str, type[BaseModel]] = {"run": StageParams, "batch": BatchParams}
 # A value each option accepts; any other option takes "x1" (an id, a URL, a glob) or 3 (a number).
 SAMPLES = {"--ignore-check": "model_call_failed", "--gate": "max_lost_share=0.5", "--storage-option": "endpoint_url=http://127.0.0.1:5000"}
+# Options that apply only beside another (refused alone, issue 35): given with it, which is then not counted.
+CONTEXT = {"--dask-address": ["--task-runner", "dask"], "--dask-workers": ["--task-runner", "dask"]}
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
@@ -62,7 +64,8 @@ def _fields_of_options(command: str) -> dict[str, argparse.Action]:
     """Field name -> the optional option that sets it (each given alone must set exactly one field)."""
     found: dict[str, argparse.Action] = {}
     for action in (action for action in _options(command) if not action.required):
-        given = _given(command, _sample(action))
+        context = CONTEXT.get(action.option_strings[0], [])
+        given = _given(command, [*context, *_sample(action)]) - _given(command, context)
         assert len(given) == 1, (action.option_strings, given)
         found[given.pop()] = action
     return found

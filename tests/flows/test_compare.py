@@ -41,6 +41,7 @@ def read(run: Path) -> dict[str, Any]:
         "manifest": json.loads((run / "manifest.json").read_text()),
         "accepted": [f"{m['_ng_task_index']}-{m['_ng_rollout_index']}" for m in jsonl(run / "atif" / "manifest.jsonl")],
         "rejections": jsonl(run / "atif" / "rejections.jsonl"),
+        "scores": json.loads((run / "scores.json").read_text()),
     }
 
 
@@ -89,6 +90,51 @@ def expected_group(rows_a: list[dict], rows_b: list[dict], pairs: list[tuple[dic
         "perf": {k: change(perf_a.get(k), perf_b.get(k)) for k in dict.fromkeys([*perf_a, *perf_b])},
         "intervals": intervals,
     }
+
+
+def score_group(row: dict[str, Any]) -> str:
+    server = row.get("_ng_environment_server")
+    return server if isinstance(server, str) else row["agent_ref"]["name"]
+
+
+def field_value(row: dict[str, Any], field: str) -> float | None:
+    """A row's number as 0.7.0's aggregate metrics read it: ``response.usage`` first, then the row, bools as 0/1."""
+    usage = (row.get("response") or {}).get("usage") or {}
+    value = usage.get(field, row.get(field))
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def expected_scores(a: dict, b: dict) -> dict:
+    """Per group and key metric, raw and clean: both runs' scores.json figures and the paired interval (default score mask)."""
+    rows_b = {label(r): r for r in b["rows"]}
+    pairs = [(r, rows_b[label(r)]) for r in a["rows"] if label(r) in rows_b]
+    bad_a, bad_b = ({label(v) for v in run["verdicts"] if v["verdict"] == "unhealthy"} for run in (a, b))
+    groups_a, groups_b = a["scores"]["groups"], b["scores"]["groups"]
+    expected: dict[str, Any] = {}
+    for group in dict.fromkeys([*groups_a, *groups_b]):
+        inside = [(x, y) for x, y in pairs if score_group(x) == score_group(y) == group and not x.get("mask_sample") and not y.get("mask_sample")]
+        trusted = [(x, y) for x, y in inside if label(x) not in bad_a and label(y) not in bad_b]
+        metrics_a, metrics_b = groups_a.get(group, {}).get("metrics", {}), groups_b.get(group, {}).get("metrics", {})
+        expected[group] = {}
+        for metric in dict.fromkeys([*metrics_a, *metrics_b]):
+            entry = {}
+            for side, chosen in (("raw", inside), ("clean", trusted)):
+                by_task: dict[str, list[float]] = {}
+                for x, y in chosen:
+                    before, after = field_value(x, metric[len("mean/"):]), field_value(y, metric[len("mean/"):])
+                    if before is not None and after is not None:
+                        by_task.setdefault(json.dumps(x["_ng_task_index"]), []).append(after - before)
+                interval = paired_bootstrap(by_task, seed=0)
+                untrusted = len(inside) - len(trusted) if side == "raw" else 0
+                excludes_zero = interval.low is not None and (interval.low > 0 or interval.high < 0)
+                entry[side] = {
+                    "scores": change(metrics_a.get(metric, {}).get(side), metrics_b.get(metric, {}).get(side)),
+                    "paired": {"pairs": interval.pairs, "tasks": interval.tasks, "delta": interval.delta, "low": interval.low, "high": interval.high},
+                    "untrusted_pairs": untrusted,
+                    "change": untrusted == 0 and excludes_zero,
+                }
+            expected[group][metric] = entry
+    return expected
 
 
 def expected_health(a: dict, b: dict) -> dict:
@@ -162,6 +208,7 @@ def expected_comparison(first: Path, changed: Path) -> dict[str, Any]:
             "paired": len(pairs), "only_in_a": len(only_a), "only_in_b": len(only_b), "repeated_keys_a": 0, "repeated_keys_b": 0,
             "only_in_a_rollouts": only_a, "only_in_b_rollouts": only_b,
         },
+        "scores": expected_scores(a, b),
         "health": expected_health(a, b),
         "run": expected_group(a["rows"], b["rows"], pairs, sum(1 for x, y in pairs if group_of(x) != group_of(y)), a["perf"]["run"], b["perf"]["run"]),
         "groups": groups,
@@ -195,6 +242,9 @@ def test_a_rerun_of_the_same_inputs_compares_as_no_change(compared_runs: Compare
         assert group["rewards_changed"] == group["regrouped"] == 0
         assert all(c["delta"] in (0, None) for c in [group["rollouts"], group["mean_reward"], *group["perf"].values()])
         assert all(i["pairs"] == 0 or i["delta"] == i["low"] == i["high"] == 0.0 for i in group["intervals"].values())
+    sides = [side for metrics in document["scores"].values() for entry in metrics.values() for side in (entry["raw"], entry["clean"])]
+    assert sides and not any(side["change"] for side in sides)
+    assert all(side["paired"]["pairs"] == 0 or side["paired"]["delta"] == 0.0 for side in sides)
 
 
 def test_every_figure_of_a_known_change(compared_runs: ComparedRuns, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -204,7 +254,11 @@ def test_every_figure_of_a_known_change(compared_runs: ComparedRuns, tmp_path: P
     assert {k: document[k] for k in expected} == expected
     # The planted changes, as known numbers.
     assert document["status"] == "changed"
-    assert document["changed"] == ["pairing", "health", "rewards", "perf", "models", "capabilities", "atif"]
+    assert document["changed"] == ["pairing", "scores", "health", "rewards", "perf", "models", "capabilities", "atif"]
+    reward = document["scores"]["simple_agent"]["mean/reward"]["clean"]
+    assert reward["change"] is True and reward["paired"]["low"] > 0  # every simple_agent reward set to 1
+    called = {(g, m) for g, metrics in document["scores"].items() for m, e in metrics.items() if e["clean"]["change"] or e["raw"]["change"]}
+    assert {g for g, _ in called} == {"simple_agent"}
     assert document["pairing"]["only_in_a_rollouts"] == [compared_runs.removed_row] and document["pairing"]["only_in_b"] == 0
     simple = document["groups"]["simple_agent"]
     assert simple["mean_reward"]["b"] == 1.0 and simple["rewards_changed"] == sum(1 for r in read(compared_runs.first)["rows"] if r["agent_ref"]["name"] == "simple_agent" and r["reward"] != 1.0)
@@ -220,7 +274,7 @@ def test_every_figure_of_a_known_change(compared_runs: ComparedRuns, tmp_path: P
     assert [i["code"] for i in document["trust"]["issues"]] == ["capability_changed", "capability_changed"]
     assert "Tool execution went \u2705 \u2192 \U0001f7e1" in document["trust"]["issues"][0]["detail"]
     assert document["groups"]["chat_agent"]["rollouts"] == {"a": 8, "b": 7, "delta": -1}
-    assert out.startswith("changed (pairing, health, rewards, perf, models, capabilities, atif); not to be trusted as is")
+    assert out.startswith("changed (pairing, scores, health, rewards, perf, models, capabilities, atif); not to be trusted as is")
     # Reproducible: the same runs and seed give the same bytes.
     again = tmp_path / "again"
     assert main(["compare", str(compared_runs.first), str(compared_runs.changed), "--output", str(again)]) == 0
@@ -245,6 +299,8 @@ def test_the_compare_flow_writes_the_default_folder_and_attaches_the_comparison(
     artifacts = artifacts_of(state.state_details.flow_run_id)
     assert artifacts["evidence-stage-compare"].data == (folder / "compare.md").read_text(encoding="utf-8")
     assert str(folder / "compare.html") in artifacts["evidence-stage-compare-page"].data
+    for key in ("evidence-stage-compare", "evidence-stage-compare-page"):  # described, as every run artifact is (issue 35)
+        assert (artifacts[key].description or "").startswith(("Comparison of two runs (compare.md): ", "The comparison's page: ")), key
 
 
 def test_the_sweep_compares_a_reprocessed_job_with_its_previous_complete_run(tmp_path: Path) -> None:

@@ -323,3 +323,20 @@ def test_kill_9_of_the_cli_stops_its_workers_and_its_flow_run_ends_crashed(serve
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(cli.pid, signal.SIGKILL)
+
+
+def test_the_score_mask_of_stage_yaml_reaches_triggered_and_swept_runs() -> None:
+    from flows.deployments import sweep_parameters, trigger_parameters
+    from flows.params.batch import BatchParams
+    from flows.params.stage import ScoreMask
+    from tasks.batch.jobs import FoundJob
+
+    config = load_config(REPO / "configs" / "stage.yaml")
+    assert config.score_mask is ScoreMask.unhealthy  # stage.yaml sets it beside the gate
+    assert "score_mask" not in trigger_parameters(config)["params"]  # the default: the deployments' parameters stay as they were
+    assert config.sweep is not None and "score_mask" not in sweep_parameters(config, config.sweep)["params"]
+    config = config.model_copy(update={"score_mask": ScoreMask.unhealthy_unobserved})
+    assert trigger_parameters(config)["params"]["score_mask"] == "unhealthy,unobserved"
+    batch = BatchParams.model_validate(sweep_parameters(config, config.sweep)["params"])
+    job = batch.job_params(FoundJob("s3://evals/jobs/a", "s3://evals/jobs/a/rollouts.jsonl", "s3://evals/jobs/a/model-calls", "a"))
+    assert job.score_mask is ScoreMask.unhealthy_unobserved  # every swept job's run masks the same

@@ -104,3 +104,30 @@ def test_dropin_outputs_get_the_umask_permissions(tmp_path: Path, capsys: pytest
     assert stat.S_IMODE((tmp_path / "atif").stat().st_mode) == 0o750, name
     for path in [*(tmp_path / "atif").iterdir(), *(tmp_path / "reports").iterdir()]:
         assert stat.S_IMODE(path.stat().st_mode) == 0o640, path.name
+
+
+def test_every_refusal_of_a_dropin_has_its_one_prefix_and_names_what_failed(tmp_path: Path) -> None:
+    """Issue 35: ``health`` printed two prefixes (its parser's, then the CLI's); a read-only output
+    named a temp file. Each drop-in keeps 0.7.0's prefix and exit code, which its golden cases pin."""
+    from tests.flows.test_operator_edges import _read_only
+
+    name, case = next((n, c) for n, c in ATIF if "setup" not in c and expected_outcome(c)[0] == 0)
+    rollouts, locked = tmp_path / "rollouts.jsonl", tmp_path / "locked"
+    rollouts.write_text(case["rollouts_jsonl"], encoding="utf-8")
+    locked.mkdir()
+    health = _read_only(locked, ["health", str(rollouts), str(locked / "reports")])
+    assert health.returncode == 2 and health.stderr.count("\n") == 1, health.stderr
+    assert health.stderr.startswith(f"evidence-stage health: error: cannot write the reports into {locked}/reports: ")
+    atif = _read_only(locked, _atif_args(case, rollouts, locked / "atif"))
+    assert atif.returncode == 1 and atif.stderr.count("\n") == 1, atif.stderr
+    assert atif.stderr.startswith(f"Error: Output directory cannot be created: {locked}/atif: "), atif.stderr
+    assert ".tmp-" not in health.stderr + atif.stderr and f"{locked}/." not in health.stderr + atif.stderr
+    assert list(locked.iterdir()) == []
+
+
+def test_health_says_a_folder_is_not_a_rollouts_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as folder:
+        main(["health", str(tmp_path), str(tmp_path / "reports")])
+    assert folder.value.code == 2
+    assert capsys.readouterr().err == f"evidence-stage health: error: {tmp_path} is a folder, not a rollouts file\n"
+

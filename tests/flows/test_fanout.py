@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from flows.execution.runners import runner_slots
 from flows.execution.groups import GroupSizes, fan_out, make_groups
 from tasks.attempts.group import GroupSummary
 from tasks.discover.refs import FAILURES, MAIN, AttemptRef
+from tasks.storage import Location
 
 
 def _attempt(source: str, line: int) -> AttemptRef:
@@ -47,8 +49,9 @@ class _Runner:
 
 
 class _Progress:
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, job_id: str) -> None:
         self.done = 0
+        assert job_id == "job"  # the progress artifact's key is its job's own
 
     def advance(self, count: int) -> None:
         self.done += count
@@ -96,6 +99,7 @@ def test_fan_out_keeps_one_group_beyond_the_runner_slots_in_flight(monkeypatch: 
             assert runner.in_flight <= runner_slots(params)  # never read ahead of the window
             yield [_attempt(MAIN, i)]
 
-    work = fan_out(params, None, groups(), 40, None)
+    ctx = SimpleNamespace(run_dir=Location("memory://out/job/runs/r1"))  # what the stubbed runner and progress read of it
+    work = fan_out(params, ctx, groups(), 40, None)  # type: ignore[arg-type]
     assert (work.seconds, work.runs, work.processed, pulled, runner.in_flight) == (40.0, 40, 40, 40, 0)
     assert runner.most == runner_slots(params) + 1

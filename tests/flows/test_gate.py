@@ -18,6 +18,7 @@ from flows.params.gate import gate_limits
 from flows.params.stage import StageParams
 from flows.stage import stage_flow
 from tests.flows.support import local_path
+from tasks.publish.links import job_artifact_key
 from tests.flows.test_artifacts import artifacts_of
 from tests.flows.test_sharded import make_sharded_job
 
@@ -67,7 +68,7 @@ def test_a_passing_gate_completes_and_becomes_latest(job_root: Path, tmp_path: P
     assert json.loads((run / "manifest.json").read_text())["gate"] == gate
     assert (run.parent.parent / "LATEST").read_text().strip() == "r1"
     assert not (run.parent.parent / "LATEST_FAILED_GATE").exists()
-    assert "Quality gate: passed" in artifacts_of(state.state_details.flow_run_id)["evidence-stage-gate"].data
+    assert "Quality gate: passed" in artifacts_of(state.state_details.flow_run_id)[job_artifact_key("evidence-stage-gate", run.parent.parent.name)].data
 
 
 def test_a_failing_gate_publishes_the_run_but_fails_the_flow_run_and_emits_an_event(job_root: Path, tmp_path: Path) -> None:
@@ -100,7 +101,7 @@ def test_run_exits_3_with_one_line_and_an_unknown_limit_is_a_usage_error(job_roo
     assert main([*base, "--run-id", "ok", "--gate", "max_lost_share=0.2"]) == 0
     capsys.readouterr()
     assert main([*base, "--run-id", "bad", "--gate", "max_lost_share=0.1"]) == 3
-    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("evidence-stage:")]
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("evidence-stage:") and not line.startswith("evidence-stage: run ")]
     assert errors == ["evidence-stage: quality gate failed: max_lost_share 0.125 (limit 0.1)"]
     job_dir = next(tmp_path.iterdir())
     assert (job_dir / "LATEST").read_text().strip() == "ok"  # downstream readers keep the run that passed
@@ -117,3 +118,32 @@ def test_the_sweep_does_not_reprocess_a_gated_job_whose_inputs_did_not_change(jo
     assert (again["status"], again["run_id"]) == ("skipped", entry["run_id"])
     (loosened,) = batch_flow(params.model_copy(update={"gate": gate_limits({"max_lost_share": 0.2})}))["jobs"]
     assert (loosened["status"], loosened["reason"]) == ("processed", "config changed")
+
+
+def test_score_limits_judge_the_runs_scores(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The example job: chat_agent's mean/reward is 0, and every claude_code_agent rollout is unhealthy."""
+    from tests.conftest import EXAMPLE_JOB
+
+    base = ["run", "--rollouts", str(EXAMPLE_JOB / "rollouts.jsonl"), "--capture-dir", str(EXAMPLE_JOB / "model-calls"), "--output", str(tmp_path)]
+    unmasked = ["--score-mask", "none"]
+    assert main([*base, "--run-id", "ok", *unmasked, "--gate", "max_score_shift=0", "--gate", "min_key_metric.mean/reward=0"]) == 0
+    capsys.readouterr()
+    runs = next(tmp_path.iterdir()) / "runs"
+    gate = json.loads((runs / "ok" / "gate.json").read_text())
+    assert [(e["name"], e["measured"], e["passed"]) for e in gate["limits"]] == [
+        ("max_score_shift", 0.0, True),  # nothing masked: raw and clean agree
+        ("min_key_metric.mean/reward", 0.0, True),
+    ]
+    assert main([*base, "--run-id", "low", *unmasked, "--gate", "min_key_metric.mean/reward=0.1"]) == 3
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("evidence-stage:") and not line.startswith("evidence-stage: run ")]
+    assert errors[-1] == "evidence-stage: quality gate failed: min_key_metric.mean/reward 0 (limit 0.1)"
+    assert json.loads((runs / "low" / "gate.json").read_text())["limits"][0]["reason"] == "below the limit (chat_agent mean/reward)"
+    assert main([*base, "--run-id", "masked", "--gate", "max_score_shift.mean/reward=1"]) == 3
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("evidence-stage:") and not line.startswith("evidence-stage: run ")]
+    assert errors[-1] == (
+        "evidence-stage: quality gate failed: max_score_shift.mean/reward: "
+        "no clean - raw for claude_code_agent mean/reward (every rollout masked, or the group left out)"
+    )
+    assert (runs.parent / "LATEST").read_text().strip() == "ok"
+    assert main([*base, "--gate", "min_key_metric.reward=0.5"]) == 2
+    assert "names no key metric" in capsys.readouterr().err.splitlines()[-1]

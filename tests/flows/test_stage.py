@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
 import orjson
 import pytest
 
-from evidence import AtifExportError, export_rollouts
+from evidence import AtifExportError, export_rollouts, key_metrics
 from evidence.atif import MULTIPLE_AGENTS_MESSAGE
 from evidence.models.atif import Exporter
 from flows.execution.resolve import package_version
@@ -131,7 +132,13 @@ def test_report_command_regenerates_the_same_page(tmp_path: Path, capsys: pytest
     original = page.read_bytes()
     page.unlink()
     assert main(["report", result["run_dir"]]) == 0
-    assert page.read_bytes() == original
+    assert page.read_bytes() == original  # the reward histogram too, rebuilt from rollouts.jsonl
+    rows = _rows(local_path(result["run_dir"]) / "rollouts.jsonl")
+    rewards = original.decode().split('aria-label="Reward per rollout (raw)"')[1].split("</svg>")[0]
+    assert sum(int(n) for n in re.findall(r'data-count="(\d+)"', rewards)) == sum(isinstance(r.get("reward"), (int, float)) for r in rows)
+    scores = json.loads((local_path(result["run_dir"]) / "scores.json").read_text())
+    assert result["scores"] == key_metrics(scores)  # the CLI summary's scores
+    assert result["scores"]["claude_code_agent"]["mean/reward"] == {"raw": 0.5, "clean": None}  # its 4 rollouts are unhealthy
     assert capsys.readouterr().out.strip().endswith("report.html")
 
 

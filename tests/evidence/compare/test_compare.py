@@ -182,3 +182,81 @@ def test_page_and_markdown_name_every_group_and_escape_values() -> None:
 @pytest.mark.parametrize("value", [True, "1", None, 10**400])
 def test_rollout_facts_skip_values_that_are_not_finite_numbers(value: Any) -> None:
     assert "reward" not in rollout_facts(row(0, 0, reward=value)).values
+
+
+# ---- scores: each group's key metrics, raw and clean, paired by (task, rollout)
+
+
+def scores_doc(raw: float | None, clean: float | None) -> dict[str, Any]:
+    return {"groups": {"agent": {"agent": "agent", "masked_rollouts": {"raw": 0, "clean": 0}, "metrics": {"mean/reward": {"raw": raw, "clean": clean}}}}}
+
+
+def verdicts_of(rows: list[dict[str, Any]], unhealthy: set[tuple[int, int]] = frozenset(), unobserved: set[tuple[int, int]] = frozenset()) -> list[dict[str, Any]]:
+    def verdict(key: tuple[int, int]) -> str:
+        return "unhealthy" if key in unhealthy else "unobserved" if key in unobserved else "healthy"
+
+    return [{"_ng_task_index": r["_ng_task_index"], "_ng_rollout_index": r["_ng_rollout_index"], "verdict": verdict((r["_ng_task_index"], r["_ng_rollout_index"])), "findings": []} for r in rows]
+
+
+def scored(rows: list[dict[str, Any]], scores: dict[str, Any], **documents: Any) -> RunEvidence:
+    return evidence(rows, scores=scores, **documents)
+
+
+def test_a_score_that_moved_on_every_task_is_a_change_raw_and_clean() -> None:
+    a_rows = [row(t, r, reward=0.0) for t in range(6) for r in range(2)]
+    b_rows = [row(t, r, reward=1.0 if r == 0 else 0.5) for t in range(6) for r in range(2)]
+    comparison = compare_runs(scored(a_rows, scores_doc(0.0, 0.0)), scored(b_rows, scores_doc(0.75, 0.75)))
+    entry = comparison.scores["agent"]["mean/reward"]
+    for side in (entry.raw, entry.clean):
+        assert (side.scores.a, side.scores.b, side.scores.delta) == (0.0, 0.75, 0.75)
+        assert (side.paired.pairs, side.paired.tasks, side.paired.delta, side.paired.low, side.paired.high) == (12, 6, 0.75, 0.75, 0.75)
+        assert (side.untrusted_pairs, side.change) == (0, True)
+    assert comparison.changed[:2] == ["scores", "rewards"]
+    document = json.loads(comparison_json(comparison))
+    assert document["scores"]["agent"]["mean/reward"]["clean"]["change"] is True
+    assert "| agent | mean/reward | clean | 0 | 0.75 | 0.75 | 0.75 [0.75, 0.75] (12 pairs, 6 tasks) | 0 | yes |" in compare_markdown(comparison)
+
+
+def test_an_interval_that_holds_zero_is_no_change() -> None:
+    a_rows = [row(t, 0, reward=0.5) for t in range(8)]
+    b_rows = [row(t, 0, reward=1.0 if t % 2 else 0.0) for t in range(8)]  # half up, half down
+    entry = compare_runs(scored(a_rows, scores_doc(0.5, 0.5)), scored(b_rows, scores_doc(0.5, 0.5))).scores["agent"]["mean/reward"]
+    assert entry.clean.paired.low < 0 < entry.clean.paired.high
+    assert entry.clean.change is False and entry.raw.change is False
+
+
+def test_untrustworthy_rows_never_make_a_change() -> None:
+    a_rows = [row(t, 0, reward=0.0) for t in range(6)]
+    b_rows = [row(t, 0, reward=1.0 if t == 5 else 0.0) for t in range(6)]
+    # B's one moved rollout is unhealthy: raw sees the move but may not call it, clean leaves it out
+    b = scored(b_rows, scores_doc(1 / 6, 0.0), verdict_lines=verdicts_of(b_rows, unhealthy={(5, 0)}))
+    entry = compare_runs(scored(a_rows, scores_doc(0.0, 0.0)), b).scores["agent"]["mean/reward"]
+    assert (entry.raw.paired.pairs, entry.raw.untrusted_pairs, entry.raw.change) == (6, 1, False)
+    assert entry.raw.paired.delta == pytest.approx(1 / 6)
+    assert (entry.clean.paired.pairs, entry.clean.paired.delta, entry.clean.untrusted_pairs, entry.clean.change) == (5, 0.0, 0, False)
+
+    everywhere = [row(t, 0, reward=1.0) for t in range(6)]  # every rollout moved, one of them unhealthy in A
+    a = scored(a_rows, scores_doc(0.0, 0.0), verdict_lines=verdicts_of(a_rows, unhealthy={(0, 0)}))
+    entry = compare_runs(a, scored(everywhere, scores_doc(1.0, 1.0))).scores["agent"]["mean/reward"]
+    assert (entry.raw.untrusted_pairs, entry.raw.change) == (1, False)
+    assert (entry.clean.paired.pairs, entry.clean.change) == (5, True)
+
+
+def test_the_score_mask_and_mask_sample_decide_which_pairs_count() -> None:
+    a_rows = [row(t, 0, reward=0.0) for t in range(4)] + [row(9, 0, reward=0.0, mask_sample=True)]
+    b_rows = [row(t, 0, reward=1.0) for t in range(4)] + [row(9, 0, reward=1.0)]
+    params = {"session_id": "s", "score_mask": "unhealthy,unobserved"}
+    manifest = {"run": {"job_id": "job", "run_id": "r1"}, "config_fingerprint": "f1", "parameters": params}
+    a = scored(a_rows, scores_doc(0.0, 0.0), verdict_lines=verdicts_of(a_rows, unobserved={(3, 0)}), manifest=manifest)
+    entry = compare_runs(a, scored(b_rows, scores_doc(1.0, 1.0))).scores["agent"]["mean/reward"]
+    assert entry.raw.paired.pairs == 4  # task 9 is masked by its own mask_sample in A: in no score
+    assert (entry.raw.untrusted_pairs, entry.clean.paired.pairs) == (1, 3)  # A masks unobserved rollouts too
+
+
+def test_scores_of_groups_either_run_has_and_runs_without_scores() -> None:
+    rows = [row(0, 0, reward=1.0)]
+    only_b = compare_runs(scored(rows, {"groups": {}}), scored(rows, scores_doc(1.0, None))).scores
+    entry = only_b["agent"]["mean/reward"]
+    assert (entry.raw.scores.a, entry.raw.scores.b, entry.clean.scores.b, entry.clean.scores.delta) == (None, 1.0, None, None)
+    assert entry.raw.paired.delta == 0.0 and not entry.raw.change
+    assert compare_runs(evidence(rows), evidence(rows)).scores == {}  # runs written before scores.json

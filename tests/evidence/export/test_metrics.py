@@ -78,3 +78,25 @@ def test_run_record_and_trace_identities_come_from_the_manifest() -> None:
         "package_version": "0.1.0",
     }
     assert [i.attempt_key for i in main_identities(MANIFEST)] == ["main:1", "main:3"]
+
+
+def test_scores_become_raw_and_clean_metrics_per_group_and_key_metric() -> None:
+    scores = {"groups": {
+        "math/judge": {"agent": "a", "masked_rollouts": {"raw": 0, "clean": 3}, "metrics": {
+            "mean/reward": {"raw": 0.5, "clean": 0.625, "difference": 0.125, "raw_ci95": [0.1, 0.9], "clean_ci95": None},
+        }},
+        "agentic": {"agent": "b", "masked_rollouts": {"raw": 1, "clean": 4}, "metrics": {
+            "mean/reward": {"raw": 0.25, "clean": None, "difference": None, "raw_ci95": None, "clean_ci95": None},
+        }},
+    }}
+    manifest = {**MANIFEST, "counts": {"verdicts": {}, "atif_files": 0, "atif_rejections": 0}}
+    metrics = run_metrics(RunDocuments(manifest=manifest, scores=scores))
+    assert {k: v for k, v in metrics.items() if k.startswith("scores/")} == {
+        "scores/math_judge/mean/reward/raw": 0.5,
+        "scores/math_judge/mean/reward/clean": 0.625,
+        "scores/math_judge/masked_rollouts/raw": 0,
+        "scores/math_judge/masked_rollouts/clean": 3,
+        "scores/agentic/mean/reward/raw": 0.25,  # every rollout masked: no clean metric
+        "scores/agentic/masked_rollouts/raw": 1,
+        "scores/agentic/masked_rollouts/clean": 4,
+    }

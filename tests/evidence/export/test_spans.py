@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from evidence import TraceIdentity, TraceModel, TraceSkipped, rollout_trace
+from evidence import RolloutVerdicts, TraceIdentity, TraceModel, TraceSkipped, rollout_trace
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 GOLDEN = Path(__file__).resolve().parent / "export_golden"
@@ -48,15 +48,27 @@ def golden_line(line: int, trace: TraceModel | TraceSkipped) -> dict[str, Any]:
                 "end_ns": s.end_ns,
                 "status": s.status,
                 "attributes": {k: list(v) if isinstance(v, tuple) else v for k, v in s.attributes.items()},
+                **({"events": [{"name": e.name, "time_ns": e.time_ns, "attributes": dict(e.attributes)} for e in s.events]} if s.events else {}),
             }
             for s in trace.spans
         ],
     }
 
 
+def sample_verdicts(job: str) -> RolloutVerdicts:
+    lines = (SAMPLES / f"{job}.expected" / "health" / "rollout_verdicts.jsonl").read_text("utf-8").splitlines()
+    return RolloutVerdicts(json.loads(line) for line in lines if line.strip())
+
+
+def sample_traces(job: str) -> list[tuple[int, TraceModel | TraceSkipped]]:
+    """Each sample row's trace, with its verdict line (the reviewed golden files hold these)."""
+    verdicts = sample_verdicts(job)
+    return [(n, rollout_trace(row, identity(n), verdicts.take(row, n - 1))) for n, row in enumerate(sample_rows(job), start=1)]
+
+
 @pytest.mark.parametrize("job", JOBS)
 def test_traces_equal_the_reviewed_golden_files(job: str) -> None:
-    actual = [golden_line(n, rollout_trace(row, identity(n))) for n, row in enumerate(sample_rows(job), start=1)]
+    actual = [golden_line(n, trace) for n, trace in sample_traces(job)]
     expected = [json.loads(line) for line in (GOLDEN / f"{job}.jsonl").read_text("utf-8").splitlines()]
     assert len(actual) == len(expected)
     for got, wanted in zip(actual, expected):
@@ -188,3 +200,57 @@ def test_failed_calls_tools_and_invocations_are_error_spans() -> None:
     assert chat.attributes["http.response.status_code"] == 429
     assert chat.attributes["gen_ai.response.finish_reasons"] == ("length",)
     assert (chat.name, run_tool.name) == ("chat m", "execute_tool bash")
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_each_trace_carries_its_rows_reward_and_verdict_on_its_root_span(job: str) -> None:
+    lines = [json.loads(line) for line in (SAMPLES / f"{job}.expected" / "health" / "rollout_verdicts.jsonl").read_text("utf-8").splitlines()]
+    by_key: dict[tuple[Any, Any], list[tuple[str, bool]]] = {}
+    for line in lines:  # an independent reading: the sample's rows carry int task and rollout indices
+        by_key.setdefault((line["_ng_task_index"], line["_ng_rollout_index"]), []).append((line["verdict"], bool(line["findings"])))
+    rows = sample_rows(job)
+    checked = 0
+    for (line, trace), row in zip(sample_traces(job), rows, strict=True):
+        if isinstance(trace, TraceSkipped):
+            by_key.get((row.get("_ng_task_index"), row.get("_ng_rollout_index")), [None]).pop(0)
+            continue
+        root, *rest = trace.spans
+        assert all(not span.events for span in rest), line
+        events = {e.attributes["gen_ai.evaluation.name"]: e for e in root.events}
+        assert all(e.name == "gen_ai.evaluation.result" and e.time_ns == root.end_ns for e in root.events)
+        reward = row.get("reward")
+        if isinstance(reward, (int, float)):
+            assert events["reward"].attributes == {"gen_ai.evaluation.name": "reward", "gen_ai.evaluation.score.value": float(reward)}
+        else:
+            assert "reward" not in events
+        verdict, findings = by_key[(row["_ng_task_index"], row["_ng_rollout_index"])].pop(0)
+        assert events["health"].attributes["gen_ai.evaluation.score.label"] == verdict, line
+        assert ("gen_ai.evaluation.explanation" in events["health"].attributes) == findings, line
+        checked += 1
+    assert checked
+
+
+def test_verdicts_go_to_rows_by_identity_in_order_and_only_once() -> None:
+    lines = [
+        {"_ng_task_index": 1, "_ng_rollout_index": 0, "verdict": "healthy", "findings": []},
+        {"_ng_task_index": 1, "_ng_rollout_index": 0, "verdict": "unhealthy", "findings": [{"check": "a"}, {"check": "b"}, {"check": "a"}]},
+        {"_ng_task_index": "x", "_ng_rollout_index": 2, "stage_index": 1, "verdict": "unobserved", "findings": []},
+    ]
+    verdicts = RolloutVerdicts(lines)
+    first, second = verdicts.take({"_ng_task_index": 1, "_ng_rollout_index": 0}, 0), verdicts.take({"_ng_task_index": 1.0, "_ng_rollout_index": False}, 1)
+    assert (first.verdict, first.explanation) == ("healthy", None)
+    assert (second.verdict, second.explanation) == ("unhealthy", "a (2), b (1)")  # 0.7.0's digest coerces 1.0 and False
+    assert verdicts.take({"_ng_task_index": 1, "_ng_rollout_index": 0}, 2) is None  # each line once
+    assert verdicts.take({"_ng_task_index": "x", "_ng_rollout_index": 2}, 3) is None  # the stage is part of the identity
+    assert verdicts.take({"_ng_task_index": "x", "_ng_rollout_index": 2, "stage_index": 1}, 3).verdict == "unobserved"
+    assert verdicts.take({"_ng_task_index": [1]}, 4) is None  # an identity 0.7.0 refuses has no line
+
+
+@pytest.mark.parametrize(("reward", "value"), [(True, 1.0), (0, 0.0), (0.25, 0.25), ("1", None), (None, None), (10**400, None)])
+def test_the_reward_event_holds_a_finite_number_or_is_absent(reward: Any, value: float | None) -> None:
+    invocation = {"invocation_id": "root"}
+    trace = rollout_trace({**_row(invocations=[invocation]), "reward": reward}, identity(1))
+    assert isinstance(trace, TraceModel)
+    scores = [e.attributes["gen_ai.evaluation.score.value"] for e in trace.spans[0].events if e.attributes["gen_ai.evaluation.name"] == "reward"]
+    assert scores == ([] if value is None else [value])
+    assert all(e.attributes["gen_ai.evaluation.name"] != "health" for e in trace.spans[0].events)  # no verdict given

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from evidence import build_scores
+from evidence import build_scores, key_metrics, reward_values, score_digest
 
 DATA = Path(__file__).parents[2] / "data" / "aggregate_metrics_0_7_0.json"
 GOLDEN = {case["name"]: case for case in orjson.loads(DATA.read_bytes())["cases"]}
@@ -68,3 +68,18 @@ def test_groups_follow_the_documents_order_and_serialise() -> None:
     scores = build_scores(raw, clean)
     assert list(scores["groups"]) == [entry["_ng_environment_server"] for entry in raw]
     assert orjson.loads(orjson.dumps(scores)) == scores
+
+
+def test_key_metrics_are_each_groups_raw_and_clean_scores() -> None:
+    raw, clean = documents("masked_everything")
+    scores = build_scores(raw, clean)
+    metrics = key_metrics(scores)
+    assert list(metrics) == ["ag"] and list(metrics["ag"]) == list(scores["groups"]["ag"]["metrics"])
+    assert metrics["ag"]["mean/reward"] == {"raw": raw[0]["key_metrics"]["mean/reward"], "clean": None}
+    assert key_metrics({}) == {}
+
+
+def test_reward_values_count_bools_and_leave_out_what_is_not_a_finite_number() -> None:
+    rows = [{"reward": 0.5}, {"reward": True}, {"reward": "1"}, {}, {"reward": 10**400}, {"reward": 3}]
+    digests = [score_digest({"agent_ref": {"name": "ag"}, **row}) for row in rows]
+    assert reward_values(d for d in digests if d is not None) == [0.5, 1.0, 3.0]

@@ -20,6 +20,7 @@ from evidence.report import (
     report_markdown,
     table_rows,
 )
+from evidence.report.scores import MASKED_LISTED, masked_rollout, masked_table, scores_markdown, scores_table
 from evidence.report.tables import findings_table, format_value, perf_table
 
 HOSTILE = '<script>alert("x")</script>|&'
@@ -102,7 +103,7 @@ def test_matrix_cells_carry_status_and_symbol() -> None:
     page = parse(render_report(make_context()))
     cells = {(a["data-agent"], a["data-dimension"]): (a["data-status"], text) for a, text in page.text if "data-dimension" in a}
     assert len(cells) == len(DIMENSIONS)
-    assert cells["harness_agent", "per_call_metadata"] == ("full", "\u2705")
+    assert cells["harness_agent", "per_call_metadata"] == ("full", "\u2705 yes")  # a word beside the emoji (issue 35: no emoji font)
     assert cells["harness_agent", "sandbox"] == ("partial", "\U0001f7e1 50%")
 
 
@@ -211,7 +212,7 @@ def test_capabilities_markdown_matches_the_matrix() -> None:
     text = capabilities_markdown(capabilities_with_agent("a|b"))
     lines = text.splitlines()
     assert lines[2].startswith("| Agent | Rollouts | Per-call metadata |")
-    assert lines[4].startswith("| a\\|b | 2 | \u2705 |")
+    assert lines[4].startswith("| a\\|b | 2 | \u2705 yes |")
     assert "\U0001f7e1 50%" in lines[4]
     assert "| a\\|b | Resource/sandbox evidence | sandbox_unavailable | 1 |" in text
 
@@ -243,3 +244,123 @@ def test_report_markdown_has_every_section() -> None:
         "## Performance",
     ]
     assert "20260101T000000Z-abcdef" in text
+
+
+# ---- the scores section (scores.json raw against clean, masked rollouts, rewards)
+
+SCORES = {
+    "groups": {
+        "math": {
+            "agent": "simple_agent",
+            "masked_rollouts": {"raw": 0, "clean": 2},
+            "metrics": {
+                "mean/reward": {"raw": 0.5, "clean": 0.75, "difference": 0.25, "raw_ci95": [0.1, 0.9], "clean_ci95": None},
+                "mean/input_tokens": {"raw": 120.0, "clean": 100.0, "difference": -20.0, "raw_ci95": None, "clean_ci95": None},
+            },
+        },
+        HOSTILE: {
+            "agent": HOSTILE,
+            "masked_rollouts": {"raw": 0, "clean": 3},
+            "metrics": {"mean/reward": {"raw": 1.0, "clean": None, "difference": None, "raw_ci95": None, "clean_ci95": None}},
+        },
+    }
+}
+VERDICT_LINE = {
+    "_ng_task_index": 4,
+    "_ng_rollout_index": 0,
+    "rollout_id": "4-0",
+    "verdict": "unhealthy",
+    "findings": [
+        {"check": "agent_turn_hollow", "locator": {"turn": 1}},
+        {"check": "model_call_failed", "locator": {}},
+        {"check": "agent_turn_hollow", "locator": {"turn": 2}},
+        {"check": "rollout_token_count_mismatch", "locator": {}},
+        {"check": "model_call_failed", "locator": {}},
+        {"check": "agent_turn_hollow", "locator": {"turn": 3}},
+        {"check": "trajectory_capture_mismatch", "locator": {}},
+    ],
+    "unobserved": [],
+}
+
+
+def scored_context(**changes: Any) -> ReportContext:
+    masked = [masked_rollout(VERDICT_LINE), masked_rollout({**VERDICT_LINE, "rollout_id": HOSTILE, "findings": []})]
+    fields = {"scores": SCORES, "masked_rollouts": masked, "rewards": [0.0, 0.0, 0.5, 1.0, 1.0, 1.0], **changes}
+    return make_context(**fields)
+
+
+def test_scores_come_first_raw_against_clean_with_data_attributes() -> None:
+    page = render_report(scored_context(gate={"passed": True, "limits": []}))
+    headings = re.findall(r"<h2[^>]*>([^<]*)</h2>", page)
+    assert headings[0] == "Scores: raw against clean"  # before the gate, the inputs and every other section
+    rows = [attrs for tag, attrs in parse(page).tags if tag == "tr" and "data-metric" in attrs]
+    assert [(r["data-group"], r["data-metric"], r["data-raw"], r["data-clean"]) for r in rows] == [
+        ("math", "mean/reward", "0.5", "0.75"),
+        ("math", "mean/input_tokens", "120.0", "100.0"),
+        (HOSTILE, "mean/reward", "1.0", "null"),
+    ]
+    table = scores_table(SCORES)
+    assert table.rows[0] == ("math", "simple_agent", "mean/reward", "0.5", "0.75", "0.25", "[0.1, 0.9]", "\u2014", "0 / 2")
+    assert table.rows[2][3:6] == ("1", "\u2014", "\u2014")  # every rollout of the group masked: no clean score
+
+
+def test_masked_rollouts_are_listed_with_their_top_three_checks() -> None:
+    entry = masked_rollout(VERDICT_LINE)
+    assert entry.checks == (("agent_turn_hollow", 3), ("model_call_failed", 2), ("rollout_token_count_mismatch", 1))
+    assert (entry.rollout_id, entry.verdict, entry.findings) == ("4-0", "unhealthy", 7)
+    assert masked_table([entry]).rows == (
+        ("4-0", "unhealthy", "agent_turn_hollow (3), model_call_failed (2), rollout_token_count_mismatch (1), 1 more"),
+    )
+    page = render_report(scored_context())
+    assert "Clean scores leave out the rollouts whose health verdict is unhealthy: 2 in this run." in page
+    many = render_report(scored_context(masked_rollouts=[entry] * MASKED_LISTED, quality_summary={"run": {"verdicts": {"unhealthy": 31}}}))
+    assert "unhealthy: 31 in this run, the first 20 listed." in many
+    both = render_report(scored_context(masked_verdicts=("unhealthy", "unobserved")))
+    assert "verdict is unhealthy or unobserved: 5 in this run, the first 2 listed." in both  # 2 unhealthy + 3 unobserved
+    none = render_report(scored_context(masked_verdicts=(), masked_rollouts=[]))
+    assert "Clean scores mask no rollout by health (score mask: none)." in none
+    assert 'id="masked-rollouts"' not in none
+
+
+def test_the_reward_histogram_and_the_scores_are_escaped_and_free_of_emoji() -> None:
+    page = render_report(scored_context())
+    section = page[page.index('<h2 id="scores"') : page.index("<h2", page.index('<h2 id="scores"') + 1)]
+    svg = section[section.index("<svg") :]
+    assert 'aria-label="Reward per rollout (raw)"' in svg
+    assert [int(n) for n in re.findall(r'data-count="(\d+)"', svg)] == [2, 0, 0, 0, 0, 1, 0, 0, 0, 3]
+    assert "<title>0.9\u20131: 3</title>" in svg  # no unit after a reward's range
+    assert "<script" not in section and "&lt;script&gt;" in section
+    assert all(ord(char) < 0x2600 for char in section), "no emoji or pictographs: a machine without emoji fonts shows boxes"
+
+
+def test_the_page_forbids_scripts_and_requests_by_policy() -> None:
+    page = render_report(scored_context())
+    policy = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">', page)
+    assert policy is not None and "default-src 'none'" in policy.group(1) and "script-src" not in policy.group(1)
+
+
+def test_a_run_without_scores_says_so() -> None:
+    page = render_report(make_context())
+    assert "No scores.json in this run." in page
+    assert scores_markdown(None, [], ("unhealthy",), SUMMARY) == "## Scores: raw against clean\n\nNo scores.json in this run.\n"
+
+
+def test_scores_markdown_is_the_artifact() -> None:
+    text = scores_markdown(SCORES, [masked_rollout(VERDICT_LINE)], ("unhealthy",), SUMMARY)
+    lines = text.splitlines()
+    assert lines[0] == "## Scores: raw against clean"
+    assert "| math | simple_agent | mean/reward | 0.5 | 0.75 | 0.25 | [0.1, 0.9] | \u2014 | 0 / 2 |" in lines
+    assert "Clean scores leave out the rollouts whose health verdict is unhealthy: 2 in this run, the first 1 listed." in lines
+    assert lines[-1].startswith("| 4-0 | unhealthy | agent_turn_hollow (3)")
+    assert "<script" not in text
+
+
+def test_the_identity_says_the_scope_and_readable_times_and_the_matrix_reads_without_emoji() -> None:
+    """Issue 35: a subset said so nowhere, times were raw ISO, and the matrix was emoji only."""
+    page = render_report(make_context(scope="subset: rollout ids 0-0", started_at="2026-01-01T00:00:00+00:00", finished_at="2026-01-01T00:02:00+00:00"))
+    assert "<dt>Scope</dt><dd>subset: rollout ids 0-0</dd>" in page
+    assert '<time datetime="2026-01-01T00:02:00+00:00">2026-01-01 00:02:00 UTC</time>' in page and "<dt>Took</dt><dd>2 min 0 s</dd>" in page
+    assert "\u2705 yes: complete in every rollout" in page and "\u274c no: complete in none" in page
+    assert "td,dd{overflow-wrap:anywhere}" in page  # long URLs wrap inside their cell (compare.html shares the sheet)
+    assert "<dt>Scope</dt><dd>full</dd>" in render_report(make_context())
+

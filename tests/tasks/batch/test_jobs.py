@@ -72,7 +72,10 @@ def test_ambiguous_and_rollouts_less_folders_are_reported_and_skipped() -> None:
 def test_folders_without_a_capture_dir_are_not_jobs() -> None:
     put("out/job-1234/runs/r1/rollouts.jsonl")
     put("loose/rollouts.jsonl")
-    assert find_jobs(Location(ROOT), JobLayout()).jobs == []
+    search = find_jobs(Location(ROOT), JobLayout())
+    assert search.jobs == []
+    # a rollouts file without captures is said (issue 35: it was skipped without a word); a run directory is not
+    assert [(s.folder, s.reason) for s in search.skipped] == [("loose", "rollouts file(s) but no model-calls/ capture directory")]
 
 
 def test_globs_and_capture_dir_name_are_configurable() -> None:

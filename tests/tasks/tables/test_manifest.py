@@ -14,11 +14,25 @@ from tasks.tables.manifest import ManifestError, ManifestStream, top_level
 
 ATTEMPTS = [
     {"key": "main:1", "line": 1, "source": "main", "status": "ok", "rollout_id": "0-0"},
-    {"key": "main:3", "line": 3, "source": "main", "status": "failed", "reason": 'ValueError: "}]:{[" \\ (in health checks)', "notes": ["a", "b"]},
-    {"key": "0:failures:2", "line": 2, "source": "failures", "status": "rejected", "rollout_id": None, "nested": {"attempts": [1, {"x": []}]}},
+    {
+        "key": "main:3",
+        "line": 3,
+        "source": "main",
+        "status": "failed",
+        "reason": 'ValueError: "}]:{[" \\ (in health checks)',
+        "notes": ["a", "b"],
+    },
+    {
+        "key": "0:failures:2",
+        "line": 2,
+        "source": "failures",
+        "status": "rejected",
+        "rollout_id": None,
+        "nested": {"attempts": [1, {"x": []}]},
+    },
 ]
 DOCUMENT: dict[str, Any] = {
-    "run": {"run_id": "r1", "job_id": "j", "note": "{not [a key]: \"attempts\"}"},
+    "run": {"run_id": "r1", "job_id": "j", "note": '{not [a key]: "attempts"}'},
     "parameters": {"rollouts": ["a.jsonl", "b.jsonl"]},
     "config_fingerprint": "abc",
     "inputs": {"fingerprint": "f", "files": {f"model-calls/{i}.capture.jsonl": {"size": i} for i in range(50)}},
@@ -43,7 +57,9 @@ def _layouts() -> dict[str, bytes]:
 def test_values_and_items_are_those_of_the_document(layout: str) -> None:
     lines = _layouts()[layout].split(b"\n")
     found = list(top_level(lines, frozenset({"run", "shards", "counts"}), "attempts"))
-    assert found == [("run", DOCUMENT["run"]), ("shards", DOCUMENT["shards"]), ("counts", DOCUMENT["counts"])] + [("attempts", a) for a in ATTEMPTS]
+    assert found == [("run", DOCUMENT["run"]), ("shards", DOCUMENT["shards"]), ("counts", DOCUMENT["counts"])] + [
+        ("attempts", a) for a in ATTEMPTS
+    ]
 
 
 def test_manifest_stream_reads_head_then_attempts(memfs: None) -> None:

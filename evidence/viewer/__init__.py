@@ -1,0 +1,34 @@
+"""The rollout viewer: ``viewer/index.html`` and its detail files, from a run's outputs (pure rendering).
+
+From every verdict to its evidence: a table of every main attempt (filter by verdict, agent,
+check, gap, status and ATIF outcome; sort by reward, latency, tokens, turns) and a page per
+rollout (identity and status; the verdict with each finding pointing at its turn, model call or
+tool call; the turns with their calls; gaps with their meaning; its row's line, ATIF file or
+refusal and capture file). The caller streams the run's files through ``rollout_view`` and
+``ViewerIndex``, writes each ``Chunk`` it gets, then ``render_viewer``'s page
+(``tasks/publish/viewer.py``).
+"""
+
+from evidence.viewer.index import CHUNK_BYTES, CHUNK_ROLLOUTS, INDEX_FIELDS, Chunk, ViewerIndex, chunk_name
+from evidence.viewer.page import render_viewer, viewer_csp
+from evidence.viewer.rollout import RolloutView, decode_row, rollout_view
+from evidence.viewer.script import SCRIPT
+from evidence.viewer.text import clean, excerpt, script_json
+
+__all__ = [
+    "CHUNK_BYTES",
+    "CHUNK_ROLLOUTS",
+    "INDEX_FIELDS",
+    "SCRIPT",
+    "Chunk",
+    "RolloutView",
+    "ViewerIndex",
+    "chunk_name",
+    "clean",
+    "decode_row",
+    "excerpt",
+    "render_viewer",
+    "rollout_view",
+    "script_json",
+    "viewer_csp",
+]

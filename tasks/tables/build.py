@@ -1,0 +1,297 @@
+"""A run's analysis tables (``<run>/tables/*.parquet`` + ``_schema.json``), built from its outputs alone.
+
+Every input is streamed once: ``manifest.json`` (its attempt entries, one at a time),
+``rollouts.jsonl`` and ``rollouts_failures.jsonl`` in step with them, ``atif/rejections.jsonl``
+and ``atif/manifest.jsonl`` in step with the main rows, then ``health/rollout_verdicts.jsonl``.
+Three passes keep memory flat in the number of rollouts:
+
+1. each attempt's row through ``evidence.tables.attempt_rows``: its child rows go straight to
+   their tables, its ``rollouts`` row (with its ATIF columns) to a local spill, and its health
+   identity to an external sort;
+2. the verdict file, sorted by identity as health writes it, pairs line for line with the
+   sorted identities (equal identities keep row order on both sides); each line goes to a
+   second external sort, by attempt;
+3. the spilled ``rollouts`` rows, in manifest order, get their verdict columns and findings.
+
+Each table is written in row groups to a local file and published atomically under
+``tables/``; ``_schema.json`` is written last, so a reader that finds it finds every table.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from evidence import StageError, dumps
+from evidence.tables import (
+    NO_ATIF,
+    SCHEMA_FILE,
+    TABLES,
+    AttemptIdentity,
+    atif_columns,
+    attempt_rows,
+    finding_rows,
+    schema_document,
+    verdict_columns,
+    verdict_line_order,
+    verdict_order,
+)
+from tasks.discover.refs import FAILURES, MAIN
+from tasks.rundir import RunPaths
+from tasks.storage import InputNotFound, Location
+from tasks.storage.spill import SortedSpill, Spill
+from tasks.tables.manifest import ManifestError, ManifestStream
+from tasks.tables.parquet import ROW_GROUP_ROWS, TableWriter
+
+HEALTH_FAILED = "(in health checks)"
+"""How an attempt's reason says its health digest failed (``evidence.errors.failure_reason``, step "health checks"):
+such a main row has no verdict line."""
+
+
+class TablesError(StageError):
+    """A run directory whose tables cannot be built: it is not a finished run of this stage, or its outputs disagree."""
+
+
+@dataclass
+class TablesSummary:
+    """What ``build_tables`` wrote: the folder, rows and bytes per table, and how long it took."""
+
+    folder: str
+    rows: dict[str, int] = field(default_factory=dict)
+    bytes: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def tables_folder(run_dir: Location) -> Location:
+    return RunPaths(run_dir).tables
+
+
+def build_tables(run_dir: Location, job_id: str, run_id: str, *, row_group_rows: int = ROW_GROUP_ROWS) -> TablesSummary:
+    """Write ``<run_dir>/tables/``: the six tables of ``evidence.tables.TABLES`` and ``_schema.json``.
+
+    Reads the run's outputs only (``manifest.json`` included, so the stage calls it once the
+    manifest is written; ``_SUCCESS`` is not needed). Tables already there are replaced.
+
+    Args:
+        run_dir: the run directory.
+        job_id: the run's job id; must be the manifest's.
+        run_id: the run's id; must be the manifest's.
+        row_group_rows: rows per Parquet row group.
+
+    Raises:
+        TablesError: an output is missing, or the outputs disagree with one another.
+        StorageError: reading or writing failed.
+
+    Example:
+        >>> build_tables(Location("out/example_job/runs/r1"), "example_job", "r1").rows  # doctest: +SKIP
+        {'rollouts': 26, 'turns': 81, 'model_calls': 100, 'tool_calls': 61, 'findings': 11, 'gaps': 14}
+    """
+    started = time.perf_counter()
+    paths = RunPaths(run_dir)
+    require_outputs(run_dir)
+    writers = {name: TableWriter(table, row_group_rows) for name, table in TABLES.items()}
+    try:
+        with Spill[tuple[Any, ...]]() as rollouts, SortedSpill[int]() as identities, SortedSpill[dict[str, Any]]() as verdicts:
+            _attempt_pass(paths, job_id, run_id, writers, rollouts, identities)
+            _verdict_pass(paths, identities, verdicts)
+            _rollouts_pass(rollouts, verdicts, writers)
+        summary = TablesSummary(tables_folder(run_dir).url)
+        for name, writer in writers.items():
+            summary.rows[name] = writer.finish()
+        folder = tables_folder(run_dir)
+        for name, writer in writers.items():
+            summary.bytes[name] = writer.publish(folder.child(writer.table.file))
+        folder.child(SCHEMA_FILE).write_bytes(dumps(schema_document(), indent=True) + b"\n")
+    finally:
+        for writer in writers.values():
+            writer.discard()
+    summary.seconds = round(time.perf_counter() - started, 3)
+    return summary
+
+
+def require_outputs(run_dir: Location) -> None:
+    """Refuse a folder that lacks an output the tables are built from (not a run, or one of an older version)."""
+    paths = RunPaths(run_dir)
+    if not paths.manifest.is_file():
+        raise TablesError(f"not a run directory of evidence-stage (no manifest.json): {run_dir.display}")
+    needed = [paths.rollouts, paths.verdicts, paths.atif_rejections]
+    missing = [location for location in needed if not location.is_file()]
+    if not paths.atif_manifest.is_file() and not paths.atif_error.is_file():
+        missing.append(paths.atif_manifest)
+    if missing:
+        names = ", ".join(location.url[len(run_dir.url.rstrip("/")) + 1 :] for location in missing)
+        raise TablesError(f"{run_dir.display} lacks {names}: not a finished run, or one made by an older evidence-stage")
+
+
+def _attempt_pass(
+    paths: RunPaths,
+    job_id: str,
+    run_id: str,
+    writers: dict[str, TableWriter],
+    rollouts: Spill[tuple[Any, ...]],
+    identities: SortedSpill[int],
+) -> None:
+    """Pass 1: every attempt's rows, in manifest order; main rows' identities to ``identities``."""
+    manifest = ManifestStream(paths.manifest)
+    try:
+        head = manifest.head()
+    except (ManifestError, orjson.JSONDecodeError) as exc:
+        raise TablesError(f"unreadable manifest.json: {exc}") from exc
+    ran = head["run"]
+    if (ran.get("job_id"), ran.get("run_id")) != (job_id, run_id):
+        raise TablesError(f"manifest.json is run {ran.get('run_id')!r} of job {ran.get('job_id')!r}, not run {run_id!r} of job {job_id!r}")
+    shard_files = [shard.get("file") if isinstance(shard, dict) else None for shard in head["shards"]]
+    lines = {MAIN: _Lines(paths.rollouts), FAILURES: _Lines(paths.failures)}
+    atif = _AtifJoin(paths)
+    for seq, entry in enumerate(manifest.attempts()):
+        identity = _identity(entry, job_id, run_id, shard_files, lines)
+        row = _decoded(lines[identity.source].last)
+        made = attempt_rows(row, identity)
+        writers["turns"].extend(made.turns)
+        writers["model_calls"].extend(made.model_calls)
+        writers["tool_calls"].extend(made.tool_calls)
+        writers["gaps"].extend(made.gaps)
+        if identity.source == MAIN:
+            rollouts.add((*made.rollout, *atif.columns(identity.output_line)))
+            if HEALTH_FAILED not in (identity.reason or ""):
+                identities.add(verdict_order(row, identity.output_line), seq)
+        else:
+            rollouts.add((*made.rollout, *NO_ATIF))
+    for source, read in lines.items():
+        read.finish(source)
+    atif.finish()
+
+
+def _identity(entry: dict[str, Any], job_id: str, run_id: str, shard_files: list[Any], lines: dict[str, _Lines]) -> AttemptIdentity:
+    """An attempt's identity from its manifest entry; reads its enriched line (``lines[source].last``)."""
+    key, source, line = entry.get("key"), entry.get("source"), entry.get("line")
+    if not isinstance(key, str) or source not in lines or not isinstance(line, int) or not isinstance(entry.get("status"), str):
+        raise TablesError(f"manifest.json: an attempt entry without key, source, line and status: {entry!r:.200}")
+    parts = key.split(":")
+    shard = int(parts[0]) if len(parts) == 3 and parts[0].isdigit() else 0
+    enriched = lines[source].next()
+    notes = entry.get("notes") or []
+    return AttemptIdentity(
+        job_id=job_id,
+        run_id=run_id,
+        key=key,
+        shard=shard,
+        shard_file=shard_files[shard] if shard < len(shard_files) else None,
+        source=source,
+        line=line,
+        output_line=lines[source].count,
+        rollout_id=entry.get("rollout_id"),
+        status=entry["status"],
+        reason=entry.get("reason"),
+        notes=tuple(str(note) for note in notes),
+        repaired=bool(entry.get("repaired")),
+        size=len(enriched),
+    )
+
+
+def _decoded(line: bytes) -> dict[str, Any] | None:
+    """The row as health reads it (orjson); None for a line orjson cannot read (health calls it unreadable)."""
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class _Lines:
+    """One enriched output's lines, read as the manifest's entries ask for them (opened on first use)."""
+
+    def __init__(self, location: Location) -> None:
+        self.location = location
+        self.count = 0
+        self.last = b""
+        self._lines: Iterator[tuple[int, int, bytes]] | None = None
+
+    def next(self) -> bytes:
+        if self._lines is None:
+            self._lines = self.location.iter_lines()
+        try:
+            _, _, self.last = next(self._lines)
+        except StopIteration:
+            raise TablesError(f"{self.location.display} has fewer rows than manifest.json has attempts for it") from None
+        except InputNotFound:
+            raise TablesError(f"manifest.json lists attempts of {self.location.name}, which the run lacks") from None
+        self.count += 1
+        return self.last
+
+    def finish(self, source: str) -> None:
+        if self._lines is None:
+            return
+        extra = next(self._lines, None)
+        if extra is not None:
+            raise TablesError(f"{self.location.display} has more rows than manifest.json has {source} attempts")
+
+
+class _AtifJoin:
+    """The ATIF columns of each main row, in input order: its rejection (by line) or the next exported file."""
+
+    def __init__(self, paths: RunPaths) -> None:
+        self._rejections = _json_lines(paths.atif_rejections)
+        self._rejection = next(self._rejections, None)
+        withheld = not paths.atif_manifest.is_file()  # an all-or-nothing export failed: atif/error.txt, no files
+        self._exported = None if withheld else _json_lines(paths.atif_manifest)
+
+    def columns(self, output_line: int) -> tuple[str, str | None, str | None]:
+        rejection = self._rejection
+        if rejection is not None and rejection.get("line") == output_line:
+            self._rejection = next(self._rejections, None)
+            error = rejection.get("error")
+            return atif_columns(None, error if isinstance(error, str) else str(error))
+        if self._exported is None:
+            return atif_columns(None, None)
+        entry = next(self._exported, None)
+        if entry is None:
+            raise TablesError("atif/manifest.jsonl lists fewer files than rollouts.jsonl has rows not in atif/rejections.jsonl")
+        path = entry.get("trajectory_path")
+        return atif_columns(path if isinstance(path, str) else "", None)
+
+    def finish(self) -> None:
+        if self._rejection is not None:
+            raise TablesError(f"atif/rejections.jsonl names line {self._rejection.get('line')}, which is no main row in order")
+        if self._exported is not None and next(self._exported, None) is not None:
+            raise TablesError("atif/manifest.jsonl lists more files than rollouts.jsonl has rows not in atif/rejections.jsonl")
+
+
+def _json_lines(location: Location) -> Iterator[dict[str, Any]]:
+    for _, _, line in location.iter_lines():
+        if line.strip():
+            value = orjson.loads(line)
+            if isinstance(value, dict):
+                yield value
+
+
+def _verdict_pass(paths: RunPaths, identities: SortedSpill[int], verdicts: SortedSpill[dict[str, Any]]) -> None:
+    """Pass 2: the n-th verdict line belongs to the n-th main row in identity order; each line to ``verdicts`` by attempt."""
+    rows = identities.items()
+    for number, verdict in enumerate(_json_lines(paths.verdicts), start=1):
+        key = verdict_line_order(verdict)
+        found = next(rows, None)
+        if found is None or found[0] != key:
+            owner = "no main row" if found is None else f"the main row with identity {found[0]}"
+            raise TablesError(f"health/rollout_verdicts.jsonl line {number} (identity {key}) does not pair with {owner}")
+        verdicts.add(found[1], verdict)
+    left = next(rows, None)
+    if left is not None:
+        raise TablesError(f"health/rollout_verdicts.jsonl has no line for the main row with identity {left[0]}")
+
+
+def _rollouts_pass(rollouts: Spill[tuple[Any, ...]], verdicts: SortedSpill[dict[str, Any]], writers: dict[str, TableWriter]) -> None:
+    """Pass 3: the ``rollouts`` rows in manifest order with their verdict columns, and the findings."""
+    judged = verdicts.items()
+    pending = next(judged, None)
+    for seq, rollout in enumerate(rollouts):
+        verdict = None
+        if pending is not None and pending[0] == seq:
+            verdict = pending[1]
+            pending = next(judged, None)
+        writers["rollouts"].add((*rollout, *verdict_columns(verdict)))
+        writers["findings"].extend(finding_rows(verdict, rollout[:4]))

@@ -1,0 +1,175 @@
+"""The rollout viewer in a real browser: from report.html to a rollout's findings, tool calls and ATIF file; hostile rows stay text.
+
+Headless Chromium driven over the DevTools protocol (``cdp.py``): it clicks links, chooses a
+filter, waits for the detail file the page loads and reads the DOM. Skipped where
+/usr/bin/chromium is absent, as the report's test is. Screenshots are kept in the test's tmp
+dir and their paths printed.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tasks.publish.viewer import write_viewer
+from tasks.rundir import VIEWER_PAGE
+from tasks.storage import Location
+from tests.browser.cdp import Chromium, Page
+from tests.browser.test_report_in_chromium import CHROMIUM
+from tests.viewer_runs import BREAKOUT, IMAGE, LONG, RTL, SCRIPT, SVG, hostile_run
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="chromium not installed at /usr/bin/chromium (apt-get install chromium)")
+
+READY = "document.documentElement.dataset.ready"
+
+
+def rows_shown(page: Page) -> list[dict[str, str]]:
+    return page.evaluate(  # type: ignore[no-any-return]
+        "Array.from(document.querySelectorAll('#rollouts tbody tr')).map(tr => ({line: tr.dataset.line, verdict: tr.dataset.verdict}))"
+    )
+
+
+def jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def example_run(tmp_path_factory: pytest.TempPathFactory, prefect_server: str) -> Path:
+    """The bundled example job, run by the stage (which writes the viewer and links it from report.html)."""
+    from tests.conftest import EXAMPLE_JOB
+    from tests.flows.support import local_path, run_stage
+
+    output = tmp_path_factory.mktemp("viewer") / "out"
+    result = run_stage(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output=str(output))
+    return local_path(result["run_dir"])
+
+
+def test_from_the_report_to_a_rollouts_findings_tool_output_and_atif_file(example_run: Path, tmp_path: Path) -> None:
+    rows = jsonl(example_run / "rollouts.jsonl")
+    verdict_lines = jsonl(example_run / "health" / "rollout_verdicts.jsonl")
+    unhealthy = sum(1 for line in verdict_lines if line["verdict"] == "unhealthy")
+    with Chromium(tmp_path / "profile") as browser:
+        page = browser.page((example_run / "report.html").as_uri())
+        assert page.evaluate("document.querySelector('#viewer-link a').getAttribute('href')") == VIEWER_PAGE
+        page.click("#viewer-link a")
+        page.wait(READY)
+        assert page.evaluate("location.pathname").endswith("/viewer/index.html")
+        matching = page.evaluate("document.getElementById('match-count').textContent")
+        assert matching.startswith(f"{len(rows)} of {len(rows)} rollouts match")
+        chips = page.evaluate(
+            "Object.fromEntries(Array.from(document.querySelectorAll('.verdicts a'))"
+            ".map(a => [a.dataset.verdict, a.firstChild.textContent]))"
+        )
+        summary = json.loads((example_run / "health" / "quality_summary.json").read_text())["run"]["verdicts"]
+        assert chips == {verdict: str(count) for verdict, count in summary.items() if count}
+        page.screenshot(tmp_path / "viewer-list.png")
+
+        page.select("#filter-verdict", "unhealthy")
+        page.wait(f"document.getElementById('match-count').textContent.startsWith('{unhealthy} of ')")
+        shown = rows_shown(page)
+        assert len(shown) == unhealthy and {row["verdict"] for row in shown} == {"unhealthy"}
+
+        page.click("#rollouts tbody tr a.rollout-link")
+        page.wait("document.getElementById('section-turns')")
+        line = int(page.evaluate("new URLSearchParams(location.hash.slice(1)).get('line')"))
+        row = rows[line - 1]
+        mine = next(v for v in verdict_lines if v["rollout_id"] == row["ng_trajectory"]["rollout_id"] and v["verdict"] == "unhealthy")
+        findings = page.evaluate("Array.from(document.querySelectorAll('li.finding')).map(li => li.dataset.check)")
+        assert findings == [finding["check"] for finding in mine["findings"]]
+        flags = page.evaluate("Array.from(document.querySelectorAll('.turn .flag')).map(f => f.closest('.turn').id)")
+        turn_nos = {turn["turn_no"]: index for index, turn in enumerate(row["ng_trajectory"]["turns"])}
+        assert flags == [f"turn-{turn_nos[finding['locator']['turn']]}" for finding in mine["findings"]]  # each finding, in place
+        page.screenshot(tmp_path / "viewer-rollout.png")
+
+        page.click("li.finding a.to-subject")
+        page.wait("document.querySelector('.turn.focus')")
+        assert page.evaluate("document.querySelector('.focus').id") == f"turn-{turn_nos[mine['findings'][0]['locator']['turn']]}"
+        tool = row["ng_trajectory"]["tool_calls"][0]
+        output = page.evaluate("document.querySelector('#tool-0 .io div:last-child pre').textContent")
+        assert output == tool["output"][: len(output)] and len(output) == min(len(tool["output"]), 400)
+        assert page.evaluate("document.querySelector('#tool-0 h4').textContent") == f"Tool call #0 {tool['tool_name']}"
+        refusal = next(r["error"] for r in jsonl(example_run / "atif" / "rejections.jsonl") if r["line"] == line)
+        assert page.evaluate("document.getElementById('atif-refusal').textContent") == f"refused: {refusal}"
+        assert page.evaluate("document.getElementById('row-link').parentElement.textContent") == f"rollouts.jsonl, line {line}"
+
+        page.click("#back")
+        page.wait(
+            f"document.getElementById('match-count') && document.getElementById('match-count').textContent.startsWith('{unhealthy} of ')"
+        )
+        page.goto((example_run / "viewer" / "index.html").as_uri() + "#atif=exported")
+        page.wait("document.querySelector('#rollouts tbody tr')")
+        page.click("#rollouts tbody tr a.rollout-link")
+        page.wait("document.getElementById('atif-link')")
+        atif_file = page.evaluate("document.getElementById('atif-link').textContent").removeprefix("atif/")
+        page.click("#atif-link")
+        page.wait(f"location.pathname.endsWith('/atif/{atif_file}') && document.readyState === 'complete'")
+        assert json.loads(page.evaluate("document.body.innerText")) == json.loads((example_run / "atif" / atif_file).read_text())
+        assert page.console_errors() == []
+    print(f"viewer screenshots: {tmp_path / 'viewer-list.png'} {tmp_path / 'viewer-rollout.png'}")
+
+
+@pytest.fixture
+def served(example_run: Path) -> Iterator[str]:
+    """The run directory behind a plain static file server on 127.0.0.1 (as a bucket's web endpoint would serve it)."""
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(example_run))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_viewer_works_behind_a_static_file_server(example_run: Path, served: str, tmp_path: Path) -> None:
+    with Chromium(tmp_path / "profile") as browser:
+        page = browser.page(f"{served}/{VIEWER_PAGE}#line=2")
+        page.wait("document.getElementById('section-turns')")  # its detail file came from the server
+        assert (
+            page.evaluate("document.querySelector('h1 .v').textContent")
+            == jsonl(example_run / "rollouts.jsonl")[1]["ng_trajectory"]["rollout_id"]
+        )
+        assert page.evaluate("document.getElementById('row-link').href") == f"{served}/rollouts.jsonl"
+        assert page.console_errors() == []
+
+
+def test_hostile_rows_are_shown_as_text_and_never_run(tmp_path: Path) -> None:
+    run = hostile_run(tmp_path / "run")
+    write_viewer(Location(str(run)))
+    markup = "#app img, #app svg, #app script, #app iframe, #app object"
+    with Chromium(tmp_path / "profile") as browser:
+        page = browser.page((run / VIEWER_PAGE).as_uri())
+        page.wait(READY)
+        agents = page.evaluate("Array.from(document.querySelectorAll('#rollouts tbody tr td:nth-child(4)')).map(td => td.title)")
+        assert agents == [f"agent {IMAGE}"] * 3
+        for line in (1, 2, 3):
+            page.goto((run / VIEWER_PAGE).as_uri() + f"#line={line}")
+            page.wait("document.getElementById('section-turns')")
+            assert page.evaluate("typeof window.__pwned") == "undefined"
+            assert page.evaluate(f"document.querySelectorAll({json.dumps(markup)}).length") == 0
+            assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # a 200,000-character line wraps
+            if line == 1:
+                text = page.evaluate("document.getElementById('app').textContent")
+                for hostile in (SCRIPT, IMAGE, BREAKOUT, SVG, RTL):
+                    assert hostile in text
+                output = page.evaluate("document.querySelector('#tool-0 .io div:last-child pre').textContent")
+                assert output == (SCRIPT + LONG)[:400]
+                assert page.evaluate("document.querySelector('#tool-0 .io div:last-child p').textContent").startswith(
+                    f"\u2026 the first 400 of {len(SCRIPT + LONG):,} characters"
+                )
+                href = page.evaluate("document.getElementById('atif-link').href")
+                assert href.startswith((run / "atif").as_uri() + "/javascript%3A")
+                assert page.evaluate("document.getElementById('section-findings').textContent").count("not_a_check") == 1
+                page.screenshot(tmp_path / "hostile-rollout.png")
+            if line == 3:
+                assert page.evaluate("document.querySelector('#tool-0 .io div:last-child pre').textContent") == "lone \ufffd surrogate"
+        assert page.console_errors() == []  # nothing was even tried: a blocked script or image would be reported here
+    print(f"hostile rollout screenshot: {tmp_path / 'hostile-rollout.png'}")

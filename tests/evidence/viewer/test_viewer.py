@@ -1,0 +1,177 @@
+"""The rollout viewer's pure parts: excerpts, one rollout's view, the index and its detail files, the page and its policy."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from typing import Any
+
+import orjson
+import pytest
+
+from evidence.gaps import GAPS
+from evidence.tables import AttemptIdentity, atif_columns
+from evidence.viewer import (
+    SCRIPT,
+    ViewerIndex,
+    chunk_name,
+    clean,
+    decode_row,
+    excerpt,
+    render_viewer,
+    rollout_view,
+    script_json,
+    viewer_csp,
+)
+from evidence.viewer.text import EXCERPT_CHARS, SHORT_CHARS
+from tests.viewer_runs import BREAKOUT, HOSTILE, LONG, hostile_row
+from tests.viewer_runs import SCRIPT as SCRIPT_TAG
+
+IDENTITY = AttemptIdentity("", "", "main:1", 0, "rollouts.jsonl", "main", 1, 1, "0-0", "ok")
+LINKS = {"report": "../report.html", "rollouts": "../rollouts.jsonl", "atif": "../atif/"}
+
+
+def view(row: dict[str, Any] | None, verdict: dict[str, Any] | None = None, atif: tuple[Any, Any, Any] = ("withheld", None, None)) -> Any:
+    return rollout_view(json.dumps(row).encode() if row is not None else b"[1]", row, IDENTITY, verdict, atif)
+
+
+def test_clean_replaces_lone_surrogates_and_keeps_pairs() -> None:
+    assert clean("a\ud800b") == "a\ufffdb"
+    assert clean("\ud83d\ude00") == "\U0001f600"
+    assert clean("plain") == "plain"
+
+
+def test_excerpt_cuts_long_text_and_says_how_long() -> None:
+    assert excerpt(None) is None
+    assert excerpt("short") == "short"
+    assert excerpt({"a": [1, 2]}) == '{"a":[1,2]}'
+    cut = excerpt(LONG)
+    assert cut == [LONG[:EXCERPT_CHARS], len(LONG)]
+    assert excerpt("x" * 500, 10) == ["x" * 10, 500]
+
+
+def test_script_json_cannot_end_a_script_element() -> None:
+    value = {"a": BREAKOUT, "b": "\u2028\u2029", "c": "&"}
+    text = script_json(value)
+    assert b"<" not in text and b">" not in text and b"&" not in text
+    assert "\u2028".encode() not in text and "\u2029".encode() not in text
+    assert orjson.loads(text) == value
+
+
+def test_a_rollout_view_joins_findings_tool_calls_and_gaps() -> None:
+    verdict = {
+        "verdict": "unhealthy",
+        "findings": [
+            {"check": "agent_turn_hollow", "locator": {"turn": 2}, "detail": {"reason": "hollow"}},
+            {"check": "model_call_failed", "locator": {"call_id": "mc-2"}, "detail": {"status": 500}},
+            {"check": "trajectory_capture_mismatch", "locator": {"call_id": "nowhere"}, "detail": {}},
+            {"check": "rollout_missing_agent_turns", "detail": {"reason": "none"}},
+        ],
+        "unobserved": ["model_call_runaway_generation"],
+    }
+    made = view(hostile_row(0, 0), verdict, atif_columns("0-0.json", None))
+    detail, entry = made.detail, made.entry
+    assert [f["targets"] for f in detail["findings"]] == [[["turn", 1]], [["model_call", 1]], [], None]
+    assert [f["subject"] for f in detail["findings"]] == ["agent_turn", "model_call", "trajectory_capture", "rollout"]
+    tool = detail["tool_calls"][0]
+    assert tool["call"] == 0 and tool["turn"] == 0  # asked for by captured call mc-1, which is on turn 0
+    assert tool["arguments"] == json.dumps({"cmd": BREAKOUT}, separators=(",", ":"), ensure_ascii=False)
+    assert tool["output"] == [(SCRIPT_TAG + LONG)[:EXCERPT_CHARS], len(SCRIPT_TAG + LONG)]
+    assert [c["turn"] for c in detail["model_calls"]] == [0, 1]
+    failed = detail["model_calls"][1]
+    assert failed["successful"] is False and failed["status_code"] == 500 and SCRIPT_TAG in failed["error"]
+    gaps = {g["code"]: g for g in detail["gaps"]}
+    assert gaps["turns_unavailable"]["meaning"] == GAPS["turns_unavailable"]
+    assert all(g["meaning"] is None for code, g in gaps.items() if code not in GAPS)
+    assert detail["atif"] == {"status": "exported", "file": "0-0.json", "refusal": None}
+    assert detail["capture_file"] == "0-0.capture.jsonl" and detail["line"] == 1
+    assert entry["checks"] == ["agent_turn_hollow", "model_call_failed", "trajectory_capture_mismatch", "rollout_missing_agent_turns"]
+    assert entry["verdict"] == "unhealthy" and entry["findings"] == 4 and entry["turns"] == 2 and entry["tool_calls"] == 1
+    assert entry["latency_ms"] == 15.5 and entry["prompt_tokens"] == 10 and entry["completion_tokens"] == 5
+
+
+def test_decode_row_says_what_health_read_and_what_the_page_shows() -> None:
+    assert decode_row(b'{"a": 1}') == ({"a": 1}, {"a": 1})
+    assert decode_row(b'{"a": "\\ud800"}') == (None, {"a": "\ud800"})  # orjson refuses a lone surrogate; health calls the row unreadable
+    assert decode_row(b"[1]") == (None, None)
+    assert decode_row(b"{not json") == (None, None)
+
+
+def test_a_row_that_is_no_object_still_has_a_page() -> None:
+    made = view(None, None, atif_columns(None, "refused"))
+    assert made.detail["readable"] is False and made.detail["unreadable_line"] == "[1]"
+    assert made.detail["turns"] == [] and made.entry["verdict"] is None and made.entry["atif"] == "refused"
+
+
+def test_ids_and_names_are_cut_short() -> None:
+    row = hostile_row(0, 0)
+    row["agent_ref"]["name"] = "n" * 10_000
+    agent = view(row).entry["agent"]
+    assert len(agent) == SHORT_CHARS + 1 and agent.endswith("\u2026")
+
+
+def test_index_codes_repeated_strings_and_fills_detail_files() -> None:
+    index = ViewerIndex(chunk_rollouts=2)
+    chunks = [index.add(view(hostile_row(0, n))) for n in range(5)]
+    chunks.append(index.finish())
+    written = [c for c in chunks if c is not None]
+    assert (
+        [c.name for c in written]
+        == [chunk_name(0), chunk_name(1), chunk_name(2)]
+        == ["rollouts-00000.js", "rollouts-00001.js", "rollouts-00002.js"]
+    )
+    document = index.document()
+    assert document["chunks"] == [0, 2, 4]
+    assert len(document["rows"]) == 5 and document["codes"]["agent"] == [hostile_row(0, 0)["agent_ref"]["name"]]
+    for number, chunk in enumerate(written):
+        match = re.fullmatch(rb"evidenceViewer\.chunk\((\d+),(\[.*\])\);\n", chunk.data, re.DOTALL)
+        assert match is not None and int(match.group(1)) == number
+        assert b"<" not in chunk.data
+        assert len(orjson.loads(match.group(2))) == (1 if number == 2 else 2)
+
+
+def test_a_detail_file_ends_once_it_passes_its_byte_budget() -> None:
+    index = ViewerIndex(chunk_bytes=1)
+    assert index.add(view(hostile_row(0, 0))) is not None
+    assert index.finish() is None
+
+
+def test_the_page_allows_its_own_script_by_hash_and_nothing_else() -> None:
+    index = ViewerIndex()
+    index.add(view(hostile_row(0, 0)))
+    page = render_viewer(index.document(), [chunk_name(0)], LINKS)
+    digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}' 'strict-dynamic'" in viewer_csp()
+    assert f'content="{viewer_csp()}"' in page
+    assert f"<script>{SCRIPT}</script>" in page
+    scripts = re.findall(r"<script[^>]*>", page)
+    assert scripts == ['<script type="application/json" id="viewer-index">', "<script>"]
+    assert page.count("</script>") == 2  # the data closes nothing early
+    data = page.split('id="viewer-index">', 1)[1].split("</script>", 1)[0]
+    document = json.loads(data)
+    assert document["chunk_files"] == ["rollouts-00000.js"] and document["links"] == LINKS
+    assert not [text for text in HOSTILE if "<" in text and text in page]
+    assert "agent \\u003cimg src=x" in data  # the hostile agent name is in the index, as an escape
+
+
+def test_the_script_holds_nothing_that_changes_how_a_page_parses_it() -> None:
+    """Inside <script>, ``</`` could end the element and ``<!--`` with ``<script`` could keep it from ending."""
+    assert "</" not in SCRIPT and "<!--" not in SCRIPT and "<script" not in SCRIPT.lower()
+
+
+@pytest.mark.parametrize(
+    "sink", ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function(", "srcdoc", 'setTimeout("']
+)
+def test_the_script_never_parses_data_as_markup_or_code(sink: str) -> None:
+    assert sink not in SCRIPT
+
+
+def test_the_page_draws_no_emoji() -> None:
+    """The viewer renders where no emoji font is installed: its own text uses no pictographs."""
+    page = render_viewer(ViewerIndex().document(), [], LINKS)
+    pictographs = [
+        ch for ch in page if ord(ch) >= 0x1F000 or 0x2600 <= ord(ch) <= 0x27BF or 0x2B00 <= ord(ch) <= 0x2BFF or ord(ch) == 0xFE0F
+    ]
+    assert pictographs == []
