@@ -34,6 +34,7 @@ def preflight(params: BatchParams) -> None:
     cannot be written, before a flow starts: either used to end in an empty table, exit 0."""
     from flows.execution.credentials import storage_options_with
     from tasks.storage import InputNotFound, Location
+    from tasks.storage.probe import check_writable
 
     options = storage_options_with(params.storage_options, params.aws_credentials_block)
     prefix = Location(params.prefix, options)
@@ -41,7 +42,7 @@ def preflight(params: BatchParams) -> None:
         if prefix.is_file():
             raise ValueError(f"{prefix.display} is a file: batch takes the folder its job folders are under (run takes one job)")
         raise InputNotFound(prefix.display, "no such folder: no jobs to process")
-    Location(params.output, options).check_writable()
+    check_writable(Location(params.output, options))
 
 
 def print_batch(summary: dict[str, Any]) -> None:

@@ -39,6 +39,7 @@ from tasks.rundir import (
     update_latest,
 )
 from tasks.storage import Location
+from tasks.storage.probe import check_writable
 
 DASK_CONNECT_TIMEOUT_S = 5.0
 """How long the CLI waits for an existing Dask scheduler to accept a connection (Dask's own wait was 30 s and a traceback)."""
@@ -147,7 +148,7 @@ def job_locations(params: StageParams) -> tuple[tuple[Shard, ...], Location, Loc
     output = Location(params.output, options)
     files = [f for shard in shards for f in (shard.main, shard.failures, shard.materialized) if f is not None]
     check_apart(output.child(job_id), [capture_dir] + [f.parent() for f in files])  # parameter URLs are absolute
-    output.child(job_id).check_writable()
+    check_writable(output.child(job_id))
     return shards, capture_dir, output, job_id
 
 

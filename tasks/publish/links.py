@@ -15,6 +15,7 @@ import re
 from datetime import datetime, timedelta, timezone
 
 from tasks.storage import Location
+from tasks.storage.probe import signed_url
 
 SIGNED_LINK_LIFETIME = timedelta(days=7)  # S3 SigV4's maximum
 
@@ -27,7 +28,7 @@ def openable_url(location: Location) -> tuple[str | None, str]:
             " (a web page such as the Prefect UI cannot open file:// links), or store the outputs on S3 for a link that opens anywhere."
         )
     try:
-        url = location.signed_url(int(SIGNED_LINK_LIFETIME.total_seconds()))
+        url = signed_url(location, int(SIGNED_LINK_LIFETIME.total_seconds()))
     except NotImplementedError:
         return None, f"{location.url} cannot be signed for a browser: open it with its own client."
     until = (datetime.now(timezone.utc) + SIGNED_LINK_LIFETIME).strftime("%Y-%m-%d %H:%M UTC")

@@ -23,8 +23,7 @@ import fsspec.asyn
 from fsspec.implementations.local import LocalFileSystem
 
 from tasks.storage import retry  # the module, not its names: importing tasks.storage.retry first imports this package
-from tasks.storage.base import PermanentStorageError, StorageError
-from tasks.storage.writes import TEMP_PREFIX, atomic_writer, content_type, create_local, temp_file
+from tasks.storage.writes import atomic_writer, content_type, create_local
 
 READ_BLOCK = 8 * 2**20
 _MADV_PAGEOUT = getattr(mmap, "MADV_PAGEOUT", 21 if sys.platform == "linux" else None)  # Linux 5.4; Python 3.11 lacks the name
@@ -374,49 +373,6 @@ class Location:
 
     def remove(self) -> None:
         retry.call_with_retries(self.url, lambda: self.fs.rm_file(self.path))
-
-    def signed_url(self, seconds: int) -> str:
-        """A URL a browser can GET for ``seconds`` (S3: presigned with SigV4).
-
-        s3fs signs with botocore's default, which for S3 presigning is still SigV2 in places
-        (moto, the us-east-1 global endpoint): a SigV4 link is asked for explicitly.
-
-        Raises:
-            NotImplementedError: the store cannot sign (``memory://``, a local file).
-        """
-        fs = self.fs
-        if "s3" in fs.protocol:
-            config = {**self.options.get("config_kwargs", {}), "signature_version": "s3v4"}
-            fs = fsspec.filesystem("s3", **{**self.options, "config_kwargs": config})
-        return str(fs.sign(self.path, expiration=seconds))  # computed here: no request to retry
-
-    def check_writable(self) -> None:
-        """Raise ``PermanentStorageError`` when nothing can be written in this folder, before anything is.
-
-        Locally a temp file is created and removed in the nearest folder that exists (no folder
-        is made); on object stores an empty probe object is written and removed. A read-only
-        folder, a missing bucket or credentials that cannot write are then one line before a
-        run starts, not a failed flow run after its run directory was claimed.
-        """
-        if self.is_local:
-            folder = self.path
-            while not os.path.lexists(folder) and os.path.dirname(folder) != folder:
-                folder = os.path.dirname(folder)
-            if not os.path.isdir(folder):
-                raise PermanentStorageError(self.display, f"cannot be written: {folder} is not a folder")
-            try:
-                fd, tmp = temp_file(folder)
-            except OSError as exc:
-                raise PermanentStorageError(self.display, f"cannot be written: {exc.strerror or exc} ({folder})") from exc
-            os.close(fd)
-            os.unlink(tmp)
-            return
-        probe = self.child(f"{TEMP_PREFIX}write-probe-{os.urandom(4).hex()}")
-        try:
-            probe.write_bytes(b"")
-            probe.remove()
-        except StorageError as exc:
-            raise PermanentStorageError(self.url, f"cannot be written: {exc.message}") from exc
 
     def remove_tree(self) -> None:
         """Remove this folder and everything below it (nothing to do when it does not exist)."""
