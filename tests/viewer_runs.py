@@ -1,6 +1,6 @@
 """A run directory written by hand whose every text is hostile, for the rollout viewer's tests.
 
-``hostile_run`` writes what ``write_viewer`` reads (``manifest.json``, ``rollouts.jsonl``,
+``hostile_run`` writes what a rebuild of the viewer from a run's outputs reads (``manifest.json``, ``rollouts.jsonl``,
 ``health/rollout_verdicts.jsonl``, ``atif/manifest.jsonl`` and ``atif/rejections.jsonl``) for
 three main rows and a sidecar one. Markup, scripts, a closing
 ``</script>``, a ``javascript:`` URL, right-to-left overrides, U+2028, a 200,000-character
@@ -116,6 +116,7 @@ def hostile_run(run_dir: Path) -> Path:
     lone["ng_trajectory"]["tool_calls"][0]["output"] = "lone \ud800 surrogate"
     rows.append(json.dumps(lone))  # ensure_ascii: the surrogate stays an escape, which orjson refuses
     (run_dir / "rollouts.jsonl").write_text("".join(row + "\n" for row in rows), encoding="utf-8")
+    (run_dir / "rollouts_failures.jsonl").write_text(json.dumps(hostile_row(9, 9), ensure_ascii=False) + "\n", encoding="utf-8")
     findings = [
         {"check": "agent_turn_hollow", "locator": {"turn": 2}, "detail": {"reason": SCRIPT}},
         {"check": "model_call_failed", "locator": {"call_id": "mc-2"}, "detail": {"status": 500, "note": IMAGE}},

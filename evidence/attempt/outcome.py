@@ -14,6 +14,8 @@ from typing import Any
 from evidence.atif.digest import AtifFile, AtifRefusal
 from evidence.folds.digest import ScoreDigest
 from evidence.health import RowDigest
+from evidence.tables import RowFacts
+from evidence.viewer.rollout import ViewFacts
 
 __all__ = ["AtifFile", "AtifRefusal", "AttemptOutcome", "MainDigests", "PerfDigest", "Status"]
 
@@ -50,6 +52,7 @@ class MainDigests:
     perf: PerfDigest | None
     atif: AtifFile | AtifRefusal
     score: ScoreDigest | None = None  # None also for a row in no group (no server, no agent)
+    view: ViewFacts | None = None  # what the rollout viewer shows of the row
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,7 @@ class AttemptOutcome:
         line: the output row line, without newline: the enriched row, or the input row unchanged
             (bytes from the engine; a view of the part's bytes once decoded, see ``decode_part``).
         main: the digests of a main row; None for a sidecar row.
+        facts: what the analysis tables read from the row (None when reading it failed).
     """
 
     status: Status
@@ -74,3 +78,4 @@ class AttemptOutcome:
     rollout_id: str | None
     line: bytes | memoryview
     main: MainDigests | None
+    facts: RowFacts | None = None

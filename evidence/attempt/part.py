@@ -2,7 +2,7 @@
 
 Layout::
 
-    evidence-part/4[ exact]\\n     magic and version; "exact" when the header holds wide integers
+    evidence-part/6[ exact]\\n     magic and version; "exact" when the header holds wide integers
     <header JSON>\\n               every field of the outcome but the blobs, plus blob lengths
     <row line><ATIF text>          the blobs back to back, raw bytes (no JSON-in-JSON escaping);
                                    the ATIF file is its text plus a final newline
@@ -25,10 +25,12 @@ from evidence.errors import EvidenceError
 from evidence.folds.digest import ScoreDigest
 from evidence.health import RowDigest
 from evidence.jsonl import dumps, loads_exact, orjson_line
+from evidence.tables import RowFacts
+from evidence.viewer.rollout import ViewFacts
 
 __all__ = ["PART_VERSION", "AttemptPart", "PartError", "decode_part", "encode_part"]
 
-PART_VERSION = 5
+PART_VERSION = 6
 _MAGIC = f"evidence-part/{PART_VERSION}".encode()
 _EXACT = _MAGIC + b" exact"
 
@@ -69,6 +71,7 @@ def encode_part(part: AttemptPart) -> list[bytes | memoryview]:
         "repaired": outcome.repaired,
         "rollout_id": outcome.rollout_id,
         "main": None if outcome.main is None else _main_header(outcome.main, blobs),
+        "facts": None if outcome.facts is None else outcome.facts.to_json(),
     }
     header["blob_lengths"] = [sum(map(len, blob)) for blob in blobs]
     compact = orjson_line(header)
@@ -95,6 +98,7 @@ def _main_header(main: MainDigests, blobs: list[tuple[bytes | memoryview, ...]])
         "perf": None if main.perf is None else {"group": main.perf.group, "record": main.perf.record},
         "atif": atif,
         "score": None if main.score is None else main.score.to_json(),
+        "view": None if main.view is None else main.view.to_json(),
     }
 
 
@@ -140,6 +144,7 @@ def _decode(data: bytes | memoryview) -> AttemptPart:
         rollout_id=header["rollout_id"],
         line=blobs[0],
         main=main,
+        facts=None if header["facts"] is None else RowFacts.from_json(header["facts"]),
     )
     return AttemptPart(header["fingerprint"], header["seconds"], outcome)
 
@@ -169,4 +174,5 @@ def _main(data: dict[str, Any], blobs: list[memoryview]) -> MainDigests:
         perf=None if perf is None else PerfDigest(perf["group"], perf["record"]),
         atif=atif,
         score=None if data["score"] is None else ScoreDigest.from_json(data["score"]),
+        view=None if data["view"] is None else ViewFacts.from_json(data["view"]),
     )

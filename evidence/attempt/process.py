@@ -44,6 +44,8 @@ from evidence.identity import capture_file_id
 from evidence.jsonl import WrittenRow, write_row
 from evidence.models.atif import Exporter
 from evidence.perf_summary import perf_group, summary_input
+from evidence.tables import RowFacts, row_facts
+from evidence.viewer.rollout import ViewFacts, decode_row, view_facts
 
 __all__ = ["AttemptConfig", "AttemptInputs", "process_attempt", "unprocessed_attempt"]
 
@@ -199,13 +201,15 @@ def _outcome(
     ``as_read``: the value a reader decodes from ``line``, when the caller has it already.
     """
     main = None
+    failures: list[str] = []
     if main_line is not None:
-        failures: list[str] = []
-        main = _digests(written, projected, config, main_line, failures, as_read)
-        if failures:
-            reason = "; ".join(failures if reason is None else [reason, *failures])
-            status = Status.FAILED if status is Status.OK else status
-    return AttemptOutcome(status, reason, notes, repaired, rollout_id, written.line, main)
+        main, facts = _digests(written, projected, config, main_line, failures, as_read)
+    else:  # a sidecar row: only its table rows
+        facts = _guarded("table rows", partial(_sidecar_facts, written.line), failures)
+    if failures:
+        reason = "; ".join(failures if reason is None else [reason, *failures])
+        status = Status.FAILED if status is Status.OK else status
+    return AttemptOutcome(status, reason, notes, repaired, rollout_id, written.line, main, facts)
 
 
 def _digests(
@@ -215,7 +219,7 @@ def _digests(
     main_line: int,
     failures: list[str],
     as_read: dict[str, Any] | None,
-) -> MainDigests:
+) -> tuple[MainDigests, RowFacts | None]:
     """Every digest of a main row from one decoding of its written line; failures are collected.
 
     A trajectory the projection dumped and orjson wrote decodes to exactly that dump, which is
@@ -237,7 +241,8 @@ def _digests(
             # 0.7.0's health reads rollouts.jsonl with orjson and reports such a line as unreadable;
             # its exporter reads it with the strict loader, which may read it
             unreadable = unreadable_row(config.verdict_source, main_line, type(exc).__name__, ignored=config.ignored_checks)
-            return MainDigests(unreadable, None, None, _noted(atif_of_line(written.line, identity), failures), None)
+            view = _guarded("viewer facts", partial(_unreadable_view, written.line), failures)
+            return MainDigests(unreadable, None, None, _noted(atif_of_line(written.line, identity), failures), None, view), row_facts(None)
     # partial binds ``value`` where a lambda would close over it: ``del value`` below frees the
     # decoded row, and a closure over a deleted name reads as an undefined one
     health = _guarded(
@@ -256,14 +261,31 @@ def _digests(
     capability = _guarded("capability digest", partial(capability_digest, value), failures)
     perf = _guarded("perf digest", partial(_perf_digest, value), failures)
     score = _guarded("score digest", partial(score_digest, value), failures)
+    facts = _guarded("table rows", partial(row_facts, value), failures)
+    view = _guarded("viewer facts", partial(view_facts, written.line, value, facts), failures) if facts is not None else None
     if not written.canonical:  # an input row passed through, a fallback rendering: the strict loader reads it again
         del value
-        return MainDigests(health, capability, perf, _noted(atif_of_line(written.line, identity), failures), score)
+        return MainDigests(health, capability, perf, _noted(atif_of_line(written.line, identity), failures), score, view), facts
     # orjson's own line passes every rule of the strict loader and holds no lone surrogate, so
     # its orjson value is the strict one and the surrogate walk (hygiene) cannot fail.
     converted = convert_row(value, identity, hygiene=False)
     del value
-    return MainDigests(health, capability, perf, _noted(encode_converted(converted), failures), score)
+    return MainDigests(health, capability, perf, _noted(encode_converted(converted), failures), score, view), facts
+
+
+def _sidecar_facts(line: bytes) -> RowFacts:
+    """A sidecar row's table facts, from its line as a reader of the sidecar decodes it."""
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        value = None
+    return row_facts(value if isinstance(value, dict) else None)
+
+
+def _unreadable_view(line: bytes) -> ViewFacts:
+    """The viewer's facts of a main line orjson cannot read: what the page shows of it (``decode_row``)."""
+    _, shown = decode_row(line)
+    return view_facts(line, shown, row_facts(shown))
 
 
 def _guarded(step: str, compute: Callable[[], T], failures: list[str]) -> T | None:

@@ -1,17 +1,19 @@
 """The analysis tables of a run, as data and as pure extraction (``tasks/tables`` writes them as Parquet).
 
 ``schema``: the tables, their columns and types, ``SCHEMA_VERSION`` and the docs generated
-from them. ``rows``: one attempt's rows, from its enriched row and its identity.
+from them. ``rows``: one attempt's rows, from its enriched row (``row_facts``) and its identity (``rollout_row``).
 """
 
 from evidence.tables.rows import (
     NO_ATIF,
     NO_VERDICT,
+    ROW_COLUMNS,
     AttemptIdentity,
-    AttemptRows,
+    RowFacts,
     atif_columns,
-    attempt_rows,
     finding_rows,
+    rollout_row,
+    row_facts,
     verdict_columns,
     verdict_line_order,
     verdict_order,
@@ -31,17 +33,19 @@ from evidence.tables.schema import (
 __all__ = [
     "NO_ATIF",
     "NO_VERDICT",
+    "ROW_COLUMNS",
     "SCHEMA_FILE",
     "SCHEMA_VERSION",
     "TABLES",
     "TYPES",
     "AttemptIdentity",
-    "AttemptRows",
     "Column",
+    "RowFacts",
     "Table",
     "atif_columns",
-    "attempt_rows",
     "finding_rows",
+    "rollout_row",
+    "row_facts",
     "schema_document",
     "schema_fingerprint",
     "schema_markdown",

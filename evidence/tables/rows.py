@@ -1,14 +1,15 @@
 """One attempt's rows of the analysis tables, from its enriched row and its identity.
 
-``attempt_rows`` is the one extraction: an enriched row (as decoded from its line; None when
-the line could not be decoded) plus the attempt's identity gives the attempt's ``rollouts`` row
-(up to its ATIF and verdict columns) and its ``turns``, ``model_calls``, ``tool_calls`` and
-``gaps`` rows, each a tuple in ``schema.TABLES`` column order. It needs nothing but the row
-and its identity, so the reduce and the attempt engine can call it row by row. The ATIF and
-verdict columns and the ``findings`` rows come from files of their own
-(``atif/manifest.jsonl`` + ``atif/rejections.jsonl``, ``health/rollout_verdicts.jsonl``):
-``atif_columns``, ``verdict_columns`` and ``finding_rows`` make them, and ``verdict_order`` /
-``verdict_line_order`` say which verdict line is whose (the verdict file is sorted by identity).
+The extraction is in two steps, so a row is decoded once for everything made from it:
+``row_facts`` reads an enriched row (as decoded from its line; None when the line could not be
+decoded) where it is decoded (the attempt engine, or a rebuild from a run's outputs): its
+``turns``, ``model_calls``, ``tool_calls`` and ``gaps`` rows without their key columns, and
+its ``rollouts`` values, which ``rollout_row`` places around the attempt's identity (up to its
+ATIF and verdict columns); every row is a tuple in ``schema.TABLES`` column order. The ATIF and verdict columns and the
+``findings`` rows are run-level (0.7.0's ATIF acceptance, the health fold): ``atif_columns``,
+``verdict_columns`` and ``finding_rows`` make them, and ``verdict_order`` /
+``verdict_line_order`` say which line of ``health/rollout_verdicts.jsonl`` is whose (the file
+is sorted by identity).
 
 Rows are read tolerantly: a rejected or failed attempt's row is written unchanged, so any field
 may hold anything. A value of the wrong type is null, never an error, and every list entry
@@ -33,12 +34,14 @@ __all__ = [
     "NO_ATIF",
     "NO_VERDICT",
     "REFUSED",
+    "ROW_COLUMNS",
     "WITHHELD",
     "AttemptIdentity",
-    "AttemptRows",
+    "RowFacts",
     "atif_columns",
-    "attempt_rows",
     "finding_rows",
+    "rollout_row",
+    "row_facts",
     "verdict_columns",
     "verdict_line_order",
     "verdict_order",
@@ -78,51 +81,99 @@ class AttemptIdentity:
         return (self.job_id, self.run_id, self.key, self.source)
 
 
-@dataclass(frozen=True, slots=True)
-class AttemptRows:
-    """An attempt's rows: ``rollout`` lacks the ATIF and verdict columns, which the caller appends."""
+ROW_COLUMNS = (
+    "task_index",
+    "rollout_index",
+    "attempt_index",
+    "stage_index",
+    "task_id",
+    "agent",
+    "environment_server",
+    "failure_class",
+    "reward",
+    "resolved",
+    "metrics",
+    "perf_num_turns",
+    "perf_num_tool_calls",
+    "perf_token_observability_coverage",
+    "perf_prompt_tokens",
+    "perf_cached_prompt_tokens",
+    "perf_completion_tokens",
+    "perf_reasoning_tokens",
+    "perf_total_latency_ms",
+    "has_trajectory",
+    "invocation_count",
+    "turn_count",
+    "model_call_count",
+    "tool_call_count",
+    "gap_count",
+    "capture_call_count",
+    "capture_gaps",
+)
+"""The ``rollouts`` columns an attempt's row gives (``RowFacts.values``), in table order; the
+identity's columns sit between them (``rollout_row``)."""
+_INDICES, _NAMES, _MEASURES = slice(0, 4), slice(4, 7), slice(7, None)
+"""``RowFacts.values`` as ``rollout_row`` places them: before the rollout id, before the status, after ``repaired``."""
+_METRICS = ROW_COLUMNS.index("metrics")
 
-    rollout: tuple[Any, ...]
+
+@dataclass(frozen=True, slots=True)
+class RowFacts:
+    """What the tables read from one attempt's row, before the attempt's identity is known.
+
+    ``values`` are the ``rollouts`` columns of ``ROW_COLUMNS``; the child rows lack the four
+    key columns. Made once per attempt where its row is decoded (the attempt engine, or a
+    rebuild from a run's outputs) and joined with the identity by ``rollout_row``, so the row
+    is never decoded again for its tables or its viewer page.
+    """
+
+    values: tuple[Any, ...]
     turns: list[tuple[Any, ...]]
     model_calls: list[tuple[Any, ...]]
     tool_calls: list[tuple[Any, ...]]
     gaps: list[tuple[Any, ...]]
 
+    def named(self) -> dict[str, Any]:
+        """``values`` by column name."""
+        return dict(zip(ROW_COLUMNS, self.values, strict=True))
 
-def attempt_rows(row: Mapping[str, Any] | None, identity: AttemptIdentity) -> AttemptRows:
-    """Every table row of one attempt but its ATIF and verdict columns and its findings."""
+    def to_json(self) -> list[Any]:
+        """JSON-ready lists; :meth:`from_json` restores equal facts."""
+        return [list(self.values), self.turns, self.model_calls, self.tool_calls, self.gaps]
+
+    @classmethod
+    def from_json(cls, data: Sequence[Any]) -> RowFacts:
+        values, turns, calls, tools, gaps = data
+        restored = list(values)
+        restored[_METRICS] = [(name, number) for name, number in restored[_METRICS]]  # Arrow's map takes pairs
+        return cls(
+            tuple(restored), [tuple(r) for r in turns], [tuple(r) for r in calls], [tuple(r) for r in tools], [tuple(r) for r in gaps]
+        )
+
+
+def row_facts(row: Mapping[str, Any] | None) -> RowFacts:
+    """What the tables read from an attempt's row (as decoded from its line; None when it could not be)."""
     row = row if isinstance(row, Mapping) else {}
-    keys = identity.keys
     trajectory = as_object(row.get("ng_trajectory"))
     capture = as_object(row.get("ng_model_call_capture"))
     turns = as_list(trajectory.get("turns")) if trajectory is not None else []
     calls = as_list(trajectory.get("model_calls")) if trajectory is not None else []
     tools = as_list(trajectory.get("tool_calls")) if trajectory is not None else []
-    turn_rows = [(*keys, *_entry(index, turn, _TURN_FIELDS)) for index, turn in enumerate(turns)]
-    call_rows = [(*keys, *values) for values in _model_calls(trajectory, calls, turns)] if trajectory is not None else []
-    tool_rows = [(*keys, *_entry(index, tool, _TOOL_CALL_FIELDS)) for index, tool in enumerate(tools)]
-    gap_rows = [(*keys, *values) for values in _gaps(row)]
+    turn_rows = [_entry(index, turn, _TURN_FIELDS) for index, turn in enumerate(turns)]
+    call_rows = list(_model_calls(trajectory, calls, turns)) if trajectory is not None else []
+    tool_rows = [_entry(index, tool, _TOOL_CALL_FIELDS) for index, tool in enumerate(tools)]
+    gap_rows = list(_gaps(row))
     perf = as_object(row.get("ng_perf")) or {}
     agent = as_object(row.get("agent_ref")) or {}
     counted = trajectory is not None
-    rollout = (
-        *keys,
-        identity.shard,
-        identity.shard_file,
-        identity.line,
-        identity.output_line,
+    values = (
         as_int(row.get("_ng_task_index")),
         as_int(row.get("_ng_rollout_index")),
         as_int(row.get("_ng_attempt_index")),
         as_int(row.get("stage_index")),
-        identity.rollout_id,
         as_str(trajectory.get("task_id")) if trajectory is not None else None,
         as_str(agent.get("name")),
         as_str(row.get("_ng_environment_server")),
-        identity.status,
-        identity.reason,
-        list(identity.notes),
-        identity.repaired,
         as_str(row.get("_ng_failure_class")),
         as_number(row.get("reward")),
         as_bool(row.get("resolved")),
@@ -143,9 +194,29 @@ def attempt_rows(row: Mapping[str, Any] | None, identity: AttemptIdentity) -> At
         len(gap_rows),
         as_length(capture.get("calls")) if capture is not None else None,
         [_gap_code(gap) for gap in as_list(capture.get("gaps"))] if capture is not None else None,
+    )
+    return RowFacts(values, turn_rows, call_rows, tool_rows, gap_rows)
+
+
+def rollout_row(facts: RowFacts, identity: AttemptIdentity) -> tuple[Any, ...]:
+    """An attempt's ``rollouts`` row but its ATIF and verdict columns: its row's facts around its identity."""
+    values = facts.values
+    return (
+        *identity.keys,
+        identity.shard,
+        identity.shard_file,
+        identity.line,
+        identity.output_line,
+        *values[_INDICES],
+        identity.rollout_id,
+        *values[_NAMES],
+        identity.status,
+        identity.reason,
+        list(identity.notes),
+        identity.repaired,
+        *values[_MEASURES],
         identity.size,
     )
-    return AttemptRows(rollout, turn_rows, call_rows, tool_rows, gap_rows)
 
 
 def atif_columns(file: str | None, refusal: str | None) -> tuple[str, str | None, str | None]:

@@ -4,14 +4,15 @@ From every verdict to its evidence: a table of every main attempt (filter by ver
 check, gap, status and ATIF outcome; sort by reward, latency, tokens, turns) and a page per
 rollout (identity and status; the verdict with each finding pointing at its turn, model call or
 tool call; the turns with their calls; gaps with their meaning; its row's line, ATIF file or
-refusal and capture file). The caller streams the run's files through ``rollout_view`` and
-``ViewerIndex``, writes each ``Chunk`` it gets, then ``render_viewer``'s page
-(``tasks/publish/viewer.py``).
+refusal and capture file). Each main row's ``view_facts`` are made where the row is decoded
+(the attempt engine); the reduce completes them with the run's verdict and ATIF decision
+(``rollout_view``), feeds ``ViewerIndex``, writes each ``Chunk`` it gets, then
+``render_viewer``'s page (``tasks/reduce/viewer.py``).
 """
 
 from evidence.viewer.index import CHUNK_BYTES, CHUNK_ROLLOUTS, INDEX_FIELDS, Chunk, ViewerIndex, chunk_name
 from evidence.viewer.page import render_viewer, viewer_csp
-from evidence.viewer.rollout import RolloutView, decode_row, rollout_view
+from evidence.viewer.rollout import RolloutView, ViewFacts, decode_row, rollout_view, view_facts
 from evidence.viewer.script import SCRIPT
 from evidence.viewer.text import clean, excerpt, script_json
 
@@ -22,6 +23,7 @@ __all__ = [
     "SCRIPT",
     "Chunk",
     "RolloutView",
+    "ViewFacts",
     "ViewerIndex",
     "chunk_name",
     "clean",
@@ -30,5 +32,6 @@ __all__ = [
     "render_viewer",
     "rollout_view",
     "script_json",
+    "view_facts",
     "viewer_csp",
 ]

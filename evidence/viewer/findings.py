@@ -11,24 +11,45 @@ captured call) points at nothing, and the page says so.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from evidence.health.registry import CHECKS
 from evidence.viewer.text import SHORT_CHARS, excerpt, short
 
-__all__ = ["MODEL_CALL", "TOOL_CALL", "TURN", "finding_views"]
+__all__ = ["MODEL_CALL", "TOOL_CALL", "TURN", "Subjects", "finding_views"]
 
 TURN, MODEL_CALL, TOOL_CALL = "turn", "model_call", "tool_call"
 
 
-def finding_views(
-    findings: Sequence[Any], turns: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class Subjects:
+    """What a rollout's findings can point at, by position in ``ng_trajectory`` (as the tables read it).
+
+    Attributes:
+        turns: each turn's ``(turn_index, turn_no)``.
+        calls: each model call's ``(call_index, model_call_id, response_id)``.
+        tools: each tool call's ``(tool_index, tool_call_id)``.
+    """
+
+    turns: Sequence[Sequence[Any]]
+    calls: Sequence[Sequence[Any]]
+    tools: Sequence[Sequence[Any]]
+
+    def to_json(self) -> list[Any]:
+        return [self.turns, self.calls, self.tools]
+
+    @classmethod
+    def from_json(cls, data: Sequence[Any]) -> Subjects:
+        turns, calls, tools = data
+        return cls(turns, calls, tools)
+
+
+def finding_views(findings: Sequence[Any], subjects: Subjects) -> list[dict[str, Any]]:
     """Each finding (a verdict line's ``findings`` entry) with its subject and its targets.
 
-    ``turns``, ``calls`` and ``tools`` are the rollout's rows as ``evidence.tables`` reads them
-    (dicts by column name). A target is ``[kind, index]``: the position of the turn, model call
-    or tool call in ``ng_trajectory``; a locator may match several (two invocations' turn 1).
+    A target is ``[kind, index]``: the position of the turn, model call or tool call in
+    ``ng_trajectory``; a locator may match several (two invocations' turn 1).
     """
     views = []
     for entry in findings:
@@ -44,35 +65,33 @@ def finding_views(
                 "subject": spec.subject if spec is not None else None,
                 "locator": excerpt(locator, SHORT_CHARS),
                 "detail": excerpt(reason if isinstance(reason, str) else detail),
-                "targets": _targets(locator, turns, calls, tools),
+                "targets": _targets(locator, subjects),
             }
         )
     return views
 
 
-def _targets(
-    locator: Any, turns: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
-) -> list[list[Any]] | None:
+def _targets(locator: Any, subjects: Subjects) -> list[list[Any]] | None:
     """The items a locator names; None for a rollout-level finding (no locator)."""
     if not isinstance(locator, Mapping):
         return None
     found: list[list[Any]] = []
     turn_no = locator.get("turn")
     if isinstance(turn_no, int) and not isinstance(turn_no, bool):
-        found += [[TURN, turn["turn_index"]] for turn in turns if turn["turn_no"] == turn_no]
+        found += [[TURN, index] for index, number in subjects.turns if number == turn_no]
     call_id = locator.get("call_id")
     if isinstance(call_id, str):
-        found += [[MODEL_CALL, index] for index in _calls_named(call_id, calls)]
+        found += [[MODEL_CALL, index] for index in _calls_named(call_id, subjects.calls)]
     tool_id = locator.get("tool_call_id")
     if isinstance(tool_id, str):
-        found += [[TOOL_CALL, tool["tool_index"]] for tool in tools if tool["tool_call_id"] == tool_id]
+        found += [[TOOL_CALL, index] for index, named in subjects.tools if named == tool_id]
     return found
 
 
-def _calls_named(call_id: str, calls: Sequence[Mapping[str, Any]]) -> list[int]:
+def _calls_named(call_id: str, calls: Sequence[Sequence[Any]]) -> list[int]:
     """The calls a ``call_id`` locator names, by the locator's own precedence: call id, response id, position."""
-    for field in ("model_call_id", "response_id"):
-        named = [call["call_index"] for call in calls if call[field] == call_id]
+    for field in (1, 2):  # model_call_id, response_id
+        named = [call[0] for call in calls if call[field] == call_id]
         if named:
             return named
-    return [call["call_index"] for call in calls if str(call["call_index"]) == call_id]
+    return [call[0] for call in calls if str(call[0]) == call_id]

@@ -1,9 +1,10 @@
 """One main attempt as the viewer shows it: its index entry (the table's row) and its detail (its page).
 
-Built on the tables' extraction (``evidence.tables.attempt_rows``): the same turns, model
-calls, tool calls and gaps, read as tolerantly, so the viewer and ``tables/*.parquet`` never
-disagree about a rollout. What the tables leave out the viewer adds as excerpts (``text.py``):
-a tool call's arguments (from the captured call that asked for it) and output, a turn's
+Built on the tables' extraction (``evidence.tables.row_facts``): the same turns, model calls,
+tool calls and gaps, read as tolerantly, so the viewer and ``tables/*.parquet`` never disagree
+about a rollout. ``view_facts`` reads the row once, where it is decoded; ``rollout_view`` adds
+the run's judgement (verdict, findings, ATIF decision) in the reduce. What the tables leave
+out the viewer adds as excerpts (``text.py``): a tool call's arguments (from the captured call that asked for it) and output, a turn's
 answer and reasoning, a failed call's error body. Each finding points at its subject
 (``findings.py``), each gap carries its meaning from the gap-code registry (``evidence.gaps``).
 """
@@ -19,11 +20,12 @@ import orjson
 from evidence.capture import CAPTURE_SUFFIX
 from evidence.gaps import GAPS
 from evidence.jsonl import loads_exact
-from evidence.tables import TABLES, AttemptIdentity, attempt_rows
-from evidence.viewer.findings import finding_views
+from evidence.tables import ROW_COLUMNS, TABLES, AttemptIdentity, RowFacts
+from evidence.tables.schema import KEYS
+from evidence.viewer.findings import Subjects, finding_views
 from evidence.viewer.text import SHORT_CHARS, excerpt, short
 
-__all__ = ["RolloutView", "decode_row", "rollout_view"]
+__all__ = ["RolloutView", "ViewFacts", "decode_row", "rollout_view", "view_facts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,33 +36,98 @@ class RolloutView:
     detail: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class ViewFacts:
+    """What the viewer shows of one main row before the run has judged it: the parts of its page
+    and of its index entry read from the row, and what its findings can point at.
+
+    Made where the row is decoded (the attempt engine), carried in the attempt's part, and
+    completed by ``rollout_view`` with the run-level verdict and ATIF decision.
+    """
+
+    page: dict[str, Any]
+    entry: dict[str, Any]
+    subjects: Subjects
+
+    def to_json(self) -> list[Any]:
+        return [self.page, self.entry, self.subjects.to_json()]
+
+    @classmethod
+    def from_json(cls, data: Sequence[Any]) -> ViewFacts:
+        page, entry, subjects = data
+        return cls(page, entry, Subjects.from_json(subjects))
+
+
+def view_facts(line: bytes, row: Mapping[str, Any] | None, facts: RowFacts) -> ViewFacts:
+    """The viewer's facts of one main row.
+
+    Args:
+        line: the enriched line of ``rollouts.jsonl`` (shown in part when it is no JSON object).
+        row: that line as the page shows it (``decode_row``'s second), or None.
+        facts: ``evidence.tables.row_facts`` of that same ``row``.
+    """
+    rollout = facts.named()
+    turns = [dict(zip(_CHILD_COLUMNS["turns"], values, strict=True)) for values in facts.turns]
+    calls = [dict(zip(_CHILD_COLUMNS["model_calls"], values, strict=True)) for values in facts.model_calls]
+    tools = [dict(zip(_CHILD_COLUMNS["tool_calls"], values, strict=True)) for values in facts.tool_calls]
+    gaps = [_gap(dict(zip(_CHILD_COLUMNS["gaps"], values, strict=True))) for values in facts.gaps]
+    raw = _Raw(row)
+    requested = raw.requested_tools()
+    call_of_tool = [_requesting_call(requested.get(tool["tool_call_id"]), calls) for tool in tools]
+    page = {
+        "readable": row is not None,
+        "unreadable_line": None if row is not None else excerpt(line.decode("utf-8", "replace")),
+        "identity": {name: short(rollout[name]) for name in _IDENTITY},
+        "perf": {name: rollout[name] for name in _PERF},
+        "capture": {"calls": rollout["capture_call_count"], "gaps": [short(code) for code in rollout["capture_gaps"] or []]},
+        "invocations": rollout["invocation_count"],
+        "has_trajectory": rollout["has_trajectory"],
+        "turns": [_turn(turn, raw.item("turns", turn["turn_index"])) for turn in turns],
+        "model_calls": [_call(call, raw.item("model_calls", call["call_index"])) for call in calls],
+        "tool_calls": [
+            _tool(tool, raw.item("tool_calls", tool["tool_index"]), requested.get(tool["tool_call_id"]), call, calls)
+            for tool, call in zip(tools, call_of_tool, strict=True)
+        ],
+        "gaps": gaps,
+    }
+    entry = {
+        "task": rollout["task_index"],
+        "rollout": rollout["rollout_index"],
+        "agent": short(rollout["agent"]),
+        "gaps": _unique(gap["code"] for gap in gaps),
+        "reward": rollout["reward"],
+        "latency_ms": rollout["perf_total_latency_ms"],
+        "prompt_tokens": rollout["perf_prompt_tokens"],
+        "completion_tokens": rollout["perf_completion_tokens"],
+        "turns": rollout["turn_count"],
+        "model_calls": rollout["model_call_count"],
+        "tool_calls": rollout["tool_call_count"],
+    }
+    subjects = Subjects(
+        [[turn["turn_index"], turn["turn_no"]] for turn in turns],
+        [[call["call_index"], call["model_call_id"], call["response_id"]] for call in calls],
+        [[tool["tool_index"], tool["tool_call_id"]] for tool in tools],
+    )
+    return ViewFacts(page, entry, subjects)
+
+
 def rollout_view(
-    line: bytes,
-    row: Mapping[str, Any] | None,
+    facts: ViewFacts,
     identity: AttemptIdentity,
     verdict: Mapping[str, Any] | None,
     atif: tuple[str | None, str | None, str | None],
 ) -> RolloutView:
-    """The viewer's view of one main attempt.
+    """The viewer's view of one main attempt: its facts with the run's judgement of it.
 
     Args:
-        line: the enriched line of ``rollouts.jsonl`` (shown in part when it is no JSON object).
-        row: that line decoded, or None when it is no JSON object.
+        facts: ``view_facts`` of its row.
         identity: the attempt's identity (``job_id``/``run_id`` are not shown: the viewer
             holds no run id, so reruns write the same bytes).
         verdict: its line of ``health/rollout_verdicts.jsonl``, or None when health has none.
         atif: its ATIF columns (``evidence.tables.atif_columns``): status, file, refusal.
     """
-    made = attempt_rows(row, identity)
-    rollout = dict(zip(_COLUMNS["rollouts"], made.rollout, strict=False))  # without its ATIF and verdict columns
-    turns = [dict(zip(_COLUMNS["turns"], values, strict=True)) for values in made.turns]
-    calls = [dict(zip(_COLUMNS["model_calls"], values, strict=True)) for values in made.model_calls]
-    tools = [dict(zip(_COLUMNS["tool_calls"], values, strict=True)) for values in made.tool_calls]
-    gaps = [dict(zip(_COLUMNS["gaps"], values, strict=True)) for values in made.gaps]
-    raw = _Raw(row)
-    requested = raw.requested_tools()
-    call_of_tool = [_requesting_call(requested.get(tool["tool_call_id"]), calls) for tool in tools]
-    findings = finding_views(_list(verdict.get("findings")) if verdict is not None else [], turns, calls, tools)
+    page = facts.page
+    findings = finding_views(_list(verdict.get("findings")) if verdict is not None else [], facts.subjects)
     status, atif_file, refusal = atif
     detail = {
         "line": identity.output_line,
@@ -73,46 +140,35 @@ def rollout_view(
         "reason": excerpt(identity.reason),
         "notes": [excerpt(note, SHORT_CHARS) for note in identity.notes],
         "repaired": identity.repaired,
-        "readable": row is not None,
-        "unreadable_line": None if row is not None else excerpt(line.decode("utf-8", "replace")),
-        "identity": {name: short(rollout[name]) for name in _IDENTITY},
-        "perf": {name: rollout[name] for name in _PERF},
+        **{name: page[name] for name in _PAGE_HEAD},
         "verdict": short(verdict.get("verdict")) if verdict is not None else None,
         "unobserved": [short(check) for check in _list(verdict.get("unobserved"))] if verdict is not None else [],
         "findings": findings,
         "atif": {"status": status, "file": short(atif_file), "refusal": excerpt(refusal)},
-        "capture": {"calls": rollout["capture_call_count"], "gaps": [short(code) for code in rollout["capture_gaps"] or []]},
-        "invocations": rollout["invocation_count"],
-        "has_trajectory": rollout["has_trajectory"],
-        "turns": [_turn(turn, raw.item("turns", turn["turn_index"])) for turn in turns],
-        "model_calls": [_call(call, raw.item("model_calls", call["call_index"])) for call in calls],
-        "tool_calls": [
-            _tool(tool, raw.item("tool_calls", tool["tool_index"]), requested.get(tool["tool_call_id"]), call, calls)
-            for tool, call in zip(tools, call_of_tool, strict=True)
-        ],
-        "gaps": [_gap(gap) for gap in gaps],
+        **{name: page[name] for name in _PAGE_TAIL},
     }
-    entry = {
+    entry = facts.entry
+    view_entry = {
         "line": identity.output_line,
         "rollout_id": short(identity.rollout_id),
-        "task": rollout["task_index"],
-        "rollout": rollout["rollout_index"],
-        "agent": short(rollout["agent"]),
+        "task": entry["task"],
+        "rollout": entry["rollout"],
+        "agent": entry["agent"],
         "status": short(identity.status),
         "verdict": detail["verdict"],
         "checks": _unique(finding["check"] for finding in findings),
-        "gaps": _unique(gap["code"] for gap in detail["gaps"]),
+        "gaps": entry["gaps"],
         "atif": status,
-        "reward": rollout["reward"],
-        "latency_ms": rollout["perf_total_latency_ms"],
-        "prompt_tokens": rollout["perf_prompt_tokens"],
-        "completion_tokens": rollout["perf_completion_tokens"],
-        "turns": rollout["turn_count"],
-        "model_calls": rollout["model_call_count"],
-        "tool_calls": rollout["tool_call_count"],
+        "reward": entry["reward"],
+        "latency_ms": entry["latency_ms"],
+        "prompt_tokens": entry["prompt_tokens"],
+        "completion_tokens": entry["completion_tokens"],
+        "turns": entry["turns"],
+        "model_calls": entry["model_calls"],
+        "tool_calls": entry["tool_calls"],
         "findings": len(findings),
     }
-    return RolloutView(entry, detail)
+    return RolloutView(view_entry, detail)
 
 
 def decode_row(line: bytes) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -134,30 +190,14 @@ def decode_row(line: bytes) -> tuple[dict[str, Any] | None, dict[str, Any] | Non
     return row, row
 
 
-_COLUMNS = {name: table.names for name, table in TABLES.items()}
-"""Each table's column names, in the order of ``attempt_rows``' tuples."""
-_IDENTITY = (
-    "task_index",
-    "rollout_index",
-    "attempt_index",
-    "stage_index",
-    "task_id",
-    "agent",
-    "environment_server",
-    "failure_class",
-    "reward",
-    "resolved",
-)
-_PERF = (
-    "perf_num_turns",
-    "perf_num_tool_calls",
-    "perf_token_observability_coverage",
-    "perf_prompt_tokens",
-    "perf_cached_prompt_tokens",
-    "perf_completion_tokens",
-    "perf_reasoning_tokens",
-    "perf_total_latency_ms",
-)
+_CHILD_COLUMNS = {name: table.names[len(KEYS) :] for name, table in TABLES.items()}
+"""Each table's column names after its keys, in the order of ``RowFacts``' child rows."""
+_PAGE_HEAD = ("readable", "unreadable_line", "identity", "perf")
+_PAGE_TAIL = ("capture", "invocations", "has_trajectory", "turns", "model_calls", "tool_calls", "gaps")
+"""The page's parts from the row, before and after the run's judgement of it."""
+_IDENTITY = ROW_COLUMNS[: ROW_COLUMNS.index("metrics")]
+"""The row's identity as the page shows it: its indices, task id, agent, server, failure class, reward, resolved."""
+_PERF = tuple(name for name in ROW_COLUMNS if name.startswith("perf_"))
 
 
 class _Raw:

@@ -1,4 +1,4 @@
-"""``evidence-stage tables RUN_DIR_URL``: build ``tables/`` (Parquet) for a finished run from its outputs alone."""
+"""``evidence-stage tables RUN_DIR_URL``: build ``tables/`` (Parquet) and ``viewer/`` for a finished run from its outputs alone."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from flows.cli.options import add_storage_options, storage_options_of
 
 def register(subcommands: Any) -> None:
     parser = subcommands.add_parser(
-        "tables", help="build the analysis tables (tables/*.parquet) of a finished run directory from its outputs"
+        "tables", help="build the analysis tables (tables/*.parquet) and the rollout viewer of a finished run directory from its outputs"
     )
     parser.add_argument("run_dir", metavar="RUN_DIR_URL", help="a finished run directory (<output>/<job-id>/runs/<run-id>)")
     parser.add_argument("--replace", action="store_true", help="build them again when the run already has tables/")
@@ -21,7 +21,7 @@ def register(subcommands: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     from evidence.tables import SCHEMA_VERSION  # pyarrow and the library load only when building
     from tasks.storage import Location
-    from tasks.tables.build import TablesError, build_tables
+    from tasks.tables.build import TablesError, build_from_outputs
     from tasks.tables.finished import finished_run, tables_version
 
     run_dir = Location(args.run_dir, storage_options_of(args))
@@ -32,7 +32,7 @@ def handle(args: argparse.Namespace) -> int:
             f"the run already has tables/ (schema version {version}; this evidence-stage writes {SCHEMA_VERSION}): "
             "--replace builds them again"
         )
-    summary = build_tables(run_dir, job_id, run_id)
+    summary = build_from_outputs(run_dir, job_id, run_id)
     for name, rows in summary.rows.items():
         print(f"{name}: {rows} rows, {summary.bytes[name]} bytes")
     print(summary.folder)

@@ -27,9 +27,8 @@ from tasks.discover.task import discover_job
 from tasks.publish.gate import judge_run
 from tasks.publish.report import render_run_report
 from tasks.publish.task import build_manifest, parts_removed_meanwhile, publish_artifacts, publish_run, write_document
-from tasks.publish.viewer import write_viewer
 from tasks.reduce.outputs import ReduceSummary
-from tasks.reduce.task import reduce_run
+from tasks.reduce.task import preload_libraries, reduce_run
 from tasks.rundir import ACCOUNTING_FILE
 from tasks.storage import Location
 
@@ -70,6 +69,7 @@ def process_job(params: StageParams, ctx: RunContext, recorded: RecordedParams, 
         get_run_logger().info(
             "%d attempts in groups of %s; %d orphan captures; %d skipped lines", plan.attempts.count, sizes.describe(), len(plan.orphans), len(plan.skipped)
         )
+        preload_libraries()  # the reduce's imports, while the attempt pool works
         with timings.measure("fan_out_s"):
             work = fan_out(params, ctx, make_groups(plan.attempts, sizes), plan.attempts.count, pool)
     timings.seconds["in_task_s"] = work.seconds
@@ -97,7 +97,6 @@ def publish_job(
     gate = judge_run(ctx.run_dir, GateLimits.model_validate(recorded.gate or {}).named(), job.plan.accounting)
     run = run_record(params, recorded, ctx, run_id, started_at)
     manifest = replace(build_manifest(run=run, params=recorded, plan=job.plan, reduced=job.reduced, timings=timings.seconds), gate=gate)
-    write_viewer(ctx.run_dir, manifest.document())  # before the report, which links it when it is there
     clock = time.perf_counter()
     report_html, tables, outputs = render_run_report(ctx.run_dir, manifest.document(), job.reduced.histograms)
     manifest = manifest.with_timing("report_s", time.perf_counter() - clock)

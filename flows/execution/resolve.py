@@ -11,7 +11,7 @@ import fnmatch
 import socket
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import version
 from types import TracebackType
 from typing import Any
@@ -211,6 +211,8 @@ def resolve_run(params: StageParams, stack: ExitStack) -> tuple[RunContext, Loca
         listener(run_id, run_dir)
     ctx = RunContext(
         run_dir=run_dir,
+        job_id=job_id,
+        run_id=run_id,
         shards=shards,
         capture_dir=capture_dir,
         session_id=requested.session_id,
@@ -268,6 +270,6 @@ def run_record(params: StageParams, recorded: RecordedParams, ctx: RunContext, r
         scope="subset" if recorded.is_subset else "full",
         package_version=package_version(),
         started_at=started_at.isoformat(),
-        finished_at=datetime.now(timezone.utc).isoformat(),
+        finished_at=datetime.now(UTC).isoformat(),
         resumed=bool(params.resume),
     )

@@ -18,6 +18,8 @@ class RunContext:
     """Locations and output-changing parameters of one run."""
 
     run_dir: Location
+    job_id: str
+    run_id: str
     shards: tuple[Shard, ...]  # the job's rollouts files in order; one for a one-file job
     capture_dir: Location
     session_id: str

@@ -23,7 +23,6 @@ from tasks.discover.scan import JobPlan
 from tasks.publish.events import StageEvent
 from tasks.publish.links import job_artifact_key, openable_url
 from tasks.reduce.outputs import ReduceSummary
-from tasks.tables.build import build_tables
 from tasks.rundir import REPORT_FILE, VIEWER_PAGE, RunPaths, mark_complete, update_latest
 from tasks.storage import Location
 
@@ -71,11 +70,9 @@ def write_document(run_dir: Location, name: str, document: dict[str, Any]) -> No
 
 @task(name="publish-run", cache_policy=NO_CACHE, persist_result=False)
 def publish_run(run_dir: Location, job_dir: Location, manifest: RunManifest, report_html: str, full_scope: bool) -> None:
-    """manifest.json, the tables (read from the outputs and the manifest), report.html, then
-    _SUCCESS, then LATEST (full runs only; LATEST_FAILED_GATE when the gate failed)."""
+    """manifest.json, report.html, then _SUCCESS, then LATEST (full runs only; LATEST_FAILED_GATE when the gate failed)."""
     paths = RunPaths(run_dir)
     paths.manifest.write_chunks(manifest.json_chunks)
-    build_tables(run_dir, manifest.run.job_id, manifest.run.run_id)
     paths.report.write_bytes(report_html.encode())
     mark_complete(run_dir)
     if full_scope:

@@ -64,16 +64,20 @@ class AtifOutputs:
 
         return cls(acceptance, write, manifest, rejections, writes=writes)
 
-    def decide(self, attempt: AttemptRef, outcome: AttemptOutcome, atif: AtifFile | AtifRefusal) -> None:
+    def decide(self, attempt: AttemptRef, outcome: AttemptOutcome, atif: AtifFile | AtifRefusal) -> tuple[str | None, str | None]:
+        """Decide a main row; its file name (accepted) or refusal text (rejected), for its tables and viewer."""
         decision = self.acceptance.decide(attempt.out_line, outcome.rollout_id, atif)
         if decision.batch_refusal is not None and self.batch_refused is not None:
             self.batch_refused.add(decision.batch_refusal)
         if decision.rejection is not None:
             self.rejections.add(decision.rejection)
-        if decision.accepted is not None:
-            self.accept(decision.accepted)
-            self.accepted += 1
-            self.manifest.add(decision.accepted.manifest_line)
+            error = decision.rejection["error"]
+            return None, error if isinstance(error, str) else str(error)
+        assert decision.accepted is not None
+        self.accept(decision.accepted)
+        self.accepted += 1
+        self.manifest.add(decision.accepted.manifest_line)
+        return decision.accepted.name, None
 
 
 def _write_file(folder: Location, accepted: AtifFile) -> None:

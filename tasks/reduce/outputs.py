@@ -35,9 +35,10 @@ from evidence import (
 from tasks.attempts.context import RunContext
 from tasks.attempts.parts import read_parts, segment_folder
 from tasks.discover.refs import FAILURES, MAIN, AttemptRef
+from tasks.reduce.analysis import RunAnalysis
 from tasks.reduce.atif_outputs import AtifOutputs, write_atif
-from tasks.reduce.scores import NO_HEALTH, write_scores
 from tasks.reduce.attempt_log import AttemptLog
+from tasks.reduce.scores import NO_HEALTH, write_scores
 from tasks.storage import Location, atomic_writer
 from tasks.storage.spill import SortedSpill, Spill, count_repeats
 
@@ -68,7 +69,7 @@ def _part_folder(attempt: AttemptRef) -> str:
     return attempt.part_folder
 
 
-def _write_rows(ctx: RunContext, attempts: Iterable[AttemptRef], target: Location, log: AttemptLog) -> int:
+def _write_rows(ctx: RunContext, attempts: Iterable[AttemptRef], target: Location, log: AttemptLog, analysis: RunAnalysis) -> int:
     """Concatenate the output lines of one source, in input order."""
     count = 0
     with atomic_writer(target) as out:
@@ -76,6 +77,7 @@ def _write_rows(ctx: RunContext, attempts: Iterable[AttemptRef], target: Locatio
             out.write(part.outcome.line)
             out.write(b"\n")
             log.add(attempt, part)
+            analysis.add(attempt, part.outcome)
             count += 1
     return count
 
@@ -93,16 +95,17 @@ class _MainFold:
     capabilities: Spill
     scores: Spill  # (health index or NO_HEALTH, ScoreDigest), input order; rows in no group have none
     atif: AtifOutputs
+    analysis: RunAnalysis
     unavailable: Counter[str] = field(default_factory=Counter)  # digest name -> rows without it
 
     @classmethod
-    def open(cls, stack: ExitStack, atif: AtifOutputs) -> _MainFold:
+    def open(cls, stack: ExitStack, atif: AtifOutputs, analysis: RunAnalysis) -> _MainFold:
         """Empty spills, deleted when ``stack`` closes."""
 
         def spill() -> Spill:
             return stack.enter_context(Spill())
 
-        return cls(spill(), spill(), spill(), spill(), atif)
+        return cls(spill(), spill(), spill(), spill(), atif, analysis)
 
     def add(self, attempt: AttemptRef, outcome: AttemptOutcome) -> None:
         digests = outcome.main
@@ -118,7 +121,7 @@ class _MainFold:
                 self.unavailable[name] += 1
             else:
                 spill.add(digest)
-        self.atif.decide(attempt, outcome, digests.atif)
+        self.analysis.add(attempt, outcome, self.atif.decide(attempt, outcome, digests.atif))
 
 
 def _fold_main(ctx: RunContext, attempts: Iterable[AttemptRef], fold: _MainFold, log: AttemptLog) -> int:
@@ -134,10 +137,11 @@ def _fold_main(ctx: RunContext, attempts: Iterable[AttemptRef], fold: _MainFold,
     return count
 
 
-def write_health(ctx: RunContext, spill: Spill[RowDigest], masked: set[int]) -> dict[str, int]:
+def write_health(ctx: RunContext, spill: Spill[RowDigest], masked: set[int], judged: Spill[str]) -> dict[str, int]:
     """Both health files from the spilled digests: count identities, fold, sort the verdict lines.
 
-    Adds to ``masked`` the position of every digest whose verdict the run's score mask names.
+    Adds to ``masked`` the position of every digest whose verdict the run's score mask names,
+    and to ``judged`` each digest's verdict line, in input order.
     """
     repeated = count_repeats((digest.identity_key for digest in spill), _identity_order)
     fold = HealthFold(ctx.ignored_checks, repeated)
@@ -146,7 +150,9 @@ def write_health(ctx: RunContext, spill: Spill[RowDigest], masked: set[int]) -> 
             reported = fold.add(digest)
             if reported.verdict in ctx.masked_verdicts:
                 masked.add(index)
-            lines.add(verdict_order(reported), verdict_line(reported))
+            line = verdict_line(reported)
+            judged.add(line)
+            lines.add(verdict_order(reported), line)
         ctx.paths.quality_summary.write_bytes(fold.summary_text().encode())
         with atomic_writer(ctx.paths.verdicts) as out:
             for _, line in lines.items():
@@ -172,12 +178,14 @@ def write_perf(ctx: RunContext, spill: Spill[PerfDigest]) -> tuple[dict[str, Any
 
 def write_outputs(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool, result: ReduceSummary) -> None:
     with ExitStack() as stack:
-        fold = _MainFold.open(stack, AtifOutputs.open(stack, ctx.paths.atif, all_or_nothing))
+        analysis = RunAnalysis(ctx, stack)
+        fold = _MainFold.open(stack, AtifOutputs.open(stack, ctx.paths.atif, all_or_nothing), analysis)
         result.rows[MAIN] = _fold_main(ctx, _of_source(attempts, MAIN), fold, result.log)
         if ctx.has_failures:
-            result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), ctx.paths.failures, result.log)
+            result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), ctx.paths.failures, result.log, analysis)
         masked: set[int] = set()
-        result.verdicts = write_health(ctx, fold.health, masked)
+        verdict_lines: Spill[str] = stack.enter_context(Spill())
+        result.verdicts = write_health(ctx, fold.health, masked, verdict_lines)
         perf, perf_problems = write_perf(ctx, fold.perf)
         result.fold_problems = [f"perf_summary: {problem}" for problem in perf_problems]
         score_problems, scores = write_scores(ctx, fold.scores, masked, perf.get("groups") or {}, perf_problems)
@@ -188,5 +196,6 @@ def write_outputs(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: 
         ctx.paths.capabilities.write_bytes(dumps(capabilities, indent=True) + b"\n")
         result.histograms = {**histogram_values(fold.capabilities), "reward": reward_values(digest for _, digest in fold.scores)}
         result.atif_published = write_atif(ctx, fold.atif)
+        analysis.finish(result.log.entries(), verdict_lines, result.atif_published)
     result.atif_files = fold.atif.accepted if result.atif_published else 0
     result.atif_rejections = fold.atif.rejections.count

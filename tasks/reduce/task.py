@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import threading
 import time
 
 from prefect import task
@@ -13,6 +15,30 @@ from tasks.reduce.attempt_log import AttemptLog
 from tasks.reduce.outputs import ReduceSummary, write_outputs
 from tasks.storage.retry import retry_on_transient
 from tasks.storage.spill import Spill
+
+REDUCE_LIBRARIES = ("pandas", "scipy.special", "pyarrow.parquet")
+"""The libraries the reduce loads on first use (the scores' pandas and scipy, the tables' pyarrow): about a second of imports."""
+
+
+def preload_libraries() -> threading.Thread:
+    """Start importing ``REDUCE_LIBRARIES`` on a thread of its own, and return it.
+
+    Started before the fan-out, whose work runs in the attempt pool's processes while the flow
+    process mostly waits: the reduce then finds them loaded. An import the reduce reaches
+    first just waits for the thread's (Python's import lock); a library that fails to load
+    here fails again where the reduce imports it, with its own error.
+    """
+
+    def load() -> None:
+        for name in REDUCE_LIBRARIES:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                return
+
+    thread = threading.Thread(target=load, name="evidence-stage-preload", daemon=True)
+    thread.start()
+    return thread
 
 
 @task(name="reduce-run", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_condition_fn=retry_on_transient)
@@ -30,5 +56,3 @@ def reduce_run(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: boo
         raise
     result.seconds = time.perf_counter() - started
     return result
-
-

@@ -1,51 +1,42 @@
-"""A run's analysis tables (``<run>/tables/*.parquet`` + ``_schema.json``), built from its outputs alone.
+"""A finished run's tables and viewer rebuilt from its outputs alone: ``build_from_outputs``.
 
-Every input is streamed once: ``manifest.json`` (its attempt entries, one at a time),
-``rollouts.jsonl`` and ``rollouts_failures.jsonl`` in step with them, ``atif/rejections.jsonl``
-and ``atif/manifest.jsonl`` in step with the main rows, then ``health/rollout_verdicts.jsonl``.
+For a run made before the stage wrote them (``evidence-stage tables``); the stage itself writes
+both in its reduce, from the facts each attempt's part carries (``tasks/reduce/analysis.py``),
+and a rebuild of its run gives the same bytes. Every input is streamed once:
+``manifest.json`` (its attempt entries, one at a time), ``rollouts.jsonl`` and
+``rollouts_failures.jsonl`` in step with them, ``atif/rejections.jsonl`` and
+``atif/manifest.jsonl`` in step with the main rows, then ``health/rollout_verdicts.jsonl``.
 Three passes keep memory flat in the number of rollouts:
 
-1. each attempt's row through ``evidence.tables.attempt_rows``: its child rows go straight to
-   their tables, its ``rollouts`` row (with its ATIF columns) to a local spill, and its health
-   identity to an external sort;
+1. each attempt's row is decoded once (``evidence.tables.row_facts``; a main row's
+   ``evidence.viewer.view_facts`` too): its child rows go straight to their tables, the rest
+   with its ATIF columns to a local spill, and its health identity to an external sort;
 2. the verdict file, sorted by identity as health writes it, pairs line for line with the
    sorted identities (equal identities keep row order on both sides); each line goes to a
    second external sort, by attempt;
-3. the spilled ``rollouts`` rows, in manifest order, get their verdict columns and findings.
-
-Each table is written in row groups to a local file and published atomically under
-``tables/``; ``_schema.json`` is written last, so a reader that finds it finds every table.
+3. the spilled attempts, in manifest order, get their verdicts and go to the tables and the viewer.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from evidence import StageError, dumps
-from evidence.tables import (
-    NO_ATIF,
-    SCHEMA_FILE,
-    TABLES,
-    AttemptIdentity,
-    atif_columns,
-    attempt_rows,
-    finding_rows,
-    schema_document,
-    verdict_columns,
-    verdict_line_order,
-    verdict_order,
-)
+from evidence import StageError
+from evidence.tables import NO_ATIF, AttemptIdentity, RowFacts, atif_columns, row_facts, verdict_line_order, verdict_order
+from evidence.viewer import ViewFacts, decode_row, view_facts
 from tasks.discover.refs import FAILURES, MAIN
 from tasks.rundir import RunPaths
 from tasks.storage import InputNotFound, Location
 from tasks.storage.spill import SortedSpill, Spill
+from tasks.tables.judged import JudgedAttempt, identity_of
 from tasks.tables.manifest import ManifestError, ManifestStream
-from tasks.tables.parquet import ROW_GROUP_ROWS, TableWriter
+from tasks.tables.parquet import ROW_GROUP_ROWS
+from tasks.tables.sink import TableSink, TablesSummary
+from tasks.tables.viewer import ViewerSink
 
 HEALTH_FAILED = "(in health checks)"
 """How an attempt's reason says its health digest failed (``evidence.errors.failure_reason``, step "health checks"):
@@ -56,25 +47,16 @@ class TablesError(StageError):
     """A run directory whose tables cannot be built: it is not a finished run of this stage, or its outputs disagree."""
 
 
-@dataclass
-class TablesSummary:
-    """What ``build_tables`` wrote: the folder, rows and bytes per table, and how long it took."""
-
-    folder: str
-    rows: dict[str, int] = field(default_factory=dict)
-    bytes: dict[str, int] = field(default_factory=dict)
-    seconds: float = 0.0
-
-
 def tables_folder(run_dir: Location) -> Location:
     return RunPaths(run_dir).tables
 
 
-def build_tables(run_dir: Location, job_id: str, run_id: str, *, row_group_rows: int = ROW_GROUP_ROWS) -> TablesSummary:
-    """Write ``<run_dir>/tables/``: the six tables of ``evidence.tables.TABLES`` and ``_schema.json``.
+def build_from_outputs(run_dir: Location, job_id: str, run_id: str, *, row_group_rows: int = ROW_GROUP_ROWS) -> TablesSummary:
+    """Write ``<run_dir>/tables/`` (the six tables of ``evidence.tables.TABLES`` and
+    ``_schema.json``) and ``<run_dir>/viewer/`` from the run's outputs; what the tables hold.
 
-    Reads the run's outputs only (``manifest.json`` included, so the stage calls it once the
-    manifest is written; ``_SUCCESS`` is not needed). Tables already there are replaced.
+    Reads the run's outputs only (``manifest.json`` included; ``_SUCCESS`` is not needed).
+    Tables and a viewer already there are replaced.
 
     Args:
         run_dir: the run directory.
@@ -87,30 +69,22 @@ def build_tables(run_dir: Location, job_id: str, run_id: str, *, row_group_rows:
         StorageError: reading or writing failed.
 
     Example:
-        >>> build_tables(Location("out/example_job/runs/r1"), "example_job", "r1").rows  # doctest: +SKIP
+        >>> build_from_outputs(Location("out/example_job/runs/r1"), "example_job", "r1").rows  # doctest: +SKIP
         {'rollouts': 26, 'turns': 81, 'model_calls': 100, 'tool_calls': 61, 'findings': 11, 'gaps': 14}
     """
-    started = time.perf_counter()
     paths = RunPaths(run_dir)
     require_outputs(run_dir)
-    writers = {name: TableWriter(table, row_group_rows) for name, table in TABLES.items()}
-    try:
-        with Spill[tuple[Any, ...]]() as rollouts, SortedSpill[int]() as identities, SortedSpill[dict[str, Any]]() as verdicts:
-            _attempt_pass(paths, job_id, run_id, writers, rollouts, identities)
+    with TableSink(row_group_rows) as tables:
+        with Spill[_Read]() as attempts, SortedSpill[int]() as identities, SortedSpill[dict[str, Any]]() as verdicts:
+            _attempt_pass(paths, job_id, run_id, tables, attempts, identities)
             _verdict_pass(paths, identities, verdicts)
-            _rollouts_pass(rollouts, verdicts, writers)
-        summary = TablesSummary(tables_folder(run_dir).url)
-        for name, writer in writers.items():
-            summary.rows[name] = writer.finish()
-        folder = tables_folder(run_dir)
-        for name, writer in writers.items():
-            summary.bytes[name] = writer.publish(folder.child(writer.table.file))
-        folder.child(SCHEMA_FILE).write_bytes(dumps(schema_document(), indent=True) + b"\n")
-    finally:
-        for writer in writers.values():
-            writer.discard()
-    summary.seconds = round(time.perf_counter() - started, 3)
-    return summary
+            with ViewerSink(run_dir) as viewer:  # opened once the outputs agree: it replaces the run's viewer
+                for judged in _judged(attempts, verdicts):
+                    tables.add_judged(judged)
+                    if judged.view is not None:
+                        viewer.add(judged)
+                viewer.finish()
+        return tables.publish(tables_folder(run_dir))
 
 
 def require_outputs(run_dir: Location) -> None:
@@ -127,15 +101,26 @@ def require_outputs(run_dir: Location) -> None:
         raise TablesError(f"{run_dir.display} lacks {names}: not a finished run, or one made by an older evidence-stage")
 
 
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """Pass 1's spilled attempt: all of a ``JudgedAttempt`` but its verdict, and whether health judged it."""
+
+    identity: AttemptIdentity
+    facts: RowFacts
+    view: ViewFacts | None
+    atif: tuple[str | None, str | None, str | None]
+    judged: bool
+
+
 def _attempt_pass(
     paths: RunPaths,
     job_id: str,
     run_id: str,
-    writers: dict[str, TableWriter],
-    rollouts: Spill[tuple[Any, ...]],
+    tables: TableSink,
+    attempts: Spill[_Read],
     identities: SortedSpill[int],
 ) -> None:
-    """Pass 1: every attempt's rows, in manifest order; main rows' identities to ``identities``."""
+    """Pass 1: every attempt's row read once, in manifest order; main rows' health identities to ``identities``."""
     manifest = ManifestStream(paths.manifest)
     try:
         head = manifest.head()
@@ -148,58 +133,26 @@ def _attempt_pass(
     lines = {MAIN: _Lines(paths.rollouts), FAILURES: _Lines(paths.failures)}
     atif = _AtifJoin(paths)
     for seq, entry in enumerate(manifest.attempts()):
-        identity = _identity(entry, job_id, run_id, shard_files, lines)
-        row = _decoded(lines[identity.source].last)
-        made = attempt_rows(row, identity)
-        writers["turns"].extend(made.turns)
-        writers["model_calls"].extend(made.model_calls)
-        writers["tool_calls"].extend(made.tool_calls)
-        writers["gaps"].extend(made.gaps)
-        if identity.source == MAIN:
-            rollouts.add((*made.rollout, *atif.columns(identity.output_line)))
-            if HEALTH_FAILED not in (identity.reason or ""):
-                identities.add(verdict_order(row, identity.output_line), seq)
+        key, source, line = entry.get("key"), entry.get("source"), entry.get("line")
+        if not isinstance(key, str) or source not in lines or not isinstance(line, int) or not isinstance(entry.get("status"), str):
+            raise TablesError(f"manifest.json: an attempt entry without key, source, line and status: {entry!r:.200}")
+        enriched = lines[source].next()
+        identity = identity_of(entry, job_id, run_id, shard_files, lines[source].count, len(enriched))
+        judged, shown = decode_row(enriched)
+        facts = row_facts(judged)
+        tables.add_children(identity.keys, facts)
+        values = RowFacts(facts.values, [], [], [], [])
+        if source == MAIN:
+            view = view_facts(enriched, shown, facts if shown is judged else row_facts(shown))
+            has_verdict = HEALTH_FAILED not in (identity.reason or "")
+            attempts.add(_Read(identity, values, view, atif.columns(identity.output_line), has_verdict))
+            if has_verdict:
+                identities.add(verdict_order(judged, identity.output_line), seq)
         else:
-            rollouts.add((*made.rollout, *NO_ATIF))
+            attempts.add(_Read(identity, values, None, NO_ATIF, False))
     for source, read in lines.items():
         read.finish(source)
     atif.finish()
-
-
-def _identity(entry: dict[str, Any], job_id: str, run_id: str, shard_files: list[Any], lines: dict[str, _Lines]) -> AttemptIdentity:
-    """An attempt's identity from its manifest entry; reads its enriched line (``lines[source].last``)."""
-    key, source, line = entry.get("key"), entry.get("source"), entry.get("line")
-    if not isinstance(key, str) or source not in lines or not isinstance(line, int) or not isinstance(entry.get("status"), str):
-        raise TablesError(f"manifest.json: an attempt entry without key, source, line and status: {entry!r:.200}")
-    parts = key.split(":")
-    shard = int(parts[0]) if len(parts) == 3 and parts[0].isdigit() else 0
-    enriched = lines[source].next()
-    notes = entry.get("notes") or []
-    return AttemptIdentity(
-        job_id=job_id,
-        run_id=run_id,
-        key=key,
-        shard=shard,
-        shard_file=shard_files[shard] if shard < len(shard_files) else None,
-        source=source,
-        line=line,
-        output_line=lines[source].count,
-        rollout_id=entry.get("rollout_id"),
-        status=entry["status"],
-        reason=entry.get("reason"),
-        notes=tuple(str(note) for note in notes),
-        repaired=bool(entry.get("repaired")),
-        size=len(enriched),
-    )
-
-
-def _decoded(line: bytes) -> dict[str, Any] | None:
-    """The row as health reads it (orjson); None for a line orjson cannot read (health calls it unreadable)."""
-    try:
-        value = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 class _Lines:
@@ -208,20 +161,19 @@ class _Lines:
     def __init__(self, location: Location) -> None:
         self.location = location
         self.count = 0
-        self.last = b""
         self._lines: Iterator[tuple[int, int, bytes]] | None = None
 
     def next(self) -> bytes:
         if self._lines is None:
             self._lines = self.location.iter_lines()
         try:
-            _, _, self.last = next(self._lines)
+            _, _, line = next(self._lines)
         except StopIteration:
             raise TablesError(f"{self.location.display} has fewer rows than manifest.json has attempts for it") from None
         except InputNotFound:
             raise TablesError(f"manifest.json lists attempts of {self.location.name}, which the run lacks") from None
         self.count += 1
-        return self.last
+        return line
 
     def finish(self, source: str) -> None:
         if self._lines is None:
@@ -284,14 +236,13 @@ def _verdict_pass(paths: RunPaths, identities: SortedSpill[int], verdicts: Sorte
         raise TablesError(f"health/rollout_verdicts.jsonl has no line for the main row with identity {left[0]}")
 
 
-def _rollouts_pass(rollouts: Spill[tuple[Any, ...]], verdicts: SortedSpill[dict[str, Any]], writers: dict[str, TableWriter]) -> None:
-    """Pass 3: the ``rollouts`` rows in manifest order with their verdict columns, and the findings."""
+def _judged(attempts: Spill[_Read], verdicts: SortedSpill[dict[str, Any]]) -> Iterator[JudgedAttempt]:
+    """Pass 3: the spilled attempts in manifest order, each with its verdict line (None when it has none)."""
     judged = verdicts.items()
     pending = next(judged, None)
-    for seq, rollout in enumerate(rollouts):
+    for seq, read in enumerate(attempts):
         verdict = None
         if pending is not None and pending[0] == seq:
             verdict = pending[1]
             pending = next(judged, None)
-        writers["rollouts"].add((*rollout, *verdict_columns(verdict)))
-        writers["findings"].extend(finding_rows(verdict, rollout[:4]))
+        yield JudgedAttempt(read.identity, read.facts, read.view, verdict, read.atif)

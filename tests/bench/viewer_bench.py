@@ -8,7 +8,8 @@ Without ``--run-dir`` it generates a job (``tests/jobgen.py``'s shape: ``--rollo
 ``--calls-per-rollout 4``, ``--history-bytes 300``; cached under ``--jobs-root``) and runs the
 stage on it, which writes ``viewer/`` itself. Then it measures:
 
-* ``write``: ``write_viewer`` over the finished run again (best of ``--runs``), and the sizes:
+* ``write``: ``build_from_outputs`` over the finished run again (tables and viewer rebuilt from its
+  outputs, as ``evidence-stage tables --replace`` does; best of ``--runs``), and the viewer's sizes:
   ``index.html``, the detail files (count, total, largest);
 * ``browser``: ``viewer/index.html`` opened from ``file://`` in a fresh headless Chromium
   (``tests/browser/cdp.py``), ``--runs`` times: first paint and first contentful paint (the
@@ -52,19 +53,19 @@ def stage_run(args: argparse.Namespace, scratch: Path) -> Path:
 
 
 def measure_write(run_dir: Path, runs: int) -> None:
-    from tasks.publish.viewer import write_viewer
     from tasks.storage import Location
+    from tasks.tables.build import build_from_outputs
 
-    seconds, written = [], []
+    seconds = []
     for _ in range(max(runs, 1)):
         started = time.perf_counter()
-        written = write_viewer(Location(str(run_dir)))
+        build_from_outputs(Location(str(run_dir)), "bench", "bench-viewer")
         seconds.append(time.perf_counter() - started)
-    sizes = {name: (run_dir / name).stat().st_size for name in written}
+    sizes = {str(path.relative_to(run_dir)): path.stat().st_size for path in (run_dir / "viewer").iterdir()}
     details = [size for name, size in sizes.items() if name.endswith(".js")]
     emit(
         {
-            "what": "write_viewer",
+            "what": "rebuild_from_outputs",
             "best_s": round(min(seconds), 3),
             "runs_s": [round(s, 3) for s in seconds],
             "rollouts": sum(1 for _ in (run_dir / "rollouts.jsonl").open("rb")),

@@ -89,13 +89,13 @@ def test_stage_reduce_matches_golden_bytes(name: str, case: dict[str, Any], tmp_
     monkeypatch.setattr(tasks.storage.spill, "SORT_BUFFER", 2)
     ignored = normalize_ignored_checks(case["ignored_checks"])
     ctx = RunContext(
-        run_dir=Location(str(tmp_path)), shards=(Shard(Location(ROLLOUTS_PATH)),), capture_dir=Location("/c"),
+        run_dir=Location(str(tmp_path)), job_id="job", run_id="run", shards=(Shard(Location(ROLLOUTS_PATH)),), capture_dir=Location("/c"),
         session_id="s", agent_version="1", exporter_version="0", ignored_checks=ignored, masked_verdicts=(),
     )
     with Spill() as spill:
         for digest in digest_lines(case["rollouts_jsonl"].encode(), source=ROLLOUTS_PATH, ignored=ignored):
             spill.add(RowDigest.from_json(json.loads(json.dumps(digest.to_json()))))
-        write_health(ctx, spill, set())
+        write_health(ctx, spill, set(), Spill())
     summary, verdicts, _ = _expected(case)
     assert (tmp_path / "health" / "rollout_verdicts.jsonl").read_text(encoding="utf-8") == verdicts
     assert (tmp_path / "health" / "quality_summary.json").read_text(encoding="utf-8") == summary

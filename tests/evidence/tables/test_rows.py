@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -15,9 +16,11 @@ from evidence.tables import (
     NO_VERDICT,
     TABLES,
     AttemptIdentity,
+    RowFacts,
     atif_columns,
-    attempt_rows,
     finding_rows,
+    rollout_row,
+    row_facts,
     verdict_columns,
     verdict_line_order,
     verdict_order,
@@ -35,6 +38,26 @@ CHECKS = {
     "list<string>": lambda v: isinstance(v, list) and all(x is None or isinstance(x, str) for x in v),
     "map<string,double>": lambda v: isinstance(v, list) and all(isinstance(k, str) and isinstance(x, float) for k, x in v),
 }
+
+
+@dataclass(frozen=True)
+class _Rows:
+    rollout: tuple[Any, ...]
+    turns: list[tuple[Any, ...]]
+    model_calls: list[tuple[Any, ...]]
+    tool_calls: list[tuple[Any, ...]]
+    gaps: list[tuple[Any, ...]]
+
+
+def attempt_rows(row: Any, identity: AttemptIdentity) -> _Rows:
+    """Every table row of one attempt as the sinks write them: the facts around the identity, the child rows under its keys."""
+    facts = row_facts(row)
+    assert RowFacts.from_json(orjson.loads(orjson.dumps(facts.to_json()))) == facts  # what a part carries reads back equal
+
+    def keyed(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        return [(*identity.keys, *values) for values in rows]
+
+    return _Rows(rollout_row(facts, identity), keyed(facts.turns), keyed(facts.model_calls), keyed(facts.tool_calls), keyed(facts.gaps))
 
 
 def _typed(table: str, row: tuple[Any, ...]) -> None:

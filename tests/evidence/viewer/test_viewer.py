@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from evidence.gaps import GAPS
-from evidence.tables import AttemptIdentity, atif_columns
+from evidence.tables import AttemptIdentity, atif_columns, row_facts
 from evidence.viewer import (
     SCRIPT,
     ViewerIndex,
@@ -23,6 +23,7 @@ from evidence.viewer import (
     render_viewer,
     rollout_view,
     script_json,
+    view_facts,
     viewer_csp,
 )
 from evidence.viewer.text import EXCERPT_CHARS, SHORT_CHARS
@@ -34,7 +35,8 @@ LINKS = {"report": "../report.html", "rollouts": "../rollouts.jsonl", "atif": ".
 
 
 def view(row: dict[str, Any] | None, verdict: dict[str, Any] | None = None, atif: tuple[Any, Any, Any] = ("withheld", None, None)) -> Any:
-    return rollout_view(json.dumps(row).encode() if row is not None else b"[1]", row, IDENTITY, verdict, atif)
+    line = json.dumps(row).encode() if row is not None else b"[1]"
+    return rollout_view(view_facts(line, row, row_facts(row)), IDENTITY, verdict, atif)
 
 
 def test_clean_replaces_lone_surrogates_and_keeps_pairs() -> None:

@@ -29,7 +29,7 @@ def _job(tmp_path: Path) -> tuple[Path, Location, Location]:
 def _outcome(tmp_path: Path, main: Location, capture_dir: Location, attempt: AttemptRef) -> tuple[str, dict]:
     """The attempt processed alone: its status, and its reason, row and line."""
     ctx = RunContext(
-        run_dir=Location(str(tmp_path / "run")), shards=(Shard(main),), capture_dir=capture_dir,
+        run_dir=Location(str(tmp_path / "run")), job_id="job", run_id="run", shards=(Shard(main),), capture_dir=capture_dir,
         session_id="s", agent_version="1.0.0", exporter_version="0", ignored_checks=(), masked_verdicts=(),
     )
     run_group(ctx, [attempt], check_existing=False)

@@ -1,4 +1,5 @@
-"""build_tables on real runs: row counts and keys equal the sources, every join matches, output is stable."""
+"""The tables of real runs (as the stage writes them, and rebuilt from their outputs): row counts and keys equal the sources,
+every join matches, a rebuild gives the stage's bytes."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from evidence.tables import SCHEMA_FILE, TABLES
 from tasks.storage import Location
-from tasks.tables.build import TablesError, build_tables
+from tasks.tables.build import TablesError, build_from_outputs
 from tests.tables_runs import check_tables, read_tables
 
 NAMES = ("example", "realistic", "hostile", "sharded", "all_or_nothing")
@@ -22,7 +23,21 @@ NAMES = ("example", "realistic", "hostile", "sharded", "all_or_nothing")
 def _copy(run: Path, to: Path) -> Path:
     shutil.copytree(run, to)
     shutil.rmtree(to / "tables")
+    shutil.rmtree(to / "viewer")
     return to
+
+
+def _files(run: Path, folder: str) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted((run / folder).iterdir())}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_rebuild_from_the_outputs_gives_the_stages_bytes(runs_with_tables: dict[str, Path], name: str, tmp_path: Path) -> None:
+    run = runs_with_tables[name]
+    copy = _copy(run, tmp_path / "r")
+    build_from_outputs(Location(str(copy)), *_ids(copy))
+    for folder in ("tables", "viewer"):
+        assert _files(copy, folder) == _files(run, folder), folder
 
 
 def _ids(run: Path) -> tuple[str, str]:
@@ -62,12 +77,12 @@ def test_all_or_nothing_failure_withholds_every_file(runs_with_tables: dict[str,
 
 def test_rebuild_is_byte_identical_and_row_groups_bound_memory(example_tables: Path, tmp_path: Path) -> None:
     copy = _copy(example_tables, tmp_path / "r1")
-    build_tables(Location(str(copy)), *_ids(copy), row_group_rows=7)
+    build_from_outputs(Location(str(copy)), *_ids(copy), row_group_rows=7)
     for name, table in TABLES.items():
         small, default = pq.ParquetFile(copy / "tables" / table.file), pq.ParquetFile(example_tables / "tables" / table.file)
         assert all(small.metadata.row_group(i).num_rows <= 7 for i in range(small.metadata.num_row_groups)), name
         assert small.read().equals(default.read()), name
-    build_tables(Location(str(copy)), *_ids(copy))
+    build_from_outputs(Location(str(copy)), *_ids(copy))
     for name in [*TABLES, SCHEMA_FILE.removesuffix(".json")]:
         file = f"{name}.parquet" if name in TABLES else SCHEMA_FILE
         assert (copy / "tables" / file).read_bytes() == (example_tables / "tables" / file).read_bytes(), file
@@ -79,7 +94,7 @@ def test_builds_on_any_store(example_tables: Path, memfs: None) -> None:
     for path in example_tables.rglob("*"):
         if path.is_file() and "tables" not in path.relative_to(example_tables).parts:
             fs.pipe_file(f"/run/{path.relative_to(example_tables)}", path.read_bytes())
-    build_tables(Location("memory://run"), *_ids(example_tables))
+    build_from_outputs(Location("memory://run"), *_ids(example_tables))
     for table in TABLES.values():
         assert fs.cat_file(f"/run/tables/{table.file}") == (example_tables / "tables" / table.file).read_bytes()
     assert fs.cat_file(f"/run/tables/{SCHEMA_FILE}") == (example_tables / "tables" / SCHEMA_FILE).read_bytes()
@@ -94,7 +109,7 @@ def test_builds_on_s3(example_tables: Path, s3: str) -> None:
     for path in example_tables.rglob("*"):
         if path.is_file() and "tables" not in path.relative_to(example_tables).parts:
             fs.pipe_file(f"results/run/{path.relative_to(example_tables)}", path.read_bytes())
-    summary = build_tables(Location("s3://results/run"), *_ids(example_tables))
+    summary = build_from_outputs(Location("s3://results/run"), *_ids(example_tables))
     assert summary.folder == "s3://results/run/tables"
     for table in TABLES.values():
         assert fs.cat_file(f"results/run/tables/{table.file}") == (example_tables / "tables" / table.file).read_bytes()
@@ -115,7 +130,7 @@ def test_a_row_whose_health_digest_failed_has_no_verdict(example_tables: Path, t
     ]
     assert len(kept) == len(verdicts) - 1
     (copy / "health" / "rollout_verdicts.jsonl").write_bytes(b"".join(kept))
-    build_tables(Location(str(copy)), *_ids(copy))
+    build_from_outputs(Location(str(copy)), *_ids(copy))
     rollouts = read_tables(copy)["rollouts"].to_pylist()
     assert rollouts[4]["verdict"] is None
     assert rollouts[4]["finding_count"] is None
@@ -153,11 +168,11 @@ def test_outputs_that_disagree_are_refused_and_nothing_is_written(example_tables
     copy = _copy(example_tables, tmp_path / "r1")
     tamper(copy)
     with pytest.raises(TablesError, match=message):
-        build_tables(Location(str(copy)), *_ids(copy))
+        build_from_outputs(Location(str(copy)), *_ids(copy))
     assert not (copy / "tables").exists()
 
 
 def test_the_callers_ids_must_be_the_manifests(example_tables: Path, tmp_path: Path) -> None:
     copy = _copy(example_tables, tmp_path / "r1")
     with pytest.raises(TablesError, match="not run 'r2'"):
-        build_tables(Location(str(copy)), "example_job", "r2")
+        build_from_outputs(Location(str(copy)), "example_job", "r2")

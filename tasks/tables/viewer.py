@@ -1,0 +1,63 @@
+"""The run's rollout viewer being written: ``ViewerSink``, fed each judged main attempt in input order.
+
+Each attempt goes through ``evidence.viewer.rollout_view`` into the index; the detail files
+are written as they fill (a few in flight), ``index.html`` last, so a reader who finds the page
+finds every file it loads. The pages hold no run id, time or input URL: a rerun writes the same
+bytes.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from evidence.viewer import Chunk, ViewerIndex, render_viewer, rollout_view
+from tasks.rundir import ATIF_FOLDER, REPORT_FILE, ROLLOUTS_FILE, VIEWER_FOLDER, VIEWER_PAGE, RunPaths
+from tasks.storage import Location
+from tasks.storage.concurrent import WriteBehind
+from tasks.tables.judged import JudgedAttempt
+
+WRITES_IN_FLIGHT = 4
+WRITE_BUDGET_BYTES = 8 * 1024 * 1024
+LINKS = {"report": f"../{REPORT_FILE}", "rollouts": f"../{ROLLOUTS_FILE}", "atif": f"../{ATIF_FOLDER}/"}
+"""The run's files as the page links them, relative to ``viewer/``."""
+
+
+class ViewerSink:
+    """``<run_dir>/viewer/``: detail files written behind ``add``, the page by ``finish``.
+
+    Opening it removes an earlier writing's files, so no stale detail file stays beside the new page.
+    """
+
+    def __init__(self, run_dir: Location) -> None:
+        self._run_dir = run_dir
+        self._folder = RunPaths(run_dir).viewer
+        self._folder.remove_tree()
+        self._index = ViewerIndex()
+        self._names: list[str] = []
+        self._writes = WriteBehind(window=WRITES_IN_FLIGHT, budget=WRITE_BUDGET_BYTES)
+
+    def add(self, judged: JudgedAttempt) -> None:
+        """A main attempt (the next in input order) with its view facts."""
+        assert judged.view is not None, "every main attempt has view facts"
+        self._write(self._index.add(rollout_view(judged.view, judged.identity, judged.verdict, judged.atif)))
+
+    def finish(self) -> list[str]:
+        """The last detail file, then ``index.html``; the names written, relative to the run directory."""
+        self._write(self._index.finish())
+        self._writes.drain()
+        page = render_viewer(self._index.document(), self._names, LINKS)
+        self._run_dir.child(VIEWER_PAGE).write_bytes(page.encode("utf-8"))
+        return [f"{VIEWER_FOLDER}/{name}" for name in self._names] + [VIEWER_PAGE]
+
+    def _write(self, chunk: Chunk | None) -> None:
+        if chunk is not None:
+            self._names.append(chunk.name)
+            folder = self._folder
+            self._writes.submit(lambda: folder.child(chunk.name).write_bytes(chunk.data), len(chunk.data))
+
+    def __enter__(self) -> ViewerSink:
+        self._writes.__enter__()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+        self._writes.__exit__(kind, error, trace)
