@@ -19,13 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from evidence.capture import CaptureLookup, merge_model_call_capture
+from evidence.capture import CaptureLookup, merge_capture
 from evidence.errors import RowRejected
 from evidence.gaps import MODEL_CALL_CAPTURE_NO_RECORDS, MULTIMODAL_HISTORY_REDACTED
 from evidence.jsonl import decodes_to_itself, json_dump_decodes_to_itself
 from evidence.models.trajectory import TrajectoryRecord
 from evidence.ng_perf import attach_ng_perf
-from evidence.projection import attach_trajectory
+from evidence.projection import attach_joined_trajectory
 
 __all__ = ["CollectedRow", "collect_row"]
 
@@ -82,14 +82,15 @@ def collect_row(row: dict[str, Any], lookup: CaptureLookup) -> CollectedRow:
     except TypeError as exc:  # an unhashable failure class, as 0.7.0's membership test raises
         return CollectedRow(row=row, rejected=RowRejected("TypeError", str(exc)), repaired=False)
     result = dict(row)
-    projected = None
+    projected = joined = None
     if not no_result:
         try:
-            merge_model_call_capture(result, lookup, include_payloads=not _payloads_redacted(result))
+            # the joined observation bundle, which the projection takes instead of validating its dump again
+            joined = merge_capture(result, lookup, include_payloads=not _payloads_redacted(result))
         except RowRejected as exc:  # kept without traceback or cause, whose frames would hold the row in a cycle
             return CollectedRow(row=row, rejected=RowRejected(exc.kind, exc.message), repaired=False)
     if any(key in result for key in _EVIDENCE_KEYS):
-        projected = attach_trajectory(row, result)
+        projected = attach_joined_trajectory(row, result, joined)
     attach_ng_perf(result, _rollout_latency_ms(row), projected)
     return CollectedRow(row=result, rejected=None, repaired=_is_repair(row, result), trajectory=projected)
 

@@ -15,7 +15,6 @@ from evidence.atif.digest import AtifFile, AtifRefusal
 from evidence.folds.digest import ScoreDigest
 from evidence.health import RowDigest
 from evidence.tables import RowFacts
-from evidence.viewer.rollout import ViewFacts
 
 __all__ = ["AtifFile", "AtifRefusal", "AttemptOutcome", "MainDigests", "PerfDigest", "Status"]
 
@@ -52,7 +51,7 @@ class MainDigests:
     perf: PerfDigest | None
     atif: AtifFile | AtifRefusal
     score: ScoreDigest | None = None  # None also for a row in no group (no server, no agent)
-    view: ViewFacts | None = None  # what the rollout viewer shows of the row
+    view: bytes | None = None  # what the rollout viewer shows of the row: ``ViewFacts.encode()``, decoded by the reduce's last pass
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,9 @@ Layout::
 
     evidence-part/6[ exact]\\n     magic and version; "exact" when the header holds wide integers
     <header JSON>\\n               every field of the outcome but the blobs, plus blob lengths
-    <row line><ATIF text>          the blobs back to back, raw bytes (no JSON-in-JSON escaping);
-                                   the ATIF file is its text plus a final newline
+    <row line><ATIF text><view>    the blobs back to back, raw bytes (no JSON-in-JSON escaping);
+                                   the ATIF file is its text plus a final newline; the viewer's
+                                   facts (JSON) are read only by the reduce's last pass
 
 A part that cannot be decoded (damage) is reported by :class:`PartError`. A part of another
 version is never read: ``PART_VERSION`` is in each attempt's fingerprint, so a resume redoes
@@ -26,7 +27,6 @@ from evidence.folds.digest import ScoreDigest
 from evidence.health import RowDigest
 from evidence.jsonl import dumps, loads_exact, orjson_line
 from evidence.tables import RowFacts
-from evidence.viewer.rollout import ViewFacts
 
 __all__ = ["PART_VERSION", "AttemptPart", "PartError", "decode_part", "encode_part"]
 
@@ -79,6 +79,12 @@ def encode_part(part: AttemptPart) -> list[bytes | memoryview]:
     return [magic + b"\n" + text + b"\n", *(piece for blob in blobs for piece in blob)]
 
 
+def _blob(blobs: list[tuple[bytes | memoryview, ...]], data: bytes) -> int:
+    """Append ``data`` as a blob of its own; its position among the blobs."""
+    blobs.append((data,))
+    return len(blobs) - 1
+
+
 def _main_header(main: MainDigests, blobs: list[tuple[bytes | memoryview, ...]]) -> dict[str, Any]:
     atif: dict[str, Any]
     if isinstance(main.atif, AtifFile):
@@ -98,7 +104,7 @@ def _main_header(main: MainDigests, blobs: list[tuple[bytes | memoryview, ...]])
         "perf": None if main.perf is None else {"group": main.perf.group, "record": main.perf.record},
         "atif": atif,
         "score": None if main.score is None else main.score.to_json(),
-        "view": None if main.view is None else main.view.to_json(),
+        "view": None if main.view is None else _blob(blobs, main.view),
     }
 
 
@@ -174,5 +180,5 @@ def _main(data: dict[str, Any], blobs: list[memoryview]) -> MainDigests:
         perf=None if perf is None else PerfDigest(perf["group"], perf["record"]),
         atif=atif,
         score=None if data["score"] is None else ScoreDigest.from_json(data["score"]),
-        view=None if data["view"] is None else ViewFacts.from_json(data["view"]),
+        view=None if data["view"] is None else bytes(blobs[data["view"]]),
     )

@@ -45,7 +45,7 @@ from evidence.jsonl import WrittenRow, write_row
 from evidence.models.atif import Exporter
 from evidence.perf_summary import perf_group, summary_input
 from evidence.tables import RowFacts, row_facts
-from evidence.viewer.rollout import ViewFacts, decode_row, view_facts
+from evidence.viewer.rollout import decode_row, view_facts
 
 __all__ = ["AttemptConfig", "AttemptInputs", "process_attempt", "unprocessed_attempt"]
 
@@ -262,7 +262,7 @@ def _digests(
     perf = _guarded("perf digest", partial(_perf_digest, value), failures)
     score = _guarded("score digest", partial(score_digest, value), failures)
     facts = _guarded("table rows", partial(row_facts, value), failures)
-    view = _guarded("viewer facts", partial(view_facts, written.line, value, facts), failures) if facts is not None else None
+    view = _guarded("viewer facts", partial(_view, written.line, value, facts), failures) if facts is not None else None
     if not written.canonical:  # an input row passed through, a fallback rendering: the strict loader reads it again
         del value
         return MainDigests(health, capability, perf, _noted(atif_of_line(written.line, identity), failures), score, view), facts
@@ -282,10 +282,15 @@ def _sidecar_facts(line: bytes) -> RowFacts:
     return row_facts(value if isinstance(value, dict) else None)
 
 
-def _unreadable_view(line: bytes) -> ViewFacts:
+def _view(line: bytes, row: dict[str, Any], facts: RowFacts) -> bytes:
+    """The viewer's facts of a main row, encoded for its part."""
+    return view_facts(line, row, facts).encode()
+
+
+def _unreadable_view(line: bytes) -> bytes:
     """The viewer's facts of a main line orjson cannot read: what the page shows of it (``decode_row``)."""
     _, shown = decode_row(line)
-    return view_facts(line, shown, row_facts(shown))
+    return view_facts(line, shown, row_facts(shown)).encode()
 
 
 def _guarded(step: str, compute: Callable[[], T], failures: list[str]) -> T | None:

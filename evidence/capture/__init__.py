@@ -4,7 +4,7 @@ Spec: collection.md §3–§5. Bytes in, dicts and :class:`~evidence.models.capt
 out; the caller (the task layer) owns the files and hands over their bytes via a lookup.
 """
 
-from evidence.capture.merge import CAPTURE_SUFFIX, MARKER_SUFFIX, CaptureFiles, CaptureLookup, merge_model_call_capture
+from evidence.capture.merge import CAPTURE_SUFFIX, MARKER_SUFFIX, CaptureFiles, CaptureLookup, merge_capture, merge_model_call_capture
 from evidence.capture.reading import read_capture
 
-__all__ = ["CAPTURE_SUFFIX", "MARKER_SUFFIX", "CaptureFiles", "CaptureLookup", "merge_model_call_capture", "read_capture"]
+__all__ = ["CAPTURE_SUFFIX", "MARKER_SUFFIX", "CaptureFiles", "CaptureLookup", "merge_capture", "merge_model_call_capture", "read_capture"]

@@ -23,9 +23,10 @@ from evidence.gaps import (
 )
 from evidence.identity import capture_rollout_id, check_capture_file_id
 from evidence.models.capture import ModelCallRecord
-from evidence.observations import join_observations
+from evidence.models.observations import AgentObservationBundle
+from evidence.observations import joined_bundle
 
-__all__ = ["CAPTURE_SUFFIX", "MARKER_SUFFIX", "CaptureFiles", "CaptureLookup", "merge_model_call_capture"]
+__all__ = ["CAPTURE_SUFFIX", "MARKER_SUFFIX", "CaptureFiles", "CaptureLookup", "merge_capture", "merge_model_call_capture"]
 
 CAPTURE_SUFFIX = ".capture.jsonl"
 """``<rollout_id>.capture.jsonl``: a rollout's model calls, one exchange per line."""
@@ -102,15 +103,29 @@ def merge_model_call_capture(record: dict[str, Any], lookup: CaptureLookup, *, i
         RowRejected: the rollout id is invalid, or names a capture file or marker longer than
             ``NAME_MAX`` (raised before the record is touched).
     """
+    merge_capture(record, lookup, include_payloads=include_payloads)
+
+
+def merge_capture(record: dict[str, Any], lookup: CaptureLookup, *, include_payloads: bool) -> AgentObservationBundle | None:
+    """:func:`merge_model_call_capture`, returning the joined bundle whose JSON dump it wrote into
+    ``ng_agent_observations`` (None when it wrote none), so the projection need not validate
+    that dump again.
+
+    Raises:
+        RowRejected: as :func:`merge_model_call_capture`.
+    """
     rollout_id = capture_rollout_id(record)
     if rollout_id is None:
-        return
+        return None
     check_capture_file_id(rollout_id)
     records, gaps = _read(rollout_id, lookup(rollout_id))
+    joined = None
     if record.get("ng_agent_observations") is not None:
         try:
-            record["ng_agent_observations"] = join_observations(record["ng_agent_observations"], records)
+            joined = joined_bundle(record["ng_agent_observations"], records)
+            record["ng_agent_observations"] = joined.as_json()
         except Exception:  # noqa: BLE001 - 0.7.0 turns any join failure into a gap, keeping the raw bundle
+            joined = None
             gaps.append(_gap(AGENT_OBSERVATION_JOIN_FAILED))
     attachment: dict[str, Any] = {
         "rollout_id": rollout_id,
@@ -120,3 +135,4 @@ def merge_model_call_capture(record: dict[str, Any], lookup: CaptureLookup, *, i
     if gaps:
         attachment["gaps"] = gaps
     record["ng_model_call_capture"] = attachment
+    return joined

@@ -11,7 +11,7 @@ from evidence.models.observations import AgentObservationBundle, ObservationGap
 from evidence.observations.claude_code import associate_claude_code_compaction_calls
 from evidence.observations.join import join_model_call_observations
 
-__all__ = ["join_observations"]
+__all__ = ["join_observations", "joined_bundle"]
 
 
 def join_observations(raw_bundle: Any, calls: Sequence[ModelCallRecord]) -> dict[str, Any]:
@@ -21,6 +21,15 @@ def join_observations(raw_bundle: Any, calls: Sequence[ModelCallRecord]) -> dict
         pydantic.ValidationError: the bundle is invalid (the caller records
             ``agent_observation_join_failed`` and keeps the raw value).
     """
+    return joined_bundle(raw_bundle, calls).as_json()
+
+
+def joined_bundle(raw_bundle: Any, calls: Sequence[ModelCallRecord]) -> AgentObservationBundle:
+    """The joined bundle itself, whose JSON dump :func:`join_observations` returns.
+
+    Raises:
+        pydantic.ValidationError: the bundle is invalid.
+    """
     bundle = AgentObservationBundle.model_validate(raw_bundle)
     if bundle.source == "claude_code":
         try:
@@ -28,4 +37,4 @@ def join_observations(raw_bundle: Any, calls: Sequence[ModelCallRecord]) -> dict
         except Exception:  # noqa: BLE001 - 0.7.0 degrades any associator failure to a gap
             gap = ObservationGap(code=COMPACTION_MODEL_CALL_JOIN_FAILED)
             bundle = bundle.model_copy(update={"gaps": [*bundle.gaps, gap]})
-    return join_model_call_observations(bundle, calls).as_json()
+    return join_model_call_observations(bundle, calls)

@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from evidence.gaps import AGENT_OBSERVATIONS_INVALID
+from evidence.models.conversation import item_kind
 from evidence.models.observations import AgentInvocationRecord, AgentObservationBundle
 from evidence.models.trajectory import TrajectoryToolCall
 from evidence.projection.draft import Draft, gap
 
-__all__ = ["merge_observations"]
+__all__ = ["merge_bundle", "merge_observations"]
 
 _ToolKey = tuple[str, str]
 
@@ -28,7 +29,17 @@ def merge_observations(raw: Any, draft: Draft) -> None:
     if raw is None:
         return
     try:
-        _merge(AgentObservationBundle.model_validate(raw), draft)
+        bundle = AgentObservationBundle.model_validate(raw)
+    except Exception as exc:  # noqa: BLE001 - 0.7.0 turns any failure into this gap
+        draft.gaps.append(gap(AGENT_OBSERVATIONS_INVALID, detail=type(exc).__name__))
+        return
+    merge_bundle(bundle, draft)
+
+
+def merge_bundle(bundle: AgentObservationBundle, draft: Draft) -> None:
+    """:func:`merge_observations` of a bundle already validated; a failure is the same gap."""
+    try:
+        _merge(bundle, draft)
     except Exception as exc:  # noqa: BLE001 - 0.7.0 turns any failure into this gap
         draft.gaps.append(gap(AGENT_OBSERVATIONS_INVALID, detail=type(exc).__name__))
 
@@ -49,12 +60,17 @@ def _merge(bundle: AgentObservationBundle, draft: Draft) -> None:
 
 
 def _tool_outputs(invocations: list[AgentInvocationRecord]) -> dict[_ToolKey, Any]:
-    """``(invocation_id, call_id) -> output`` from every normalised function_call_output item."""
+    """``(invocation_id, call_id) -> output`` from every normalised function_call_output item.
+
+    Only those items are dumped (in JSON mode, the normalised form), not whole conversations:
+    an item's dump says ``function_call_output`` exactly when its model is that tag's.
+    """
     outputs: dict[_ToolKey, Any] = {}
     for invocation in invocations:
-        for item in invocation.model_dump(mode="json")["conversation"]:
-            if isinstance(item, dict) and item.get("type") == "function_call_output":
-                outputs[(invocation.invocation_id, item["call_id"])] = item.get("output")
+        for item in invocation.conversation:
+            if item_kind(item) == "function_call_output":
+                dumped = item.model_dump(mode="json")
+                outputs[(invocation.invocation_id, dumped["call_id"])] = dumped.get("output")
     return outputs
 
 

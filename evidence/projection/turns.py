@@ -40,7 +40,6 @@ def synthesize_turns(
             continue
         question, answer, reasoning, tool_count = turn_content(call.request, call.response)
         turn_counts[invocation_id] = turn_counts.get(invocation_id, 0) + 1
-        model_ref = None if metadata.model_ref is None else metadata.model_ref.model_dump()
         turns.append(
             TrajectoryTurn(
                 invocation_id=invocation_id,
@@ -53,8 +52,11 @@ def synthesize_turns(
                 reasoning_content=reasoning,
                 step_count=tool_counts.get(invocation_id, 0),
                 model_calls=[
+                    # Validated for its rule (an id, or a model_ref and a response id). The call's
+                    # model_ref goes in as the model it is, which validation takes over unchanged:
+                    # dumping it to validate the dump would only rebuild the same value.
                     ModelCallRef.model_validate(
-                        {"model_call_id": call.model_call_id, "model_ref": model_ref, "response_id": metadata.response_id}
+                        {"model_call_id": call.model_call_id, "model_ref": metadata.model_ref, "response_id": metadata.response_id}
                     )
                 ],
             )

@@ -18,7 +18,7 @@ gives a row (a turn that is not an object is a row of nulls), so row counts equa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,19 @@ from evidence.health.calls import call_successful
 from evidence.health.identity import InvalidIdentity, record_identity, unreadable_identity
 from evidence.health.registry import CHECKS
 from evidence.references import CallIndex, json_name, json_ref_name, ng_perf_owners
-from evidence.tables.values import as_bool, as_float, as_int, as_length, as_list, as_number, as_object, as_present, as_str, as_text
+from evidence.tables.values import (
+    OBJECT,
+    as_bool,
+    as_float,
+    as_int,
+    as_length,
+    as_list,
+    as_number,
+    as_object,
+    as_present,
+    as_str,
+    as_text,
+)
 
 __all__ = [
     "EXPORTED",
@@ -159,9 +171,9 @@ def row_facts(row: Mapping[str, Any] | None) -> RowFacts:
     turns = as_list(trajectory.get("turns")) if trajectory is not None else []
     calls = as_list(trajectory.get("model_calls")) if trajectory is not None else []
     tools = as_list(trajectory.get("tool_calls")) if trajectory is not None else []
-    turn_rows = [_entry(index, turn, _TURN_FIELDS) for index, turn in enumerate(turns)]
-    call_rows = list(_model_calls(trajectory, calls, turns)) if trajectory is not None else []
-    tool_rows = [_entry(index, tool, _TOOL_CALL_FIELDS) for index, tool in enumerate(tools)]
+    turn_rows = [_turn_row(index, turn) for index, turn in enumerate(turns)]
+    call_rows = _model_calls(trajectory, calls, turns) if trajectory is not None else []
+    tool_rows = [_tool_row(index, tool) for index, tool in enumerate(tools)]
     gap_rows = list(_gaps(row))
     perf = as_object(row.get("ng_perf")) or {}
     agent = as_object(row.get("agent_ref")) or {}
@@ -291,73 +303,109 @@ def _order(parts: tuple[Any, Any, Any]) -> tuple[tuple[int, Any], ...]:
     return tuple((0, part) if isinstance(part, int) else (1, str(part)) for part in parts)
 
 
-def _entry(index: int, value: Any, fields: tuple[tuple[str, Callable[[Any], Any]], ...]) -> tuple[Any, ...]:
-    """A list entry's row: its position, then each field read as its column's type."""
-    entry = value if isinstance(value, Mapping) else {}
-    return (index, *(read(entry.get(key)) for key, read in fields))
+# A turn's or tool call's row: its position, then each field read as its column's type. Spelled
+# out field by field, as a model call's row is: a loop over (key, reader) pairs cost twice as much.
 
 
-def _model_calls(trajectory: Mapping[str, Any], calls: list[Any], turns: list[Any]) -> Iterator[tuple[Any, ...]]:
+def _turn_row(index: int, value: Any) -> tuple[Any, ...]:
+    get = (as_object(value) or {}).get
+    return (
+        index,
+        as_str(get("invocation_id")),
+        as_int(get("turn_no")),
+        as_float(get("timestamp")),
+        as_int(get("step_count")),
+        as_bool(get("resolved")),
+        as_present(get("answer")),
+        as_present(get("reasoning_content")),
+        as_length(get("question")),
+        as_length(get("model_calls")),
+    )
+
+
+def _tool_row(index: int, value: Any) -> tuple[Any, ...]:
+    get = (as_object(value) or {}).get
+    return (
+        index,
+        as_str(get("tool_call_id")),
+        as_str(get("invocation_id")),
+        as_str(get("tool_name")),
+        as_str(get("sandbox_id")),
+        as_float(get("started_at")),
+        as_float(get("completed_at")),
+        as_float(get("duration_ms")),
+        as_str(get("timing_source")),
+        as_str(get("status")),
+        as_str(get("error_type")),
+        as_present(get("output")),
+    )
+
+
+def _model_calls(trajectory: Mapping[str, Any], calls: list[Any], turns: list[Any]) -> list[tuple[Any, ...]]:
     """Each call's row: who owns it (ng_perf's rule) and the first turn naming it alone."""
-    metas = [as_object(call.get("response_metadata")) or {} if isinstance(call, Mapping) else {} for call in calls]
+    entries = [as_object(call) or {} for call in calls]
+    metas = [as_object(call.get("response_metadata")) or {} for call in entries]
     names = [
         json_name(call.get("model_call_id"), meta.get("model_ref"), meta.get("response_id"))
-        if isinstance(call, Mapping)
-        else json_name(None, None, None)
-        for call, meta in zip(calls, metas, strict=True)
+        for call, meta in zip(entries, metas, strict=True)
     ]
     index = CallIndex(names)
-    invocations = [inv for inv in as_list(trajectory.get("invocations")) if isinstance(inv, Mapping)]
+    invocations = [inv for inv in as_list(trajectory.get("invocations")) if isinstance(inv, OBJECT)]
     owners = ng_perf_owners(
         index,
         (
-            (as_str(inv.get("invocation_id")), [json_ref_name(ref) for ref in as_list(inv.get("model_calls")) if isinstance(ref, Mapping)])
+            (as_str(inv.get("invocation_id")), [json_ref_name(ref) for ref in as_list(inv.get("model_calls")) if isinstance(ref, OBJECT)])
             for inv in invocations
         ),
     )
     turn_of: dict[int, tuple[int | None, int | None]] = {}
     for turn_index, turn in enumerate(turns):
-        if not isinstance(turn, Mapping):
+        if not isinstance(turn, OBJECT):
             continue
         for ref in as_list(turn.get("model_calls")):
-            if isinstance(ref, Mapping):
+            if isinstance(ref, OBJECT):
                 found = index.candidates(json_ref_name(ref))
                 if len(found) == 1:
                     turn_of.setdefault(found[0], (turn_index, as_int(turn.get("turn_no"))))
-    for position, (entry, meta) in enumerate(zip(calls, metas, strict=True)):
-        call = entry if isinstance(entry, Mapping) else {}
-        tokens = as_object(call.get("token_stats")) or {}
-        model_ref = as_object(meta.get("model_ref")) or {}
+    rows = []
+    for position, (call, meta) in enumerate(zip(entries, metas, strict=True)):
+        get, about = call.get, meta.get
+        tokens = (as_object(get("token_stats")) or {}).get
+        model_ref = as_object(about("model_ref")) or {}
+        status_code, error_category, response_status = about("status_code"), about("error_category"), about("response_status")
         on_turn, turn_no = turn_of.get(position, (None, None))
         owner = owners.get(position)
-        yield (
-            position,
-            as_str(call.get("model_call_id")),
-            as_str(meta.get("response_id")),
-            owner,
-            position in owners,
-            on_turn,
-            turn_no,
-            as_float(call.get("started_at")),
-            as_float(call.get("completed_at")),
-            as_float(call.get("duration_ms")),
-            as_str(model_ref.get("name")),
-            as_str(meta.get("model")),
-            as_str(meta.get("dialect")),
-            as_int(meta.get("status_code")),
-            as_str(meta.get("response_status")),
-            as_str(meta.get("finish_reason")),
-            as_str(meta.get("error_category")),
-            as_str(meta.get("response_source")),
-            as_int(meta.get("upstream_status_code")),
-            as_float(meta.get("latency_ttft_ms")),
-            call_successful(meta.get("status_code"), meta.get("error_category"), meta.get("response_status")),
-            as_int(tokens.get("prompt_tokens")),
-            as_int(tokens.get("completion_tokens")),
-            as_int(tokens.get("reasoning_tokens")),
-            as_int(tokens.get("total_tokens")),
-            as_int(tokens.get("cached_tokens")),
+        rows.append(
+            (
+                position,
+                as_str(get("model_call_id")),
+                as_str(about("response_id")),
+                owner,
+                position in owners,
+                on_turn,
+                turn_no,
+                as_float(get("started_at")),
+                as_float(get("completed_at")),
+                as_float(get("duration_ms")),
+                as_str(model_ref.get("name")),
+                as_str(about("model")),
+                as_str(about("dialect")),
+                as_int(status_code),
+                as_str(response_status),
+                as_str(about("finish_reason")),
+                as_str(error_category),
+                as_str(about("response_source")),
+                as_int(about("upstream_status_code")),
+                as_float(about("latency_ttft_ms")),
+                call_successful(status_code, error_category, response_status),
+                as_int(tokens("prompt_tokens")),
+                as_int(tokens("completion_tokens")),
+                as_int(tokens("reasoning_tokens")),
+                as_int(tokens("total_tokens")),
+                as_int(tokens("cached_tokens")),
+            )
         )
+    return rows
 
 
 def _gaps(row: Mapping[str, Any]) -> Iterator[tuple[Any, ...]]:
@@ -366,7 +414,7 @@ def _gaps(row: Mapping[str, Any]) -> Iterator[tuple[Any, ...]]:
         if holder is None:
             continue
         for index, gap in enumerate(as_list(holder.get("gaps"))):
-            if isinstance(gap, Mapping):
+            if isinstance(gap, OBJECT):
                 code = as_str(gap.get("code"))
                 yield (origin, index, code, code in GAPS, as_str(gap.get("invocation_id")), as_text(gap.get("detail")))
             else:
@@ -385,30 +433,3 @@ def _metrics(row: Mapping[str, Any]) -> list[tuple[str, float]]:
         if number is not None:
             pairs.append((key, number))
     return pairs
-
-
-# the columns of ``turns`` and ``tool_calls`` after the position: (key in the entry, how it is read)
-_TURN_FIELDS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
-    ("invocation_id", as_str),
-    ("turn_no", as_int),
-    ("timestamp", as_float),
-    ("step_count", as_int),
-    ("resolved", as_bool),
-    ("answer", as_present),
-    ("reasoning_content", as_present),
-    ("question", as_length),
-    ("model_calls", as_length),
-)
-_TOOL_CALL_FIELDS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
-    ("tool_call_id", as_str),
-    ("invocation_id", as_str),
-    ("tool_name", as_str),
-    ("sandbox_id", as_str),
-    ("started_at", as_float),
-    ("completed_at", as_float),
-    ("duration_ms", as_float),
-    ("timing_source", as_str),
-    ("status", as_str),
-    ("error_type", as_str),
-    ("output", as_present),
-)

@@ -13,10 +13,18 @@ from evidence.jsonl import dumps
 
 INT64 = 2**63
 """Integers from -INT64 to INT64 - 1 fit an int64 column."""
+_INT64_MIN = -INT64  # negated once, not on every read
+OBJECT = (dict, Mapping)
+"""``isinstance(value, OBJECT)`` is ``isinstance(value, Mapping)``, made quick for a JSON object:
+a dict is recognised by its type before the Mapping ABC's slower subclass hook runs."""
+
+# The readers run for every field of every turn and call. The values are JSON's own types, so
+# each reader tests the exact type a row holds first (``type(value) is ...``, or ``OBJECT``),
+# ahead of the slower general test that settles the rest (subclasses, bool, the ABC).
 
 
 def as_object(value: Any) -> Mapping[str, Any] | None:
-    return value if isinstance(value, Mapping) else None
+    return value if isinstance(value, OBJECT) else None
 
 
 def as_list(value: Any) -> list[Any]:
@@ -37,13 +45,15 @@ def as_bool(value: Any) -> bool | None:
 
 def as_int(value: Any) -> int | None:
     """An integer that fits int64 (booleans are not integers here; neither are integral floats)."""
-    if isinstance(value, int) and not isinstance(value, bool) and -INT64 <= value < INT64:
-        return value
+    if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
+        return value if _INT64_MIN <= value < INT64 else None
     return None
 
 
 def as_float(value: Any) -> float | None:
     """A finite number as a double (booleans are not numbers here)."""
+    if type(value) is float:
+        return value if math.isfinite(value) else None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:

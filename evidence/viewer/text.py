@@ -34,6 +34,10 @@ _SCRIPT_ESCAPES = (
 
 def clean(text: str) -> str:
     """``text`` with every lone surrogate replaced by U+FFFD (a paired one becomes its character)."""
+    # Most texts are ASCII ids and codes: ``isascii`` reads a flag CPython keeps on every str
+    # (no scan), and ASCII holds no surrogate, so they skip the UTF-8 encoding that finds one.
+    if text.isascii():
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -47,7 +51,9 @@ def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str | list[Any] | None:
     total characters]`` (the page says how much more the row holds)."""
     if value is None:
         return None
-    text = clean(value if isinstance(value, str) else dumps(value).decode("utf-8", "replace"))
+    # A UTF-8 decoding never yields a surrogate (it replaces an encoded one), so only a string
+    # needs cleaning: another value's JSON, often kilobytes, is not encoded again to look for one.
+    text = clean(value) if isinstance(value, str) else dumps(value).decode("utf-8", "replace")
     if len(text) <= limit:
         return text
     return [text[:limit], len(text)]
@@ -57,7 +63,7 @@ def short(value: Any) -> Any:
     """A string cleaned and cut to ``SHORT_CHARS`` (ids, names and codes are short; a hostile one
     is not), ending in an ellipsis when cut; any other value as it is."""
     if isinstance(value, str):
-        text = clean(value)
+        text = value if value.isascii() else clean(value)  # most are ASCII ids: no call to clean
         return text if len(text) <= SHORT_CHARS else text[:SHORT_CHARS] + "\u2026"
     return value
 

@@ -78,6 +78,7 @@ def process_job(params: StageParams, ctx: RunContext, recorded: RecordedParams, 
         reduced = reduce_run(ctx, plan.attempts, recorded.atif_all_or_nothing)
         stack.enter_context(reduced.log)
     timings.seconds["reduce_task_s"] = reduced.seconds
+    timings.seconds["tables_s"] = reduced.tables_seconds
     return ProcessedJob(plan, reduced)
 
 

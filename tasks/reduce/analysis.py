@@ -10,6 +10,7 @@ each attempt's ``rollouts`` row, findings and viewer page in manifest order.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ class _Waiting:
     output_line: int
     size: int
     facts: RowFacts
-    view: ViewFacts | None
+    view: bytes | None  # ViewFacts.encode(): moved as bytes, decoded once in ``finish``
     atif: tuple[str | None, str | None] | None
     judged: bool
 
@@ -48,6 +49,7 @@ class RunAnalysis:
     """The reduce's tables and viewer: attempts in manifest order (main rows, then sidecar rows), then ``finish``."""
 
     def __init__(self, ctx: RunContext, stack: ExitStack) -> None:
+        self.seconds = 0.0  # spent here: the reduce's share of what the tables and the viewer cost a run
         self._ctx = ctx
         self._tables = stack.enter_context(TableSink())
         self._viewer = stack.enter_context(ViewerSink(ctx.run_dir))
@@ -55,6 +57,7 @@ class RunAnalysis:
 
     def add(self, attempt: AttemptRef, outcome: AttemptOutcome, atif: tuple[str | None, str | None] | None = None) -> None:
         """One attempt from its part; ``atif``: a main row's ATIF decision (file, refusal)."""
+        started = time.perf_counter()
         facts = outcome.facts if outcome.facts is not None else row_facts(None)
         self._tables.add_children((self._ctx.job_id, self._ctx.run_id, attempt.key, attempt.source), facts)
         main = outcome.main
@@ -68,6 +71,7 @@ class RunAnalysis:
                 main is not None and main.health is not None,
             )
         )
+        self.seconds += time.perf_counter() - started
 
     def finish(self, entries: Iterable[dict[str, Any]], verdict_lines: Iterable[str], atif_published: bool) -> TablesSummary:
         """Write every attempt's rollouts row, findings and viewer page, publish the tables and the viewer's page.
@@ -78,6 +82,7 @@ class RunAnalysis:
             atif_published: False when an all-or-nothing export published no file (every
                 accepted row is then withheld).
         """
+        started = time.perf_counter()
         shard_files = [shard.name for shard in self._ctx.shards]
         verdicts = iter(verdict_lines)
         for entry, waiting in zip(entries, self._waiting, strict=True):
@@ -88,9 +93,12 @@ class RunAnalysis:
             else:
                 file, refusal = waiting.atif
                 atif = atif_columns(file if atif_published else None, refusal)
-            judged = JudgedAttempt(identity, waiting.facts, waiting.view, verdict, atif)
+            view = ViewFacts.decode(waiting.view) if waiting.view is not None else None
+            judged = JudgedAttempt(identity, waiting.facts, view, verdict, atif)
             self._tables.add_judged(judged)
             if judged.view is not None:
                 self._viewer.add(judged)
         self._viewer.finish()
-        return self._tables.publish(self._ctx.paths.tables)
+        summary = self._tables.publish(self._ctx.paths.tables)
+        self.seconds += time.perf_counter() - started
+        return summary

@@ -54,6 +54,7 @@ class ReduceSummary:
     atif_published: bool = True
     verdicts: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    tables_seconds: float = 0.0  # of ``seconds``: writing tables/ and viewer/ (RunAnalysis)
     histograms: dict[str, list[float]] = field(default_factory=dict)  # latency_ms, tokens_per_turn, reward
     scores: dict[str, Any] = field(default_factory=dict)  # evidence.key_metrics of scores.json (the flow's result, the CLI summary)
     fold_problems: list[str] = field(default_factory=list)  # values no fold could use, and missing digests
@@ -197,5 +198,6 @@ def write_outputs(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: 
         result.histograms = {**histogram_values(fold.capabilities), "reward": reward_values(digest for _, digest in fold.scores)}
         result.atif_published = write_atif(ctx, fold.atif)
         analysis.finish(result.log.entries(), verdict_lines, result.atif_published)
+        result.tables_seconds = analysis.seconds
     result.atif_files = fold.atif.accepted if result.atif_published else 0
     result.atif_rejections = fold.atif.rejections.count
