@@ -30,7 +30,7 @@ from evidence.tables import RowFacts
 
 __all__ = ["PART_VERSION", "AttemptPart", "PartError", "decode_part", "encode_part"]
 
-PART_VERSION = 6
+PART_VERSION = 7
 _MAGIC = f"evidence-part/{PART_VERSION}".encode()
 _EXACT = _MAGIC + b" exact"
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evidence.viewer.rollout import RolloutView
-from evidence.viewer.text import script_json
 
 __all__ = ["CHUNK_BYTES", "CHUNK_ROLLOUTS", "INDEX_FIELDS", "Chunk", "ViewerIndex", "chunk_name"]
 
@@ -88,7 +87,7 @@ class ViewerIndex:
         self.rows.append([self._encoded(name, view.entry[name]) for name in INDEX_FIELDS])
         if not self._pending:
             self.chunks.append(len(self.rows) - 1)
-        detail = script_json(view.detail)
+        detail = view.detail
         self._pending.append(detail)
         self._pending_bytes += len(detail)
         if len(self._pending) >= self.chunk_rollouts or self._pending_bytes >= self.chunk_bytes:

@@ -25,17 +25,17 @@ from evidence.tables import ROW_COLUMNS, TABLES, AttemptIdentity, RowFacts
 from evidence.tables.schema import KEYS
 from evidence.tables.values import OBJECT
 from evidence.viewer.findings import Subjects, finding_views
-from evidence.viewer.text import SHORT_CHARS, excerpt, short
+from evidence.viewer.text import SHORT_CHARS, excerpt, script_json, short
 
 __all__ = ["RolloutView", "ViewFacts", "decode_row", "rollout_view", "view_facts"]
 
 
 @dataclass(frozen=True, slots=True)
 class RolloutView:
-    """A main attempt for the viewer: ``entry`` (the index's fields, by name) and ``detail`` (its page's data)."""
+    """A main attempt for the viewer: ``entry`` (the index's fields, by name) and ``detail`` (its page's data, as ``script_json``)."""
 
     entry: dict[str, Any]
-    detail: dict[str, Any]
+    detail: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,25 +44,31 @@ class ViewFacts:
     and of its index entry read from the row, and what its findings can point at.
 
     Made where the row is decoded (the attempt engine), carried in the attempt's part, and
-    completed by ``rollout_view`` with the run-level verdict and ATIF decision.
+    completed by ``rollout_view`` with the run-level verdict and ATIF decision. The page's parts
+    (``head``, ``tail``: its members before and after the judgement, as ``script_json`` without
+    the braces) are rendered once, here: the reduce splices them into the page as bytes, so a
+    row's turns and calls are never decoded and encoded again.
     """
 
-    page: dict[str, Any]
+    head: bytes
+    tail: bytes
     entry: dict[str, Any]
     subjects: Subjects
 
     def encode(self) -> bytes:
-        """As JSON text: how the attempt's part carries them, so the reduce moves bytes until its last pass."""
-        return dumps([self.page, self.entry, self.subjects.to_json()])
+        """How the attempt's part carries them: the two page parts and the rest as JSON, one per line
+        (JSON text written compact holds no newline byte, and neither does ``script_json``'s)."""
+        return b"\n".join((self.head, self.tail, dumps([self.entry, self.subjects.to_json()])))
 
     @classmethod
     def decode(cls, data: bytes) -> ViewFacts:
         """Inverse of :meth:`encode` (a lone surrogate in a raw id reads back through the exact loader)."""
+        head, tail, rest = data.split(b"\n", 2)
         try:
-            page, entry, subjects = orjson.loads(data)
+            entry, subjects = orjson.loads(rest)
         except orjson.JSONDecodeError:
-            page, entry, subjects = loads_exact(data)
-        return cls(page, entry, Subjects.from_json(subjects))
+            entry, subjects = loads_exact(rest)
+        return cls(head, tail, entry, Subjects.from_json(subjects))
 
 
 def view_facts(line: bytes, row: Mapping[str, Any] | None, facts: RowFacts) -> ViewFacts:
@@ -82,11 +88,13 @@ def view_facts(line: bytes, row: Mapping[str, Any] | None, facts: RowFacts) -> V
     requested = raw.requested_tools()
     asked = [requested.get(tool_call_id) for _, tool_call_id in tool_ids]
     raw_turns, raw_calls, raw_tools = raw.entries("turns"), raw.entries("model_calls"), raw.entries("tool_calls")
-    page = {
+    head = {
         "readable": row is not None,
         "unreadable_line": None if row is not None else excerpt(line.decode("utf-8", "replace")),
         "identity": {name: short(rollout[name]) for name in _IDENTITY},
         "perf": {name: rollout[name] for name in _PERF},
+    }
+    tail = {
         "capture": {"calls": rollout["capture_call_count"], "gaps": [short(code) for code in rollout["capture_gaps"] or []]},
         "invocations": rollout["invocation_count"],
         "has_trajectory": rollout["has_trajectory"],
@@ -111,7 +119,7 @@ def view_facts(line: bytes, row: Mapping[str, Any] | None, facts: RowFacts) -> V
         "tool_calls": rollout["tool_call_count"],
     }
     subjects = Subjects([list(_TURN_IDS(turn)) for turn in facts.turns], [list(ids) for ids in call_ids], [list(ids) for ids in tool_ids])
-    return ViewFacts(page, entry, subjects)
+    return ViewFacts(_members(head), _members(tail), entry, subjects)
 
 
 def rollout_view(
@@ -129,7 +137,6 @@ def rollout_view(
         verdict: its line of ``health/rollout_verdicts.jsonl``, or None when health has none.
         atif: its ATIF columns (``evidence.tables.atif_columns``): status, file, refusal.
     """
-    page = facts.page
     findings = finding_views(_list(verdict.get("findings")) if verdict is not None else [], facts.subjects)
     status, atif_file, refusal = atif
     detail = {
@@ -143,12 +150,12 @@ def rollout_view(
         "reason": excerpt(identity.reason),
         "notes": [excerpt(note, SHORT_CHARS) for note in identity.notes],
         "repaired": identity.repaired,
-        **{name: page[name] for name in _PAGE_HEAD},
+    }
+    judged = {
         "verdict": short(verdict.get("verdict")) if verdict is not None else None,
         "unobserved": [short(check) for check in _list(verdict.get("unobserved"))] if verdict is not None else [],
         "findings": findings,
         "atif": {"status": status, "file": short(atif_file), "refusal": excerpt(refusal)},
-        **{name: page[name] for name in _PAGE_TAIL},
     }
     entry = facts.entry
     view_entry = {
@@ -158,7 +165,7 @@ def rollout_view(
         "rollout": entry["rollout"],
         "agent": entry["agent"],
         "status": short(identity.status),
-        "verdict": detail["verdict"],
+        "verdict": judged["verdict"],
         "checks": _unique(finding["check"] for finding in findings),
         "gaps": entry["gaps"],
         "atif": status,
@@ -171,7 +178,13 @@ def rollout_view(
         "tool_calls": entry["tool_calls"],
         "findings": len(findings),
     }
-    return RolloutView(view_entry, detail)
+    page = b"{%s,%s,%s,%s}" % (_members(detail), facts.head, _members(judged), facts.tail)
+    return RolloutView(view_entry, page)
+
+
+def _members(mapping: Mapping[str, Any]) -> bytes:
+    """A non-empty mapping's members as ``script_json``, without its braces: a part of a page spliced in as bytes."""
+    return script_json(mapping)[1:-1]
 
 
 def decode_row(line: bytes) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -207,9 +220,6 @@ def _columns(table: str, *names: str) -> Callable[[Sequence[Any]], Any]:
     return itemgetter(*(columns.index(name) for name in names))
 
 
-_PAGE_HEAD = ("readable", "unreadable_line", "identity", "perf")
-_PAGE_TAIL = ("capture", "invocations", "has_trajectory", "turns", "model_calls", "tool_calls", "gaps")
-"""The page's parts from the row, before and after the run's judgement of it."""
 _IDENTITY = ROW_COLUMNS[: ROW_COLUMNS.index("metrics")]
 """The row's identity as the page shows it: its indices, task id, agent, server, failure class, reward, resolved."""
 _PERF = tuple(name for name in ROW_COLUMNS if name.startswith("perf_"))

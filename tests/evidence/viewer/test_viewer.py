@@ -6,6 +6,7 @@ import base64
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -15,7 +16,9 @@ from evidence.gaps import GAPS
 from evidence.tables import AttemptIdentity, atif_columns, row_facts
 from evidence.viewer import (
     SCRIPT,
+    RolloutView,
     ViewerIndex,
+    ViewFacts,
     chunk_name,
     clean,
     decode_row,
@@ -34,9 +37,22 @@ IDENTITY = AttemptIdentity("", "", "main:1", 0, "rollouts.jsonl", "main", 1, 1, 
 LINKS = {"report": "../report.html", "rollouts": "../rollouts.jsonl", "atif": "../atif/"}
 
 
-def view(row: dict[str, Any] | None, verdict: dict[str, Any] | None = None, atif: tuple[Any, Any, Any] = ("withheld", None, None)) -> Any:
+@dataclass(frozen=True)
+class Viewed:
+    entry: dict[str, Any]
+    detail: dict[str, Any]  # the page's data, decoded
+
+
+def judged(row: dict[str, Any] | None, verdict: dict[str, Any] | None = None, atif: tuple[Any, Any, Any] = ("withheld", None, None)) -> RolloutView:
+    """A row's view as the reduce makes it: its facts carried through a part's bytes, then judged."""
     line = json.dumps(row).encode() if row is not None else b"[1]"
-    return rollout_view(view_facts(line, row, row_facts(row)), IDENTITY, verdict, atif)
+    carried = ViewFacts.decode(view_facts(line, row, row_facts(row)).encode())
+    return rollout_view(carried, IDENTITY, verdict, atif)
+
+
+def view(row: dict[str, Any] | None, verdict: dict[str, Any] | None = None, atif: tuple[Any, Any, Any] = ("withheld", None, None)) -> Viewed:
+    made = judged(row, verdict, atif)
+    return Viewed(made.entry, orjson.loads(made.detail))
 
 
 def test_clean_replaces_lone_surrogates_and_keeps_pairs() -> None:
@@ -75,6 +91,11 @@ def test_a_rollout_view_joins_findings_tool_calls_and_gaps() -> None:
     }
     made = view(hostile_row(0, 0), verdict, atif_columns("0-0.json", None))
     detail, entry = made.detail, made.entry
+    assert list(detail) == [
+        *("line", "key", "input_line", "shard_file", "rollout_id", "capture_file", "status", "reason", "notes", "repaired"),
+        *("readable", "unreadable_line", "identity", "perf", "verdict", "unobserved", "findings", "atif"),
+        *("capture", "invocations", "has_trajectory", "turns", "model_calls", "tool_calls", "gaps"),
+    ]
     assert [f["targets"] for f in detail["findings"]] == [[["turn", 1]], [["model_call", 1]], [], None]
     assert [f["subject"] for f in detail["findings"]] == ["agent_turn", "model_call", "trajectory_capture", "rollout"]
     tool = detail["tool_calls"][0]
@@ -116,7 +137,7 @@ def test_ids_and_names_are_cut_short() -> None:
 
 def test_index_codes_repeated_strings_and_fills_detail_files() -> None:
     index = ViewerIndex(chunk_rollouts=2)
-    chunks = [index.add(view(hostile_row(0, n))) for n in range(5)]
+    chunks = [index.add(judged(hostile_row(0, n))) for n in range(5)]
     chunks.append(index.finish())
     written = [c for c in chunks if c is not None]
     assert (
@@ -136,13 +157,13 @@ def test_index_codes_repeated_strings_and_fills_detail_files() -> None:
 
 def test_a_detail_file_ends_once_it_passes_its_byte_budget() -> None:
     index = ViewerIndex(chunk_bytes=1)
-    assert index.add(view(hostile_row(0, 0))) is not None
+    assert index.add(judged(hostile_row(0, 0))) is not None
     assert index.finish() is None
 
 
 def test_the_page_allows_its_own_script_by_hash_and_nothing_else() -> None:
     index = ViewerIndex()
-    index.add(view(hostile_row(0, 0)))
+    index.add(judged(hostile_row(0, 0)))
     page = render_viewer(index.document(), [chunk_name(0)], LINKS)
     digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
     assert f"script-src 'sha256-{digest}' 'strict-dynamic'" in viewer_csp()
