@@ -75,7 +75,8 @@ class AggregateMetricsFold:
 
     Memory: the digests only (a few numbers per rollout); the tables are built per group when
     the document is made. One fold gives both documents of a run: ``result(apply_masks=False)``
-    ignores the caller's masks (0.7.0's own file), ``result()`` applies them (clean scores).
+    ignores the caller's masks (0.7.0's own file), ``result()`` applies them (clean scores); a
+    group the caller's masks leave as it was is computed once for both.
 
     Example::
 
@@ -90,6 +91,10 @@ class AggregateMetricsFold:
     def __init__(self) -> None:
         self._groups: dict[Scalar, list[tuple[ScoreDigest, bool]]] = {}
         self._agents: dict[Scalar, Scalar | None] = {}
+        # A group's metrics (or 0.7.0's error) by what decides them: its rows' masks and its
+        # perf error. The clean document of a group in which health masked nothing is then
+        # the raw one's, not computed twice (most groups of a healthy run).
+        self._computed: dict[tuple[Scalar, tuple[bool, ...], tuple[str, str] | None], dict[str, Any] | GroupRefusal] = {}
 
     def add(self, digest: ScoreDigest | None, masked: bool = False) -> None:
         """One main row's digest (None: the row is in no group); ``masked`` masks it as if its
@@ -122,17 +127,15 @@ class AggregateMetricsFold:
         refusals: list[GroupRefusal] = []
         for server in sorted(self._groups, key=server_order):
             members = [(digest, digest.masked or (extra and apply_masks)) for digest, extra in self._groups[server]]
+            perf_error = _perf_error(server, problems)
+            key = (server, tuple(masked for _, masked in members), perf_error)
+            if key not in self._computed:
+                self._computed[key] = _group_outcome(server, members, perf_error)
+            metrics = self._computed[key]
+            if isinstance(metrics, GroupRefusal):
+                refusals.append(metrics)
+                continue
             perf = perf_groups.get(server) if isinstance(server, str) else None
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    metrics = _group_metrics(members, _perf_error(server, problems))
-            except _Replayed as exc:
-                refusals.append(GroupRefusal(server, exc.error, str(exc)))
-                continue
-            except REFUSED as exc:
-                refusals.append(GroupRefusal(server, type(exc).__name__, str(exc)))
-                continue
             entry = {"agent_ref": {"name": labels[server]}, "_ng_environment_server": server, **metrics}
             if perf is not None:
                 entry["perf_summary"] = perf
@@ -143,6 +146,20 @@ class AggregateMetricsFold:
 def dumps_aggregate_metrics(document: list[dict[str, Any]]) -> bytes:
     """The file's bytes: orjson with a two-space indent, no final newline (as 0.7.0 writes)."""
     return dumps(document, indent=True)
+
+
+def _group_outcome(
+    server: Scalar, members: Sequence[tuple[ScoreDigest, bool]], perf_error: tuple[str, str] | None
+) -> dict[str, Any] | GroupRefusal:
+    """A group's metrics, or the refusal naming what 0.7.0 raises on it."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _group_metrics(members, perf_error)
+    except _Replayed as exc:
+        return GroupRefusal(server, exc.error, str(exc))
+    except REFUSED as exc:
+        return GroupRefusal(server, type(exc).__name__, str(exc))
 
 
 def _group_metrics(members: Sequence[tuple[ScoreDigest, bool]], perf_error: tuple[str, str] | None) -> dict[str, Any]:

@@ -26,17 +26,26 @@ GOLDEN = orjson.loads((Path(__file__).parents[2] / "data" / "aggregate_metrics_0
 MASKED = [case for case in GOLDEN if case["masked"]]
 
 
-def run(rows: list[dict[str, Any]], masked: set[int], *, overrides: bool = True, apply_masks: bool = True) -> tuple[str, list[str]]:
-    """The stage's path over rows in file order: masked rows masked by the caller (``overrides``)
-    or by their own ``mask_sample``; the oracle's refusal lines."""
+def folded(rows: list[dict[str, Any]], masked: set[int], *, overrides: bool = True) -> tuple[AggregateMetricsFold, PerfSummaryFold]:
+    """The stage's folds over rows in file order: masked rows masked by the caller (``overrides``)
+    or by their own ``mask_sample``."""
     fold, perf = AggregateMetricsFold(), PerfSummaryFold(InMemorySort())
     for i, row in enumerate(rows):
         value = {**row, "mask_sample": True} if not overrides and i in masked else row
         perf.add(perf_group(value), summary_input(value.get("ng_perf")))
         fold.add(score_digest(value), masked=overrides and i in masked)
+    return fold, perf
+
+
+def written(fold: AggregateMetricsFold, perf: PerfSummaryFold, *, apply_masks: bool = True) -> tuple[str, list[str]]:
+    """A document's bytes and the oracle's refusal lines."""
     result = fold.result(perf.document()["groups"], perf.problems, apply_masks=apply_masks)
     refusals = [f"group {r.group!r} refused by 0.7.0: {r.error}: {r.message}" for r in result.refusals]
     return dumps_aggregate_metrics(result.document).decode(), refusals
+
+
+def run(rows: list[dict[str, Any]], masked: set[int], *, overrides: bool = True, apply_masks: bool = True) -> tuple[str, list[str]]:
+    return written(*folded(rows, masked, overrides=overrides), apply_masks=apply_masks)
 
 
 @pytest.mark.parametrize("case", GOLDEN, ids=[case["name"] for case in GOLDEN])
@@ -53,6 +62,14 @@ def test_mask_sample_in_the_rows_masks_alike(case: dict[str, Any]) -> None:
 def test_the_raw_document_ignores_the_callers_masks(case: dict[str, Any]) -> None:
     expected = (case["expected_unmasked"], case["expected_unmasked_refusals"])
     assert run(case["rows"], set(case["masked"]), apply_masks=False) == expected
+
+
+@pytest.mark.parametrize("case", MASKED, ids=[case["name"] for case in MASKED])
+def test_one_fold_gives_both_documents_in_any_order(case: dict[str, Any]) -> None:
+    fold, perf = folded(case["rows"], set(case["masked"]))
+    clean = (case["expected"], case["expected_refusals"])
+    raw = (case["expected_unmasked"], case["expected_unmasked_refusals"])
+    assert [written(fold, perf), written(fold, perf, apply_masks=False), written(fold, perf)] == [clean, raw, clean]
 
 
 def test_the_golden_cases_cover_masks_refusals_and_repeats() -> None:
