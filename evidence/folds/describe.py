@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-__all__ = ["HISTOGRAM_BINS", "bins_certainly_fit", "describe_groups", "plain"]
+__all__ = ["HISTOGRAM_BINS", "bins_certainly_fit", "describe_groups", "middle_means", "plain", "stacked_groups"]
 
 HISTOGRAM_BINS = 64
 STATS = ("mean", "max", "min", "median", "std")
@@ -43,24 +43,37 @@ def describe_groups(table: pd.DataFrame, key: str, columns: Sequence[str]) -> li
         return [(plain(group), _describe_frame(rows.drop(columns=key))) for group, rows in frame.groupby(key)]
     grouped = table.groupby(key)
     sizes = grouped.size()
-    counts = sizes.to_numpy()
-    codes = grouped.ngroup().to_numpy(dtype=np.float64)
-    kept = np.flatnonzero(~np.isnan(codes))
-    positions = kept[np.argsort(codes[kept], kind="stable")]
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.intp)
-    batches = [(size, np.flatnonzero(counts == size)) for size in np.unique(counts)]
+    batches = stacked_groups(grouped.ngroup().to_numpy(dtype=np.float64), len(sizes))
     per_column = []
     for column in columns:
         data = table[column].to_numpy()
-        results = {stat: np.empty(len(counts), dtype=object) for stat in (*STATS, "complete")}
-        for size, groups in batches:
-            block = data[positions[starts[groups][:, None] + np.arange(size)]]
-            for stat, values in _reduce_rows(block).items():
+        results = {stat: np.empty(len(sizes), dtype=object) for stat in (*STATS, "complete")}
+        for groups, rows in batches:
+            for stat, values in _reduce_rows(data[rows]).items():
                 results[stat][groups] = list(values)
         per_column.append(results)
     # pandas casts the reduced columns to their common type: int64 or uint64 alone stay integers
     integral = {table[c].dtype.kind for c in columns} in ({"i"}, {"u"})
     return [(group, _group_stats(index, columns, per_column, integral)) for index, group in enumerate(sizes.index.tolist())]
+
+
+def stacked_groups(codes: np.ndarray, groups: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The rows of each of ``groups`` groups, stacked by size: per size, the groups of that size
+    and a ``(groups, size)`` array of their row positions, each group's rows in table order.
+    ``codes`` gives each row's group number (a row coded NaN or negative is in none; a group
+    without rows is left out)."""
+    import numpy as np
+
+    kept = np.flatnonzero(codes >= 0)  # NaN >= 0 is False
+    members = codes[kept].astype(np.intp)
+    positions = kept[np.argsort(members, kind="stable")]
+    counts = np.bincount(members, minlength=groups)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.intp)
+    batches = []
+    for size in np.unique(counts[counts > 0]):
+        chosen = np.flatnonzero(counts == size)
+        batches.append((chosen, positions[starts[chosen][:, None] + np.arange(size)]))
+    return batches
 
 
 def _reduce_rows(block: np.ndarray) -> dict[str, Any]:
@@ -79,13 +92,13 @@ def _reduce_rows(block: np.ndarray) -> dict[str, Any]:
         "mean": nanops.nanmean(block, axis=1, skipna=True),
         "max": high,
         "min": low,
-        "median": _middle_means(floats, present.sum(axis=1)),
+        "median": middle_means(floats, present.sum(axis=1)),
         "std": nanops.nanstd(block, axis=1, skipna=True, ddof=1),
         "complete": present.all(axis=1),
     }
 
 
-def _middle_means(floats: np.ndarray, present: np.ndarray) -> np.ndarray:
+def middle_means(floats: np.ndarray, present: np.ndarray) -> np.ndarray:
     """numpy's 1-d median of each row's present values: the mean of the middle one (odd) or
     two (even) values, as numpy's ``mean`` sums and divides them; NaN for an empty row."""
     import numpy as np
