@@ -6,7 +6,7 @@ and folded by the reduce. Nothing raises out of an attempt.
 """
 
 from evidence.attempt.outcome import AtifFile, AtifRefusal, AttemptOutcome, MainDigests, PerfDigest, Status
-from evidence.attempt.part import PART_VERSION, AttemptPart, PartError, decode_part, encode_part
+from evidence.attempt.part import PART_VERSION, AttemptPart, PartError, decode_part, decode_part_located, encode_part
 from evidence.attempt.process import AttemptConfig, AttemptInputs, process_attempt, unprocessed_attempt
 from evidence.errors import failure_reason
 
@@ -23,6 +23,7 @@ __all__ = [
     "PerfDigest",
     "Status",
     "decode_part",
+    "decode_part_located",
     "encode_part",
     "failure_reason",
     "process_attempt",

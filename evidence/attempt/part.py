@@ -28,7 +28,7 @@ from evidence.health import RowDigest
 from evidence.jsonl import dumps, loads_exact, orjson_line
 from evidence.tables import RowFacts
 
-__all__ = ["PART_VERSION", "AttemptPart", "PartError", "decode_part", "encode_part"]
+__all__ = ["PART_VERSION", "AttemptPart", "PartError", "decode_part", "decode_part_located", "encode_part"]
 
 PART_VERSION = 7
 _MAGIC = f"evidence-part/{PART_VERSION}".encode()
@@ -117,6 +117,16 @@ def decode_part(data: bytes | memoryview) -> AttemptPart:
     Raises:
         PartError: not a part of this version, truncated or damaged.
     """
+    return decode_part_located(data)[0]
+
+
+def decode_part_located(data: bytes | memoryview) -> tuple[AttemptPart, int]:
+    """:func:`decode_part`, and where in ``data`` the outcome's line starts (the reduce has the
+    kernel copy a line from a local segment file, without reading it: ``tasks/storage/lines.py``).
+
+    Raises:
+        PartError: not a part of this version, truncated or damaged.
+    """
     try:
         return _decode(data)
     except PartError:
@@ -125,7 +135,7 @@ def decode_part(data: bytes | memoryview) -> AttemptPart:
         raise PartError(f"damaged part: {type(exc).__name__}: {exc}") from exc
 
 
-def _decode(data: bytes | memoryview) -> AttemptPart:
+def _decode(data: bytes | memoryview) -> tuple[AttemptPart, int]:
     view = memoryview(data)
     magic_end = _newline(view, 0)
     header_end = _newline(view, magic_end + 1)
@@ -152,7 +162,7 @@ def _decode(data: bytes | memoryview) -> AttemptPart:
         main=main,
         facts=None if header["facts"] is None else RowFacts.from_json(header["facts"]),
     )
-    return AttemptPart(header["fingerprint"], header["seconds"], outcome)
+    return AttemptPart(header["fingerprint"], header["seconds"], outcome), header_end + 1
 
 
 def _newline(view: memoryview, start: int) -> int:

@@ -28,10 +28,12 @@ from dataclasses import dataclass
 import orjson
 
 from evidence import AttemptPart, decode_part
+from evidence.attempt import decode_part_located
 from tasks.discover.refs import AttemptRef
 from tasks.rundir import RunPaths
 from tasks.storage import InputNotFound, Location, PermanentStorageError, release_view
 from tasks.storage.concurrent import ordered_prefetch
+from tasks.storage.lines import FilePlace
 
 __all__ = [
     "SEGMENT_PARTS",
@@ -263,10 +265,11 @@ def _current(entries: Iterable[PartEntry], attempt: AttemptRef) -> PartEntry | N
     return next((entry for entry in entries if entry.fingerprint == attempt.fingerprint), None)
 
 
-def read_parts(folder: Location, attempts: Iterable[AttemptRef]) -> Iterator[tuple[AttemptRef, AttemptPart]]:
+def read_parts(folder: Location, attempts: Iterable[AttemptRef]) -> Iterator[tuple[AttemptRef, AttemptPart, FilePlace | None]]:
     """Each attempt's current part from the folder's segments, attempts in line order; each
     segment read once (ahead), its head as the lines reach it, its cached pages let go once
-    the reader is past it (``release_view``).
+    the reader is past it (``release_view``). With each part, where its line lies in a local
+    segment file (None on an object store), for ``LineWriter``.
 
     Raises:
         PartMissing: an attempt has no current part (its segment is gone, stale or damaged).
@@ -288,9 +291,15 @@ def read_parts(folder: Location, attempts: Iterable[AttemptRef]) -> Iterator[tup
         if run:
             yield run
 
-    def load(run: list[tuple[AttemptRef, PartEntry]]) -> tuple[bytes | memoryview, list[tuple[AttemptRef, AttemptPart]]]:
-        data = folder.child(run[0][1].segment).read_view()  # segments are immutable once renamed into place
-        return data, [(attempt, decode_part(data[e.offset : e.offset + e.length])) for attempt, e in run]
+    def load(run: list[tuple[AttemptRef, PartEntry]]) -> tuple[bytes | memoryview, list[tuple[AttemptRef, AttemptPart, FilePlace | None]]]:
+        segment = folder.child(run[0][1].segment)
+        data = segment.read_view()  # segments are immutable once renamed into place
+        path = segment.path if segment.is_local else None
+        parts = []
+        for attempt, e in run:
+            part, line_at = decode_part_located(data[e.offset : e.offset + e.length])
+            parts.append((attempt, part, None if path is None else FilePlace(path, e.offset + line_at)))
+        return data, parts
 
     try:
         for data, parts in ordered_prefetch(load, runs(), window=2):

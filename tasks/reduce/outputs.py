@@ -40,6 +40,7 @@ from tasks.reduce.atif_outputs import AtifOutputs, write_atif
 from tasks.reduce.attempt_log import AttemptLog
 from tasks.reduce.scores import NO_HEALTH, write_scores
 from tasks.storage import Location, atomic_writer
+from tasks.storage.lines import FilePlace, LineWriter
 from tasks.storage.spill import SortedSpill, Spill, count_repeats
 
 
@@ -60,8 +61,9 @@ class ReduceSummary:
     fold_problems: list[str] = field(default_factory=list)  # values no fold could use, and missing digests
 
 
-def _parts(ctx: RunContext, attempts: Iterable[AttemptRef]) -> Iterator[tuple[AttemptRef, AttemptPart]]:
-    """The current part of each attempt, in input order (segments read ahead; one index per shard's source folder)."""
+def _parts(ctx: RunContext, attempts: Iterable[AttemptRef]) -> Iterator[tuple[AttemptRef, AttemptPart, FilePlace | None]]:
+    """The current part of each attempt and where its line lies locally, in input order
+    (segments read ahead; one index per shard's source folder)."""
     for folder, run in itertools.groupby(attempts, key=_part_folder):
         yield from read_parts(segment_folder(ctx.run_dir, folder), run)
 
@@ -73,10 +75,9 @@ def _part_folder(attempt: AttemptRef) -> str:
 def _write_rows(ctx: RunContext, attempts: Iterable[AttemptRef], target: Location, log: AttemptLog, analysis: RunAnalysis) -> int:
     """Concatenate the output lines of one source, in input order."""
     count = 0
-    with atomic_writer(target) as out:
-        for attempt, part in _parts(ctx, attempts):
-            out.write(part.outcome.line)
-            out.write(b"\n")
+    with atomic_writer(target) as out, LineWriter(out) as lines:
+        for attempt, part, place in _parts(ctx, attempts):
+            lines.write(part.outcome.line, place)
             log.add(attempt, part)
             analysis.add(attempt, part.outcome)
             count += 1
@@ -128,10 +129,9 @@ class _MainFold:
 def _fold_main(ctx: RunContext, attempts: Iterable[AttemptRef], fold: _MainFold, log: AttemptLog) -> int:
     """One streaming pass over the main parts: rollouts.jsonl plus every fold's spill; the row count."""
     count = 0
-    with atomic_writer(ctx.paths.rollouts) as out:
-        for attempt, part in _parts(ctx, attempts):
-            out.write(part.outcome.line)
-            out.write(b"\n")
+    with atomic_writer(ctx.paths.rollouts) as out, LineWriter(out) as lines:
+        for attempt, part, place in _parts(ctx, attempts):
+            lines.write(part.outcome.line, place)
             log.add(attempt, part)
             fold.add(attempt, part.outcome)
             count += 1

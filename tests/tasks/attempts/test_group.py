@@ -78,4 +78,4 @@ def test_a_resumed_group_never_replaces_a_segment_whose_other_parts_are_current(
 
     assert (summary.processed, summary.skipped) == (2, len(attempts) - 2)
     parts = list(read_parts(segment_folder(ctx.run_dir, MAIN), attempts))
-    assert [attempt.line for attempt, _ in parts] == [attempt.line for attempt in attempts]
+    assert [attempt.line for attempt, _, _ in parts] == [attempt.line for attempt in attempts]

@@ -29,7 +29,16 @@ def _write(folder: Path, lines: range, fingerprint: str, name: str | None = None
 
 
 def _read(folder: Path, attempts: list[AttemptRef]) -> list[str]:
-    return [bytes(part.outcome.line).decode() for _, part in read_parts(Location(str(folder)), attempts)]
+    """Each part's line, checked against the bytes at the place given for it in its segment file."""
+    lines = []
+    for _, part, place in read_parts(Location(str(folder)), attempts):
+        line = bytes(part.outcome.line)
+        assert place is not None
+        with open(place.path, "rb") as segment:
+            segment.seek(place.offset)
+            assert segment.read(len(line)) == line
+        lines.append(line.decode())
+    return lines
 
 
 def test_each_attempt_gets_its_current_part_across_overlapping_segments(tmp_path: Path) -> None:
@@ -129,7 +138,7 @@ def test_a_segment_s_pages_are_let_go_once_the_reader_is_past_it(tmp_path: Path,
         events.append(f"release lines {index[0][0]}-")
 
     monkeypatch.setattr(parts, "release_view", released)
-    for _, part in read_parts(Location(str(tmp_path)), [_attempt(n, "ok") for n in range(1, 7)]):
+    for _, part, _ in read_parts(Location(str(tmp_path)), [_attempt(n, "ok") for n in range(1, 7)]):
         events.append(f"line {orjson.loads(bytes(part.outcome.line))['line']}")
     assert events == [
         "line 1", "line 2", "release lines 1-", "line 3", "line 4", "release lines 3-", "line 5", "line 6", "release lines 5-",
