@@ -23,6 +23,7 @@ from evidence.capture import CaptureLookup, merge_capture
 from evidence.errors import RowRejected
 from evidence.gaps import MODEL_CALL_CAPTURE_NO_RECORDS, MULTIMODAL_HISTORY_REDACTED
 from evidence.jsonl import decodes_to_itself, json_dump_decodes_to_itself
+from evidence.models.observations import AgentObservationBundle
 from evidence.models.trajectory import TrajectoryRecord
 from evidence.ng_perf import attach_ng_perf
 from evidence.projection import attach_joined_trajectory
@@ -31,7 +32,7 @@ __all__ = ["CollectedRow", "collect_row"]
 
 _NO_RESULT_CLASSES = frozenset({"agent_request_failed", "agent_run_error", "environment_server_failed"})
 _EVIDENCE_KEYS = ("ng_model_call_capture", "ng_agent_observations", "ng_trajectory")
-_BUILT_KEYS = ("ng_model_call_capture", "ng_agent_observations", "ng_perf")  # written here, besides the trajectory
+_WALKED_KEYS = ("ng_model_call_capture", "ng_perf")  # written here, besides the trajectory and the observations
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +47,16 @@ class CollectedRow:
         trajectory: the validated record whose JSON dump is ``row["ng_trajectory"]``, so that
             dump is already in canonical form (a reader validating it gets it back unchanged);
             None when the projection attached nothing of its own.
+        observations: the joined bundle whose JSON dump the capture merge wrote into
+            ``row["ng_agent_observations"]``; None when it wrote none. (A failed projection may
+            add a gap to that value, but then ``trajectory`` is None.)
     """
 
     row: dict[str, Any]
     rejected: RowRejected | None
     repaired: bool
     trajectory: TrajectoryRecord | None = None
+    observations: AgentObservationBundle | None = None
 
     @property
     def projected(self) -> bool:
@@ -61,13 +66,19 @@ class CollectedRow:
         """Whether the enriched row, once orjson has written it, reads back as itself (values and types).
 
         For a row parsed by orjson: collection replaces only its evidence keys and ``ng_perf``,
-        every other value is the parsed input's. The trajectory is checked on its validated
-        record; the other rebuilt values are walked (call metadata without payloads, the joined
-        observations, ng_perf: small next to the trajectory, which holds the conversation).
+        every other value is the parsed input's. The trajectory and the joined observations are
+        checked on their validated models (walking their dumps took twice as long); the other
+        rebuilt values are walked (call metadata without payloads, ng_perf: small next to the
+        trajectory, which holds the conversation).
         """
         if self.trajectory is None or not json_dump_decodes_to_itself(self.trajectory):
             return False
-        return all(decodes_to_itself(self.row[key]) for key in _BUILT_KEYS if key in self.row)
+        if self.observations is not None:
+            if not json_dump_decodes_to_itself(self.observations):
+                return False
+        elif not decodes_to_itself(self.row.get("ng_agent_observations")):  # the input's own, or none
+            return False
+        return all(decodes_to_itself(self.row[key]) for key in _WALKED_KEYS if key in self.row)
 
 
 def collect_row(row: dict[str, Any], lookup: CaptureLookup) -> CollectedRow:
@@ -92,7 +103,7 @@ def collect_row(row: dict[str, Any], lookup: CaptureLookup) -> CollectedRow:
     if any(key in result for key in _EVIDENCE_KEYS):
         projected = attach_joined_trajectory(row, result, joined)
     attach_ng_perf(result, _rollout_latency_ms(row), projected)
-    return CollectedRow(row=result, rejected=None, repaired=_is_repair(row, result), trajectory=projected)
+    return CollectedRow(row=result, rejected=None, repaired=_is_repair(row, result), trajectory=projected, observations=joined)
 
 
 def _is_no_result(result: dict[str, Any]) -> bool:

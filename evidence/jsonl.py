@@ -85,6 +85,18 @@ def decodes_to_itself(value: Any) -> bool:
     subclass (an enum) as its plain value; everything else that it writes reads back as it was.
     Knowing this lets a caller keep the value it wrote instead of parsing the line again.
     """
+    for item in leaves(value):
+        kind = type(item)
+        if kind is float:
+            if not math.isfinite(item):
+                return False
+        elif not (kind is str or kind is int or kind is bool or item is None):
+            return False
+    return True
+
+
+def leaves(value: Any) -> Iterator[Any]:
+    """Every value inside a parsed JSON value that is neither an object nor an array (any depth, no recursion)."""
     stack = [value]
     while stack:
         item = stack.pop()
@@ -93,12 +105,8 @@ def decodes_to_itself(value: Any) -> bool:
             stack.extend(item.values())
         elif kind is list:
             stack.extend(item)
-        elif kind is float:
-            if not math.isfinite(item):
-                return False
-        elif not (kind is str or kind is int or kind is bool or item is None):
-            return False
-    return True
+        else:
+            yield item
 
 
 def json_dump_decodes_to_itself(model: BaseModel) -> bool:

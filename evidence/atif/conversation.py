@@ -25,11 +25,16 @@ _FLOAT_FIELDS = frozenset({"started_at", "completed_at", "duration_ms"})
 
 @dataclass
 class AgentGroup:
-    """One agent step in the making: the ATIF fields so far and what its turn must copy."""
+    """One agent step in the making: the ATIF fields so far and what its turn must copy.
 
-    question: list[dict[str, Any]]
-    answer: list[dict[str, Any]]
-    reasoning: list[dict[str, Any]] | None
+    The copies are the conversation items at ``question`` (every item before the group),
+    ``answer`` (its function calls, or its message) and ``reasoning`` (None: the group has none),
+    as positions in the conversation.
+    """
+
+    question: range
+    answer: range
+    reasoning: range | None
     is_tool_step: bool
     call_count: int
     fields: dict[str, Any]
@@ -207,7 +212,7 @@ class _Walker:
         results = [self._result(output.data, contents[output.data["call_id"]]) for output in outputs]
         return calls, index, {"message": "", "tool_calls": tool_calls, "observation": {"results": results}}
 
-    def _group(self, start: int, prefix: list[Item]) -> tuple[AgentGroup, int]:
+    def _group(self, start: int) -> tuple[AgentGroup, int]:
         path = f"{_ROOT}[{start}]"
         index = start
         while index < len(self.items) and self.items[index].kind == "reasoning":
@@ -229,19 +234,17 @@ class _Walker:
         if reasoning:
             fields["reasoning_content"] = _reasoning_text(reasoning, path)
         group = AgentGroup(
-            question=[item.data for item in prefix],
-            answer=[item.data for item in answer],
-            reasoning=[item.data for item in reasoning] or None,
+            question=range(start),
+            answer=range(index, index + len(answer)),
+            reasoning=range(start, index) if reasoning else None,
             is_tool_step=head.kind == "function_call",
             call_count=len(fields.get("tool_calls", ())),
             fields=fields,
             source_items=source_items,
         )
-        prefix.extend(self.items[start:end])
         return group, end
 
     def walk(self) -> Walk:
-        prefix: list[Item] = []
         steps: list[dict[str, Any]] = []
         groups: list[AgentGroup] = []
         index = 0
@@ -249,10 +252,9 @@ class _Walker:
             item = self.items[index]
             if item.kind in _SOURCE_KINDS:
                 steps.append(_source_step(index, item, bool(groups)))
-                prefix.append(item)
                 index += 1
                 continue
-            group, index = self._group(index, prefix)
+            group, index = self._group(index)
             groups.append(group)
         unused = sorted(self.records.keys() - self.used_records)
         if unused:

@@ -158,7 +158,7 @@ def rollout_to_atif(
     if hygiene:
         check_json_value(row, "rollout")
     trajectory = row.get("ng_trajectory")
-    preflight_trajectory(trajectory)
+    matches = preflight_trajectory(trajectory)
     conversation = parse_record(trajectory)
     assert isinstance(trajectory, dict), "parse_record refuses anything but a valid trajectory object"
     root = _check_root(trajectory)
@@ -167,7 +167,7 @@ def rollout_to_atif(
         raise AtifExportError(f"{bad_index}: expected a non-negative integer")
     walk = walk_conversation(conversation, trajectory.get("tool_calls", []), root["invocation_id"])
     index = ExportCallIndex(trajectory.get("model_calls", []))
-    agent, selected = agent_steps(walk.groups, trajectory.get("turns", []), index, root["invocation_id"])
+    agent, selected = agent_steps(walk.groups, trajectory.get("turns", []), index, root["invocation_id"], conversation, matches)
     surplus = surplus_calls(root, index, selected)
     steps = [{"step_id": n, **step} for n, step in enumerate(walk.source_steps + agent, start=1)]
     nemo_gym: dict[str, Any] = {

@@ -3,16 +3,25 @@
 The Responses item models ignore unknown keys, so without this pass an exporter could lose
 producer data without noticing. It runs on the decoded row before the strict parse and only
 looks at objects and lists; anything else is left for the parse to judge.
+
+The turns copy the root conversation (each question is its whole prefix so far), so most of
+their items are conversation items again: the pass finds those (:class:`CopyMatches`), which
+it has checked as conversation items already.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from evidence.errors import AtifExportError
+from evidence.jsonl import leaves
 
-__all__ = ["preflight_trajectory", "unsupported_fields_message"]
+__all__ = ["CopyMatches", "preflight_trajectory", "unsupported_fields_message"]
+
+_COPIES = ("question", "answer", "reasoning_content")
+"""A turn's copies of the root conversation, in 0.7.0's visiting order."""
 
 _TRAINING_KEYS = frozenset({"prompt_token_ids", "generation_token_ids", "generation_log_probs", "routed_experts"})
 _ITEM_TYPES = frozenset({"message", "reasoning", "function_call", "function_call_output"})
@@ -120,25 +129,98 @@ def _check_conversation(items: Any, path: str) -> None:
             _check_item(item, f"{path}[{index}]")
 
 
-def preflight_trajectory(trajectory: Any) -> None:
-    """Run 0.7.0's raw preflight over ``ng_trajectory`` in its visiting order; no-op on non-objects."""
+@dataclass(frozen=True, slots=True)
+class CopyMatches:
+    """Where the turns' copies are the root conversation's own items.
+
+    A turn copies the root conversation: its question is every item before its agent step, its
+    reasoning and its answer are that step's items. ``turns[t][copy]`` is the span of
+    conversation positions whose items turn ``t``'s ``copy`` equals, one for one, where it does.
+    Such a copy passes the preflight as those items did and parses to what theirs parse to (up
+    to key order, which ``json_equal`` ignores), so it is neither checked nor parsed again.
+
+    Equal is Python's ``==`` on items holding no number and no boolean (only objects, arrays,
+    strings and nulls): there ``==`` tells the types apart too, where ``true == 1 == 1.0``
+    would hide a copy 0.7.0 refuses.
+    """
+
+    turns: list[dict[str, range]]
+
+    def same_items(self, turn: int, copy: str, span: range) -> bool:
+        """Whether turn ``turn``'s ``copy`` equals the root conversation's items at ``span``."""
+        found = self.turns[turn].get(copy) if turn < len(self.turns) else None
+        return found is not None and (found.start, found.stop) == (span.start, span.stop)
+
+
+def _plain(value: Any) -> bool:
+    """Whether a value holds only objects, arrays, strings and nulls, at any depth."""
+    return all(type(item) is str or item is None for item in leaves(value))
+
+
+class _Root:
+    """The root conversation, whose items have passed the preflight, as the turns copy it."""
+
+    def __init__(self, items: Any) -> None:
+        self.items: list[Any] = items if isinstance(items, list) else []
+        self._plain: list[bool] | None = None  # per item, found when a turn first copies them
+
+    def span(self, copy: list[Any], start: int) -> range | None:
+        """The positions from ``start`` whose items ``copy`` equals (see ``CopyMatches``), if it does."""
+        stop = start + len(copy)
+        if stop > len(self.items) or copy != self.items[start:stop]:
+            return None
+        if self._plain is None:
+            self._plain = [_plain(item) for item in self.items]
+        return range(start, stop) if all(self._plain[start:stop]) else None
+
+
+def _check_copy(items: Any, start: int, path: str, root: _Root) -> range | None:
+    """``_check_conversation`` of a turn's copy, which expects its items at ``start`` of the root
+    conversation: the span it equals there (checked already), or None (its items checked)."""
+    span = root.span(items, start) if isinstance(items, list) else None
+    if span is None:
+        _check_conversation(items, path)
+    return span
+
+
+def preflight_trajectory(trajectory: Any) -> CopyMatches:
+    """Run 0.7.0's raw preflight over ``ng_trajectory`` in its visiting order (nothing to check
+    in a non-object); where the turns' copies are root conversation items."""
+    matches = CopyMatches([])
     if not isinstance(trajectory, dict):
-        return
+        return matches
     root = "ng_trajectory"
+    conversation = _Root(None)
     invocations = trajectory.get("invocations")
     for index, invocation in enumerate(invocations if isinstance(invocations, list) else ()):
         if isinstance(invocation, dict):
             path = f"{root}.invocations[{index}]"
             _check_conversation(invocation.get("conversation"), f"{path}.conversation")
             _check_model_call_refs(invocation, path)
+            if index == 0:
+                conversation = _Root(invocation.get("conversation"))
     turns = trajectory.get("turns")
     for index, turn in enumerate(turns if isinstance(turns, list) else ()):
+        spans: dict[str, range] = {}
+        matches.turns.append(spans)
         if isinstance(turn, dict):
             path = f"{root}.turns[{index}]"
-            for copy in ("question", "answer", "reasoning_content"):
-                _check_conversation(turn.get(copy), f"{path}.{copy}")
+            for copy, start in zip(_COPIES, _copy_starts(turn), strict=True):
+                span = _check_copy(turn.get(copy), start, f"{path}.{copy}", conversation)
+                if span is not None:
+                    spans[copy] = span
             _check_model_call_refs(turn, path)
     calls = trajectory.get("model_calls")
     for index, call in enumerate(calls if isinstance(calls, list) else ()):
         if isinstance(call, dict):
             _check_model_ref(call.get("response_metadata"), f"{root}.model_calls[{index}].response_metadata")
+    return matches
+
+
+def _copy_starts(turn: dict[str, Any]) -> tuple[int, int, int]:
+    """Where each copy (in ``_COPIES`` order) would start in the root conversation: the question
+    at its start, the reasoning after the question, the answer after the reasoning."""
+    question, reasoning = turn.get("question"), turn.get("reasoning_content")
+    after_question = len(question) if isinstance(question, list) else 0
+    after_reasoning = after_question + (len(reasoning) if isinstance(reasoning, list) else 0)
+    return 0, after_reasoning, after_question

@@ -140,14 +140,6 @@ MODEL_CALL_FIELDS: Spec = {
 }
 
 
-def _conversation(value: Any) -> bool:
-    try:
-        parse_items(value)
-    except InvalidItem:
-        return False
-    return True
-
-
 _INVOCATION = _model(
     {
         "kind": (_literal("agent_invocation"), _OPTIONAL),
@@ -158,7 +150,7 @@ _INVOCATION = _model(
         "duration_ms": _OPT_DURATION,
         "error_type": _OPT_STR,
         "model_calls": (_list_of(_MODEL_CALL_REF), _OPTIONAL),
-        "conversation": (_conversation, _OPTIONAL),
+        "conversation": (_any, _OPTIONAL),  # parsed by parse_record, which keeps the root's
     }
 )
 _TURN = _model(
@@ -246,7 +238,8 @@ def parse_record(trajectory: Any) -> list[Item]:
     """
     if not _RECORD(trajectory):
         raise AtifExportError(INVALID_TRAJECTORY)
-    invocations = trajectory.get("invocations", [])
-    if not invocations:
-        return []
-    return parse_items(invocations[0].get("conversation", []))
+    try:
+        conversations = [parse_items(invocation.get("conversation", [])) for invocation in trajectory.get("invocations", [])]
+    except InvalidItem:
+        raise AtifExportError(INVALID_TRAJECTORY) from None
+    return conversations[0] if conversations else []

@@ -11,7 +11,8 @@ from typing import Any
 
 from evidence.atif.completion import check_completion, check_tokens, dump_model_call, iso_timestamp, step_metrics
 from evidence.atif.conversation import AgentGroup
-from evidence.atif.items import InvalidItem, parse_items
+from evidence.atif.items import InvalidItem, Item, parse_items
+from evidence.atif.preflight import CopyMatches
 from evidence.atif.strict_json import json_equal
 from evidence.errors import AtifExportError
 from evidence.references import ExportCallIndex
@@ -36,12 +37,22 @@ def _copy(turn: dict[str, Any], name: str, path: str) -> list[dict[str, Any]] | 
         raise AtifExportError(f"{path}.{name}: missing or invalid Responses conversation items") from None
 
 
-def _check_copies(turn: dict[str, Any], group: AgentGroup, path: str) -> None:
+def _check_copies(
+    turn: dict[str, Any], position: int, group: AgentGroup, conversation: list[Item], matches: CopyMatches, path: str
+) -> None:
     """Each copy parsed and compared before the next is parsed: the first failure wins, so a
-    question that differs is reported before an answer that does not parse."""
-    expected = {"question": group.question, "answer": group.answer, "reasoning_content": group.reasoning}
+    question that differs is reported before an answer that does not parse.
+
+    A copy made of exactly the conversation items it must equal (``matches``) is equal: it is
+    neither parsed nor compared.
+    """
+    spans = {"question": group.question, "answer": group.answer, "reasoning_content": group.reasoning}
     for name, message in _COPY_MISMATCH:
-        if not json_equal(_copy(turn, name, path), expected[name]):
+        span = spans[name]
+        if span is not None and matches.same_items(position, name, span):
+            continue
+        expected = None if span is None else [conversation[item].data for item in span]
+        if not json_equal(_copy(turn, name, path), expected):
             raise AtifExportError(f"{path}.{name}: {message}")
 
 
@@ -71,9 +82,18 @@ def _agent_step(group: AgentGroup, turn: dict[str, Any], call: dict[str, Any], p
 
 
 def agent_steps(
-    groups: list[AgentGroup], turns: list[dict[str, Any]], index: ExportCallIndex, root_id: str
+    groups: list[AgentGroup],
+    turns: list[dict[str, Any]],
+    index: ExportCallIndex,
+    root_id: str,
+    conversation: list[Item],
+    matches: CopyMatches,
 ) -> tuple[list[dict[str, Any]], list[int]]:
-    """One agent step per group, joined through its turn; also the selected capture indices."""
+    """One agent step per group, joined through its turn; also the selected capture indices.
+
+    ``conversation``: the root conversation the groups were walked from; ``matches``: the
+    preflight's matches of the turns' copies to it.
+    """
     if len(turns) != len(groups):
         raise AtifExportError(f"ng_trajectory.turns: expected one turn for each of {len(groups)} agent steps, got {len(turns)}")
     steps, selected, calls_so_far = [], [], 0
@@ -83,7 +103,7 @@ def agent_steps(
             raise AtifExportError(f"{path}.invocation_id: does not match the root invocation")
         if turn["turn_no"] != position + 1:
             raise AtifExportError(f"{path}.turn_no: turns must be ordered sequentially from 1")
-        _check_copies(turn, group, path)
+        _check_copies(turn, position, group, conversation, matches, path)
         calls_so_far += group.call_count
         if turn["step_count"] != calls_so_far:
             raise AtifExportError(f"{path}.step_count: does not match the cumulative tool-call count")

@@ -34,6 +34,8 @@ class RolloutEvidence:
     captured_call_count: int
     sandbox_records: list[dict[str, Any]]
     gap_codes: frozenset[str]
+    rebuilt_turns: list[tuple[dict[str, Any], Any]]
+    """Per call, the model-call ref and timestamp of the turn 0.7.0 rebuilds from it (spec §8.7)."""
 
     @property
     def recorded_tool_call_ids(self) -> frozenset[str]:
@@ -53,7 +55,8 @@ class RolloutEvidence:
         refs = as_list(turn.get("model_calls"))
         if len(refs) != 1:
             return False
-        return any(refs[0] == _canonical_ref(call) and turn.get("timestamp") == _synthesized_timestamp(call) for call in self.calls)
+        timestamp = turn.get("timestamp")
+        return any(refs[0] == ref and timestamp == rebuilt for ref, rebuilt in self.rebuilt_turns)
 
 
 def rollout_evidence(row: Mapping[str, Any]) -> RolloutEvidence:
@@ -82,6 +85,7 @@ def rollout_evidence(row: Mapping[str, Any]) -> RolloutEvidence:
             record for record in dicts(as_dict(row.get("ng_agent_observations")).get("records")) if record.get("kind") == "sandbox"
         ],
         gap_codes=_gap_codes(row, trajectory),
+        rebuilt_turns=[(_canonical_ref(call), _synthesized_timestamp(call)) for call in calls],
     )
 
 

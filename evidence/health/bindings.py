@@ -58,13 +58,20 @@ def reference_key(ref: Any) -> str | None:
     return None
 
 
-def bind(refs: Sequence[dict[str, Any]], calls: Sequence[CallView]) -> Binding:
+def call_index(calls: Sequence[CallView]) -> CallIndex:
+    """The calls findable by the collection rule (``evidence.references.CallIndex``), for :func:`bind`.
+
+    Their names are read from the canonical dumps, which are validated, so reading them as
+    JSON objects changes nothing.
+    """
+    return CallIndex([json_name(call.model_call_id, call.model_ref, call.response_id) for call in calls])
+
+
+def bind(refs: Sequence[dict[str, Any]], calls: Sequence[CallView], index: CallIndex) -> Binding:
     """Resolve each keyed reference to exactly one call, or record it missing / duplicated.
 
-    The collection rule (``evidence.references.CallIndex``) on the canonical dumps, which are
-    validated, so reading them as JSON objects changes nothing.
+    ``index``: ``call_index(calls)``, made once for both binding views.
     """
-    index = CallIndex([json_name(call.model_call_id, call.model_ref, call.response_id) for call in calls])
     references: list[str] = []
     matched: dict[int, CallView] = {}
     missing: list[str] = []

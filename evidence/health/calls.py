@@ -6,8 +6,7 @@ entries (already validated and re-dumped), reduced here to the few fields the ch
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 FAILED_RESPONSE_STATUSES = frozenset({"failed", "error", "cancelled"})
 RUNAWAY_FINISH_REASONS = frozenset({"length", "max_output_tokens", "max_tokens"})
@@ -41,9 +40,12 @@ TOOL_CALL_TYPES = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class CallView:
-    """One canonical model call; ``position`` is its index in the (non-chronological) list."""
+class CallView(NamedTuple):
+    """One canonical model call; ``position`` is its index in the (non-chronological) list.
+
+    A named tuple: one is made for every call of every row, and a frozen dataclass's
+    ``__init__`` (an ``object.__setattr__`` per field) cost several times as much.
+    """
 
     position: int
     model_call_id: str | None
@@ -147,8 +149,8 @@ def nonempty(value: Any) -> bool:
         return bool(value.strip())
     if isinstance(value, list):
         return any(nonempty(item) for item in value)
-    if isinstance(value, dict):
-        return any(nonempty(value.get(key)) for key in CONTENT_KEYS)
+    if isinstance(value, dict):  # most of the keys are absent: no call for those
+        return any(nonempty(value[key]) for key in CONTENT_KEYS if key in value)
     return False
 
 

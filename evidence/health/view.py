@@ -22,7 +22,7 @@ from evidence.gaps import (
     TURN_MODEL_CALL_SCOPE_INCOMPLETE,
     TURNS_UNAVAILABLE,
 )
-from evidence.health.bindings import EMPTY_BINDING, Binding, bind, owned_refs, turn_refs
+from evidence.health.bindings import EMPTY_BINDING, Binding, bind, call_index, owned_refs, turn_refs
 from evidence.health.calls import CallView
 from evidence.models.trajectory import TrajectoryRecord
 
@@ -111,13 +111,14 @@ def build_view(record: dict[str, Any], *, canonical: bool = False) -> RowView:
     if observed is None:
         return view
     calls = tuple(CallView.from_canonical(i, call) for i, call in enumerate(observed["model_calls"]))
+    index = call_index(calls)
     return RowView(
         observed,
         None,
         gap_codes,
         calls,
-        bind(turn_refs(observed), calls),
-        bind(owned_refs(observed), calls),
+        bind(turn_refs(observed), calls, index),
+        bind(owned_refs(observed), calls, index),
         view.usage,
     )
 

@@ -33,6 +33,8 @@ _MESSAGE_ROLES = _INPUT_ROLES | {"assistant"}
 _ITEM_STATUSES = frozenset({"in_progress", "completed", "incomplete"})
 _OUTPUT_PART_TYPES = frozenset({"output_text", "refusal"})
 _TRAINING_KEYS = ("prompt_token_ids", "generation_token_ids", "generation_log_probs")
+_TRAINING_KEY_SET = frozenset(_TRAINING_KEYS)
+_TOKEN_METADATA_KEYS = _TRAINING_KEY_SET | {"routed_experts"}
 
 Status = Literal["in_progress", "completed", "incomplete"]
 
@@ -172,12 +174,14 @@ def _untyped_kind(item: dict[str, Any]) -> str:
 def item_kind(item: Any) -> str | None:
     """The union tag 0.7.0's discriminator picks for ``item`` (None: no model accepts it).
 
-    Validated items (at dump time) are tagged by their model class.
+    Validated items (at dump time) are tagged by their model class: looked up first, as one
+    dict read, where ``isinstance(item, BaseModel)`` goes through the model metaclass's check.
     """
-    if isinstance(item, BaseModel):
-        return _TAGS.get(type(item))
+    tag = _TAGS.get(type(item))
+    if tag is not None:
+        return tag
     if not isinstance(item, dict):
-        return None
+        return None  # another model's instance, or no object at all
     item_type = item.get("type")
     if item_type == "message":
         kind = _typed_message_kind(item)
@@ -187,7 +191,7 @@ def item_kind(item: Any) -> str | None:
         kind = _untyped_kind(item)
     else:
         return None
-    if kind in _TRAINING_VARIANTS and all(key in item for key in _TRAINING_KEYS):
+    if kind in _TRAINING_VARIANTS and item.keys() >= _TRAINING_KEY_SET:
         return _TRAINING_VARIANTS[kind]
     return kind
 
@@ -198,11 +202,9 @@ def _token_metadata_all_or_nothing(item: Any) -> Any:
     Checked before the item's model is chosen, on every item kind: a partial set would
     otherwise pass as a plain item and silently lose its training data.
     """
-    if not isinstance(item, dict):
+    if not isinstance(item, dict) or item.keys().isdisjoint(_TOKEN_METADATA_KEYS):  # most items hold none
         return item
     present = [key for key in (*_TRAINING_KEYS, "routed_experts") if key in item]
-    if not present:
-        return item
     missing = sorted(set(_TRAINING_KEYS) - set(present))
     if missing:
         raise ValueError(f"Token metadata must include all required fields; missing: {', '.join(missing)}")

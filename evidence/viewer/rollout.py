@@ -25,7 +25,7 @@ from evidence.tables import ROW_COLUMNS, TABLES, AttemptIdentity, RowFacts
 from evidence.tables.schema import KEYS
 from evidence.tables.values import OBJECT
 from evidence.viewer.findings import Subjects, finding_views
-from evidence.viewer.text import SHORT_CHARS, excerpt, script_json, short
+from evidence.viewer.text import SHORT_CHARS, Excerpts, excerpt, script_json, short
 
 __all__ = ["RolloutView", "ViewFacts", "decode_row", "rollout_view", "view_facts"]
 
@@ -88,6 +88,7 @@ def view_facts(line: bytes, row: Mapping[str, Any] | None, facts: RowFacts) -> V
     requested = raw.requested_tools()
     asked = [requested.get(tool_call_id) for _, tool_call_id in tool_ids]
     raw_turns, raw_calls, raw_tools = raw.entries("turns"), raw.entries("model_calls"), raw.entries("tool_calls")
+    questions = Excerpts(SHORT_CHARS)
     head = {
         "readable": row is not None,
         "unreadable_line": None if row is not None else excerpt(line.decode("utf-8", "replace")),
@@ -98,7 +99,7 @@ def view_facts(line: bytes, row: Mapping[str, Any] | None, facts: RowFacts) -> V
         "capture": {"calls": rollout["capture_call_count"], "gaps": [short(code) for code in rollout["capture_gaps"] or []]},
         "invocations": rollout["invocation_count"],
         "has_trajectory": rollout["has_trajectory"],
-        "turns": [_turn(turn, raw_turns) for turn in facts.turns],
+        "turns": [_turn(turn, raw_turns, questions) for turn in facts.turns],
         "model_calls": [_call(call, raw_calls) for call in calls],
         "tool_calls": [
             _tool(tool, raw_tools, request, _requesting_call(request, call_ids), calls) for tool, request in zip(tools, asked, strict=True)
@@ -323,7 +324,8 @@ def _requesting_call(asked: tuple[Mapping[str, Any], Mapping[str, Any]] | None, 
     return None
 
 
-def _turn(turn: Sequence[Any], entries: list[Any]) -> dict[str, Any]:
+def _turn(turn: Sequence[Any], entries: list[Any], questions: Excerpts) -> dict[str, Any]:
+    """``questions``: the excerpts of the row's turn questions so far (each question repeats the last)."""
     index, turn_no, invocation, timestamp, steps, resolved, question_items, refs = _TURN(turn)
     raw = _item(entries, index)
     return {
@@ -335,7 +337,7 @@ def _turn(turn: Sequence[Any], entries: list[Any]) -> dict[str, Any]:
         "resolved": resolved,
         "question_items": question_items,
         "refs": refs,
-        "question": excerpt(raw.get("question"), SHORT_CHARS),
+        "question": questions(raw.get("question")),
         "answer": excerpt(raw.get("answer")),
         "reasoning": excerpt(raw.get("reasoning_content"), SHORT_CHARS),
     }

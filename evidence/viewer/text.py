@@ -14,7 +14,7 @@ from typing import Any
 
 from evidence.jsonl import dumps
 
-__all__ = ["EXCERPT_CHARS", "SHORT_CHARS", "clean", "excerpt", "script_json", "short"]
+__all__ = ["EXCERPT_CHARS", "SHORT_CHARS", "Excerpts", "clean", "excerpt", "script_json", "short"]
 
 EXCERPT_CHARS = 400
 """Characters of a tool's arguments or output, a turn's answer, an error body kept in the viewer; the row keeps all of it."""
@@ -57,6 +57,36 @@ def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str | list[Any] | None:
     if len(text) <= limit:
         return text
     return [text[:limit], len(text)]
+
+
+class Excerpts:
+    """``excerpt`` of a run of values whose texts mostly extend the one before (a rollout's turn
+    questions: each is the conversation so far), each value's text decoded only where it is new.
+
+    The excerpt needs the whole text's length in characters, which only decoding it gives. When
+    a text starts with the previous one less its closing character, that part's count is known:
+    the text ends in an ASCII byte, so the part ends on a character boundary, and the bytes the
+    JSON writer makes are valid UTF-8 (decoding them replaces nothing), so the counts add up.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._known = b""  # the previous text less its last character
+        self._known_chars = 0
+
+    def __call__(self, value: Any) -> str | list[Any] | None:
+        if value is None or isinstance(value, str):
+            return excerpt(value, self._limit)
+        data = dumps(value)
+        if self._known and data.startswith(self._known):
+            chars = self._known_chars + len(data[len(self._known) :].decode("utf-8", "replace"))
+        else:
+            chars = len(data.decode("utf-8", "replace"))
+        self._known, self._known_chars = data[:-1], chars - 1
+        if chars <= self._limit:
+            return data.decode("utf-8", "replace")
+        # the first ``limit`` characters lie within 4 bytes each of the start
+        return [data[: 4 * self._limit].decode("utf-8", "replace")[: self._limit], chars]
 
 
 def short(value: Any) -> Any:

@@ -53,6 +53,7 @@ def test_token_count_dimension_owes_counts_only_for_successful_calls(
         trajectory={}, invocations=[], turns=[], calls=[], owned_calls=[counted, uncounted],
         invocations_owning_calls=frozenset(), tool_records=[], requested_tool_call_ids=frozenset(),
         requested_tool_calls_without_id=0, captured_call_count=0, sandbox_records=[], gap_codes=frozenset(),
+        rebuilt_turns=[],
     )
     measure, _ = MEASURES["token_counts"]
     outcome = measure(evidence)

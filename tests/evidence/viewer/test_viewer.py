@@ -29,7 +29,7 @@ from evidence.viewer import (
     view_facts,
     viewer_csp,
 )
-from evidence.viewer.text import EXCERPT_CHARS, SHORT_CHARS
+from evidence.viewer.text import EXCERPT_CHARS, SHORT_CHARS, Excerpts
 from tests.viewer_runs import BREAKOUT, HOSTILE, LONG, hostile_row
 from tests.viewer_runs import SCRIPT as SCRIPT_TAG
 
@@ -68,6 +68,16 @@ def test_excerpt_cuts_long_text_and_says_how_long() -> None:
     cut = excerpt(LONG)
     assert cut == [LONG[:EXCERPT_CHARS], len(LONG)]
     assert excerpt("x" * 500, 10) == ["x" * 10, 500]
+
+
+def test_excerpts_of_growing_questions_are_their_excerpts() -> None:
+    """Each value's excerpt, whether its text extends the one before or not (wide and lone
+    characters, a wide integer the fallback writer spells, a value that shrinks, a string)."""
+    items: list[Any] = [{"role": "user", "content": "q\u00e9\U0001f600" * 30}, {"content": "a\ud800", "n": 2**70}, {"c": "\u65e5" * 60}]
+    values: list[Any] = [[], items[:1], items[:2], items, items[:1], None, "a question", [items[2]], items, {"k": 1.5}]
+    for limit in (SHORT_CHARS, 1000):
+        excerpts = Excerpts(limit)
+        assert [excerpts(value) for value in values] == [excerpt(value, limit) for value in values]
 
 
 def test_script_json_cannot_end_a_script_element() -> None:
