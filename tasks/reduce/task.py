@@ -51,7 +51,7 @@ def reduce_run(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: boo
     started = time.perf_counter()
     # What is alive now (modules, the plan, Prefect's client) outlives the reduce, which makes
     # millions of short-lived objects: frozen, the collector's full passes skip it (they were a
-    # second of a 2,000-rollout run's reduce). Thawed after, so a long-lived process (a
+    # large share of a 2,000-rollout run's reduce in one profile, on a loaded machine). Thawed after, so a long-lived process (a
     # deployment's worker) still collects whatever of it becomes cyclic garbage.
     gc.freeze()
     result = ReduceSummary(AttemptLog())
