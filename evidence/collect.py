@@ -22,11 +22,11 @@ from typing import Any
 from evidence.capture import CaptureLookup, merge_capture
 from evidence.errors import RowRejected
 from evidence.gaps import MODEL_CALL_CAPTURE_NO_RECORDS, MULTIMODAL_HISTORY_REDACTED
-from evidence.jsonl import decodes_to_itself, json_dump_decodes_to_itself
 from evidence.models.observations import AgentObservationBundle
 from evidence.models.trajectory import TrajectoryRecord
 from evidence.ng_perf import attach_ng_perf
 from evidence.projection import attach_joined_trajectory
+from evidence.roundtrip import decodes_to_itself, json_dump_decodes_to_itself
 
 __all__ = ["CollectedRow", "collect_row"]
 

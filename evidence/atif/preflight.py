@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evidence.errors import AtifExportError
-from evidence.jsonl import leaves
+from evidence.roundtrip import leaves
 
 __all__ = ["CopyMatches", "preflight_trajectory", "unsupported_fields_message"]
 
