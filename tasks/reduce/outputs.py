@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,15 +72,26 @@ def _part_folder(attempt: AttemptRef) -> str:
     return attempt.part_folder
 
 
-def _write_rows(ctx: RunContext, attempts: Iterable[AttemptRef], target: Location, log: AttemptLog, analysis: RunAnalysis) -> int:
-    """Concatenate the output lines of one source, in input order."""
+def _rows_writer(stack: ExitStack, target: Location) -> LineWriter:
+    """Where one source's output lines go; they are all written, and the file appears, when ``stack`` closes.
+
+    Locally the lines' bytes are copied beside the flow (``LineWriter``) while the reduce goes on
+    with its folds: the reduce's stack closes last, after every other output is written.
+    """
+    return stack.enter_context(LineWriter(stack.enter_context(atomic_writer(target))))
+
+
+def _write_rows(
+    ctx: RunContext, attempts: Iterable[AttemptRef], lines: LineWriter, log: AttemptLog, add: Callable[[AttemptRef, AttemptOutcome], None]
+) -> int:
+    """One streaming pass over a source's parts: its output lines, each attempt's manifest entry,
+    and each outcome to ``add`` (the main rows' folds, or the tables for sidecar rows); the row count."""
     count = 0
-    with atomic_writer(target) as out, LineWriter(out) as lines:
-        for attempt, part, place in _parts(ctx, attempts):
-            lines.write(part.outcome.line, place)
-            log.add(attempt, part)
-            analysis.add(attempt, part.outcome)
-            count += 1
+    for attempt, part, place in _parts(ctx, attempts):
+        lines.write(part.outcome.line, place)
+        log.add(attempt, part)
+        add(attempt, part.outcome)
+        count += 1
     return count
 
 
@@ -126,18 +137,6 @@ class _MainFold:
         self.analysis.add(attempt, outcome, self.atif.decide(attempt, outcome, digests.atif))
 
 
-def _fold_main(ctx: RunContext, attempts: Iterable[AttemptRef], fold: _MainFold, log: AttemptLog) -> int:
-    """One streaming pass over the main parts: rollouts.jsonl plus every fold's spill; the row count."""
-    count = 0
-    with atomic_writer(ctx.paths.rollouts) as out, LineWriter(out) as lines:
-        for attempt, part, place in _parts(ctx, attempts):
-            lines.write(part.outcome.line, place)
-            log.add(attempt, part)
-            fold.add(attempt, part.outcome)
-            count += 1
-    return count
-
-
 def write_health(ctx: RunContext, spill: Spill[RowDigest], masked: set[int], judged: Spill[str]) -> dict[str, int]:
     """Both health files from the spilled digests: count identities, fold, sort the verdict lines.
 
@@ -181,9 +180,11 @@ def write_outputs(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: 
     with ExitStack() as stack:
         analysis = RunAnalysis(ctx, stack)
         fold = _MainFold.open(stack, AtifOutputs.open(stack, ctx.paths.atif, all_or_nothing), analysis)
-        result.rows[MAIN] = _fold_main(ctx, _of_source(attempts, MAIN), fold, result.log)
+        rollouts = _rows_writer(stack, ctx.paths.rollouts)
+        result.rows[MAIN] = _write_rows(ctx, _of_source(attempts, MAIN), rollouts, result.log, fold.add)
         if ctx.has_failures:
-            result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), ctx.paths.failures, result.log, analysis)
+            failures = _rows_writer(stack, ctx.paths.failures)
+            result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), failures, result.log, analysis.add)
         masked: set[int] = set()
         verdict_lines: Spill[str] = stack.enter_context(Spill())
         result.verdicts = write_health(ctx, fold.health, masked, verdict_lines)
