@@ -5,20 +5,26 @@ turns them into Arrow columns of the schema's fixed types and writes them as one
 memory holds one row group per table whatever the run's size. The finished file is copied to
 its ``Location`` through ``write_chunks`` (temp file and rename locally, one upload on object
 stores; a retried write reads the local file again).
+
+pyarrow is imported where a table is first written, not with this module: the flow imports the
+reduce while it starts, and pyarrow's import (about 0.2 s) would sit on every run's start-up
+path; ``tasks.reduce.task.preload_libraries`` loads it while the attempt pool works.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from evidence.tables import SCHEMA_VERSION, Table
 from tasks.storage import Location
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
 ROW_GROUP_ROWS = 16_384
 """Rows per row group: big enough for column statistics to skip whole groups, small enough that six buffered tables stay a few MB."""
@@ -27,20 +33,27 @@ COPY_BLOCK = 8 * 2**20
 VERSION_KEY = b"evidence_stage.tables.schema_version"
 TABLE_KEY = b"evidence_stage.tables.table"
 
-_ARROW_TYPES: dict[str, pa.DataType] = {
-    "bool": pa.bool_(),
-    "double": pa.float64(),
-    "int32": pa.int32(),
-    "int64": pa.int64(),
-    "list<string>": pa.list_(pa.string()),
-    "map<string,double>": pa.map_(pa.string(), pa.float64()),
-    "string": pa.string(),
-}
+@functools.cache
+def _arrow_types() -> dict[str, pa.DataType]:
+    """The Arrow type of each column type a table schema may name (``evidence.tables``)."""
+    import pyarrow as pa
+
+    return {
+        "bool": pa.bool_(),
+        "double": pa.float64(),
+        "int32": pa.int32(),
+        "int64": pa.int64(),
+        "list<string>": pa.list_(pa.string()),
+        "map<string,double>": pa.map_(pa.string(), pa.float64()),
+        "string": pa.string(),
+    }
 
 
 def arrow_schema(table: Table) -> pa.Schema:
     """The table's Arrow schema: fixed types, nullability, each column's doc, the schema version."""
-    fields = [pa.field(c.name, _ARROW_TYPES[c.type], nullable=c.nullable, metadata={b"doc": c.doc.encode()}) for c in table.columns]
+    import pyarrow as pa
+
+    fields = [pa.field(c.name, _arrow_types()[c.type], nullable=c.nullable, metadata={b"doc": c.doc.encode()}) for c in table.columns]
     return pa.schema(fields, metadata={VERSION_KEY: str(SCHEMA_VERSION).encode(), TABLE_KEY: table.name.encode()})
 
 
@@ -57,6 +70,8 @@ class TableWriter:
         self._buffer: list[Sequence[Any]] = []
         fd, self.path = tempfile.mkstemp(prefix=f"evidence-stage-table-{table.name}-", suffix=".parquet")
         os.close(fd)
+        import pyarrow.parquet as pq
+
         self._writer: pq.ParquetWriter | None = pq.ParquetWriter(self.path, self.schema, compression=COMPRESSION)
 
     def add(self, row: Sequence[Any]) -> None:
@@ -71,6 +86,8 @@ class TableWriter:
     def _flush(self) -> None:
         if not self._buffer or self._writer is None:
             return
+        import pyarrow as pa
+
         columns = zip(*self._buffer, strict=True)
         arrays = [pa.array(values, type=field.type) for values, field in zip(columns, self.schema, strict=True)]
         self._writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema), row_group_size=len(self._buffer))
