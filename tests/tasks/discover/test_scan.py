@@ -79,6 +79,28 @@ def test_spans_scanned_by_a_pool_give_the_plan_of_one_scan(span: int, monkeypatc
 
 
 @pytest.mark.usefixtures("memfs")
+def test_spans_carry_the_capture_listing_by_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a span sends its worker does not grow with the job's captures (the listing goes once, as a file)."""
+    import pickle
+    from concurrent.futures import ThreadPoolExecutor
+
+    lines = [orjson.dumps(ROWS[0]), orjson.dumps(ROWS[1]), orjson.dumps(ROWS[2])]
+    main, captures = _job(lines, {f"{k}-0.capture.jsonl": b"{}\n" for k in range(300)})
+    sent: list[int] = []
+
+    class Counting(ThreadPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
+            sent.append(len(pickle.dumps(args)))
+            return super().submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(tasks.discover.scan, "SCAN_SPAN_BYTES", 8)
+    with Counting(2) as pool, discover([Shard(main)], captures, pool) as plan:
+        assert len(list(plan.attempts)) == 3
+    assert len(sent) > 3
+    assert max(sent) < 1000
+
+
+@pytest.mark.usefixtures("memfs")
 def test_fingerprints_follow_the_bytes() -> None:
     main, captures = _job([orjson.dumps(ROWS[0])], {"0-0.capture.jsonl": b"{}\n"})
     with discover([Shard(main)], captures) as before:
