@@ -42,6 +42,7 @@ import copy
 import math
 import posixpath
 import random
+import shutil
 import string
 import sys
 from dataclasses import dataclass, field
@@ -607,11 +608,14 @@ def _insert_line(a: _Attempt, kind: str, line: bytes, src: _Source) -> None:
     a.line_plants.append((kind, line))
 
 
-def _plan_realistic(src: _Source, rollouts: int, calls: int, failures_fraction: float, repeats: int = REPEATS
-                    ) -> tuple[list[Any], list[Any], list[_Attempt], list[_Task]]:
-    """Tasks x repeats, some failed first attempts retried, one marker, one damaged line, one orphan."""
+def _plan_realistic(src: _Source, rollouts: int, calls: int, failures_fraction: float, repeats: int = REPEATS,
+                    first_task: int = 0) -> tuple[list[Any], list[Any], list[_Attempt], list[_Task]]:
+    """Tasks x repeats, some failed first attempts retried, one marker, one damaged line, one orphan.
+
+    Task indices (and so rollout ids) start at `first_task`; the orphan takes the index after the last task.
+    """
     n_tasks = math.ceil(rollouts / repeats)
-    tasks = [_new_task(src, t) for t in range(n_tasks + 1)]
+    tasks = [_new_task(src, first_task + t) for t in range(n_tasks + 1)]
     pairs = [(t, r) for t in range(n_tasks) for r in range(repeats)][:rollouts]
     n_failing = max(1, round(rollouts * failures_fraction)) if rollouts > 1 else 0
     failing = set(src.rng.sample(range(rollouts), n_failing))
@@ -620,11 +624,11 @@ def _plan_realistic(src: _Source, rollouts: int, calls: int, failures_fraction: 
     for k, (t, r) in enumerate(pairs):
         n_calls = max(1, calls + src.rng.randint(-2, 2)) if calls > 3 else calls
         if k in failing:
-            side.append(_attempt(src, tasks[t], (t, r, 0), n_calls, src.rng.choice(sorted(_FAILURES))))
-        main.append(_attempt(src, tasks[t], (t, r, 1 if k in failing else 0), n_calls))
+            side.append(_attempt(src, tasks[t], (first_task + t, r, 0), n_calls, src.rng.choice(sorted(_FAILURES))))
+        main.append(_attempt(src, tasks[t], (first_task + t, r, 1 if k in failing else 0), n_calls))
     src.rng.shuffle(main)
     src.rng.shuffle(side)
-    orphan = _attempt(src, tasks[n_tasks], (n_tasks, 0, 0), calls)
+    orphan = _attempt(src, tasks[n_tasks], (first_task + n_tasks, 0, 0), calls)
     orphan.row, orphan.row_kinds = None, ["orphan_capture"]
     several = [a for a in main if len(a.lines) > 1]  # a cut last line leaves records before it
     marked, damaged = src.rng.sample(several if len(several) >= 2 else [a for a in main if a.lines], 2)
@@ -791,7 +795,7 @@ def _apply_score_options(main: list[Any], side: list[Any], seed: int, reward_kin
 def generate_job(out_dir: Path, *, rollouts: int, calls_per_rollout: int = 8, history_bytes: int = 2000,
                  mode: Literal["realistic", "hostile"] = "realistic", seed: int = 0,
                  failures_fraction: float = 0.06, repeats: int = REPEATS, reward_kinds: tuple[str, ...] = (),
-                 servers: int = 0, mask_fraction: float = 0.0) -> JobInfo:
+                 servers: int = 0, mask_fraction: float = 0.0, first_task: int = 0) -> JobInfo:
     """Write a job under `out_dir` (same arguments -> same bytes) and say what it holds.
 
     Args:
@@ -802,6 +806,7 @@ def generate_job(out_dir: Path, *, rollouts: int, calls_per_rollout: int = 8, hi
         seed: the only source of variation.
         failures_fraction: share of rollouts whose first attempt failed and was retried.
         repeats, reward_kinds, servers, mask_fraction: the score options (module docstring).
+        first_task: the first task index (`generate_shards` gives each shard its own range).
 
     Raises:
         FileExistsError: `out_dir` already holds a job (nothing is overwritten).
@@ -815,7 +820,7 @@ def generate_job(out_dir: Path, *, rollouts: int, calls_per_rollout: int = 8, hi
     if existing:
         raise FileExistsError(f"{out_dir} already holds a job: {', '.join(existing)}")
     src = _Source(seed, history_bytes)
-    main, side, extra, tasks = _plan_realistic(src, rollouts, calls_per_rollout, failures_fraction, repeats)
+    main, side, extra, tasks = _plan_realistic(src, rollouts, calls_per_rollout, failures_fraction, repeats, first_task)
     if mode == "hostile":
         _plant_hostile(src, main, side, extra, tasks, calls_per_rollout)
     if reward_kinds or servers or mask_fraction:
@@ -882,6 +887,31 @@ def shard_job(info: JobInfo, *, shards: int = 3, lost_per_shard: int = 2, failed
     info.rollouts.unlink()
     info.failures.unlink()
     return ShardedJob(info.root, tuple(paths), info.capture_dir, lost, failed, duplicated)
+
+
+def generate_shards(out_dir: Path, *, rollouts: int, shard_rollouts: int, seed: int = 0, **shape: Any) -> list[Path]:
+    """A job too large to plan in memory at once, as shards of at most `shard_rollouts` rollouts.
+
+    `generate_job` holds a whole job in memory (about 1 GB per 1,000 rollouts of the default
+    shape), so shard k is a job of its own (seed `seed + k`, task indices after the previous
+    shard's, so rollout ids stay unique) written as `shard-<k>.jsonl` with its sidecar
+    `shard-<k>_failures.jsonl`, its captures in the one `model-calls/`; the shard paths, in order.
+    """
+    out_dir = Path(out_dir)
+    capture_dir = out_dir / _CAPTURE_DIR
+    capture_dir.mkdir(parents=True, exist_ok=False)
+    tasks_per_shard = math.ceil(shard_rollouts / shape.get("repeats", REPEATS)) + 1  # + the orphan's
+    paths = []
+    for k, first in enumerate(range(0, rollouts, shard_rollouts)):
+        part = out_dir / f".shard-{k:02d}"
+        info = generate_job(part, rollouts=min(shard_rollouts, rollouts - first), seed=seed + k, first_task=k * tasks_per_shard, **shape)
+        info.rollouts.rename(out_dir / f"shard-{k:02d}.jsonl")
+        info.failures.rename(out_dir / f"shard-{k:02d}_failures.jsonl")
+        for capture in info.capture_dir.iterdir():
+            capture.rename(capture_dir / capture.name)
+        shutil.rmtree(part)
+        paths.append(out_dir / f"shard-{k:02d}.jsonl")
+    return paths
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,11 +8,12 @@ from typing import Any, Callable
 import orjson
 import pytest
 
-from tests.jobgen import HUGE_LINE_BYTES, JobInfo, PlantedInput, generate_job, main
+from tests.jobgen import HUGE_LINE_BYTES, JobInfo, PlantedInput, generate_job, generate_shards, main
 
 EXAMPLE = Path(__file__).parent / "data" / "example_job"
 EXAMPLE_ARGS = {"rollouts": 24, "calls_per_rollout": 4, "history_bytes": 200, "failures_fraction": 0.1, "seed": 7}
 SMALL = {"rollouts": 24, "calls_per_rollout": 3, "history_bytes": 200}
+SMALL_SHAPE = {"calls_per_rollout": 3, "history_bytes": 200}
 HOSTILE_KINDS = {
     "failed_attempt", "incomplete_marker", "truncated_capture_line", "orphan_capture", "non_object_capture_line",
     "invalid_utf8_capture_line", "bom_capture_line", "nan_capture_line", "blank_capture_line", "huge_capture_line",
@@ -235,3 +236,21 @@ def test_hostile_plants_are_where_jobinfo_says(hostile: JobInfo) -> None:
 def test_hostile_counts_only_object_rows(hostile: JobInfo) -> None:
     assert hostile.main_rows == len(_rows(hostile.rollouts))
     assert hostile.failure_rows == len(_rows(hostile.failures))
+
+
+def test_shards_are_jobs_of_their_own_with_unique_rollout_ids(tmp_path: Path) -> None:
+    paths = generate_shards(tmp_path / "job", rollouts=20, shard_rollouts=8, **SMALL_SHAPE)
+    assert [p.name for p in paths] == ["shard-00.jsonl", "shard-01.jsonl", "shard-02.jsonl"]
+    assert sorted(p.name for p in (tmp_path / "job").iterdir()) == [
+        "model-calls", "shard-00.jsonl", "shard-00_failures.jsonl", "shard-01.jsonl", "shard-01_failures.jsonl",
+        "shard-02.jsonl", "shard-02_failures.jsonl"]
+    ids = [_row_id(row) for path in paths for row in _rows(path)]
+    assert len(ids) == 20
+    assert len(set(ids)) == len(ids)
+    tasks = [{row["_ng_task_index"] for row in _rows(path)} for path in paths]
+    assert all(max(a) < min(b) for a, b in zip(tasks, tasks[1:]))
+    # the last shard is the remainder, and each is the job generate_job writes for its seed and task range
+    generate_job(tmp_path / "alone", rollouts=4, seed=2, first_task=2 * 3, **SMALL_SHAPE)
+    assert paths[2].read_bytes() == (tmp_path / "alone" / "rollouts.jsonl").read_bytes()
+    captures = {p.name for p in (tmp_path / "job" / "model-calls").iterdir()}
+    assert {p.name for p in (tmp_path / "alone" / "model-calls").iterdir()} <= captures

@@ -18,7 +18,9 @@ parallel, and the flow's own report rendering), orjson_parse_s (reading and pars
 line once with orjson: the floor), stage_cpu_s (CPU seconds of the stage's process tree, which
 includes Python start-up and imports; the load average tells how busy the machine was), plus
 the shape and settings used; server_cpu_s is the Prefect server's CPU during the stage when
-the harness started the server.
+the harness started the server. Disk: peak_disk_mb is the most the output's filesystem held
+beyond what it held before the run (sampled with the memory, so the segments, spills and
+temporary tables count while they exist), run_dir_mb what the finished run directory holds.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from tests.bench.harness import (  # noqa: E402
     cli_env,
     ensure_job,
     input_files,
+    job_rollouts,
     prefect_server,
 )
 
@@ -85,16 +88,20 @@ def orjson_parse_pass(job: Path) -> tuple[float, int, int]:
 
 
 class TreeSampler:
-    """Peak summed RSS and CPU seconds of a process and its descendants, sampled on a thread.
+    """Peak summed RSS and CPU seconds of a process and its descendants, sampled on a thread,
+    and the peak of the bytes used on the filesystem of ``disk`` beyond its use at the start.
 
     CPU time is the last sample of each process seen (a process that exits loses at most one
     sampling interval); it shows the work done when other load on the machine inflates wall time.
     """
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, disk: Path) -> None:
         self.root = psutil.Process(pid)
         self.peak = 0
         self.cpu: dict[int, float] = {}
+        self.disk = disk
+        self._disk_start = shutil.disk_usage(disk).used
+        self.peak_disk = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -110,6 +117,7 @@ class TreeSampler:
                 except psutil.Error:
                     pass
             self.peak = max(self.peak, rss)
+            self.peak_disk = max(self.peak_disk, shutil.disk_usage(self.disk).used - self._disk_start)
             self._stop.wait(SAMPLE_SECONDS)
 
     def _descendants(self) -> list[psutil.Process]:
@@ -162,7 +170,7 @@ def run_child(params_json: str) -> None:
 
 def run_stage(job: Path, output: Path, args: argparse.Namespace, api_url: str) -> tuple[dict[str, Any], TreeSampler]:
     params: dict[str, Any] = {
-        "rollouts": str(job / "rollouts.jsonl"), "capture_dir": str(job / "model-calls"), "output": str(output),
+        "rollouts": str(job_rollouts(job)), "capture_dir": str(job / "model-calls"), "output": str(output),
         "session_id": "bench", "agent_version": "1.0.0",
     }
     for name in ("task_runner", "max_workers", "attempts_per_task"):
@@ -172,7 +180,7 @@ def run_stage(job: Path, output: Path, args: argparse.Namespace, api_url: str) -
         [sys.executable, __file__, "--rollouts", "0", "--child", json.dumps(params)],
         env=cli_env(api_url), cwd=REPO, stdout=subprocess.PIPE,
     )
-    with TreeSampler(child.pid) as sampler:
+    with TreeSampler(child.pid, output.parent) as sampler:
         out, _ = child.communicate()
     if child.returncode != 0:
         raise RuntimeError(f"stage child failed with exit code {child.returncode}")
@@ -210,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             server_cpu = _cpu_seconds(server)
             child, sampler = run_stage(job, scratch / "out", args, server.api_url)
             server_cpu = None if server.process is None else _cpu_seconds(server) - server_cpu
+        run_dir_bytes = sum(path.stat().st_size for path in (scratch / "out").rglob("*") if path.is_file())
     finally:
         if not args.keep_output:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -227,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
         "prefect_overhead_pct": round(100 * overhead / wall, 1),
         "orjson_parse_s": round(parse_s, 2),
         "stage_cpu_s": round(sum(sampler.cpu.values()), 1),
+        "peak_disk_mb": round(sampler.peak_disk / MB, 1),
+        "run_dir_mb": round(run_dir_bytes / MB, 1),
         "server_cpu_s": None if server_cpu is None else round(server_cpu, 1),
         "load_average_1m": round(os.getloadavg()[0], 2),
         "server_start_s": None if server.start_s is None else round(server.start_s, 1),

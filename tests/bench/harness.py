@@ -45,26 +45,40 @@ def add_server_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+SHARD_ROLLOUTS = 10_000
+"""Above this many rollouts a job is generated as shards of this many (``tests.jobgen.generate_shards``):
+the generator holds a job in memory, about 1 GB per 1,000 rollouts of the default shape."""
+
+
 def ensure_job(args: argparse.Namespace) -> tuple[Path, float | None]:
     """The job directory for this shape; generated (and timed) only when not cached yet."""
     job = args.jobs_root / f"job-{args.rollouts}-{args.calls_per_rollout}-{args.history_bytes}-{args.seed}"
-    if (job / "rollouts.jsonl").exists():
+    if job_rollouts(job).exists() or list(job.glob("shard-*.jsonl")):
         return job, None
     sys.path.insert(0, str(REPO))
-    from tests.jobgen import generate_job
+    from tests.jobgen import generate_job, generate_shards
 
     staging = job.with_name(job.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     started = time.perf_counter()
-    generate_job(staging, rollouts=args.rollouts, calls_per_rollout=args.calls_per_rollout, history_bytes=args.history_bytes, seed=args.seed)
+    shape = {"calls_per_rollout": args.calls_per_rollout, "history_bytes": args.history_bytes, "seed": args.seed}
+    if args.rollouts > SHARD_ROLLOUTS:
+        generate_shards(staging, rollouts=args.rollouts, shard_rollouts=SHARD_ROLLOUTS, **shape)
+    else:
+        generate_job(staging, rollouts=args.rollouts, **shape)
     staging.rename(job)
     return job, time.perf_counter() - started
 
 
+def job_rollouts(job: Path) -> Path:
+    """What ``--rollouts`` names for a generated job: its ``rollouts.jsonl``, or a glob of its shards."""
+    return job / "rollouts.jsonl" if not (job / "shard-00.jsonl").exists() else job / "shard-??.jsonl"
+
+
 def input_files(job: Path) -> list[Path]:
     """Every file the stage reads from a generated job."""
-    files = [job / "rollouts.jsonl", job / "rollouts_failures.jsonl"]
-    return [f for f in files if f.exists()] + sorted((job / "model-calls").iterdir())
+    rows = sorted(job.glob("shard-*.jsonl")) or [job / "rollouts.jsonl", job / "rollouts_failures.jsonl"]
+    return [f for f in rows if f.exists()] + sorted((job / "model-calls").iterdir())
 
 
 def warm_page_cache(job: Path) -> int:
