@@ -8,6 +8,7 @@ under ``tables/``; ``_schema.json`` is written last, so a reader that finds it f
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -15,6 +16,7 @@ from types import TracebackType
 from evidence import dumps
 from evidence.tables import SCHEMA_FILE, TABLES, RowFacts, finding_rows, rollout_row, schema_document, verdict_columns
 from tasks.storage import Location
+from tasks.storage.concurrent import at_once
 from tasks.tables.judged import JudgedAttempt
 from tasks.tables.parquet import ROW_GROUP_ROWS, TableWriter
 
@@ -59,8 +61,12 @@ class TableSink:
         summary = TablesSummary(folder.url)
         for name, writer in self._writers.items():
             summary.rows[name] = writer.finish()
-        for name, writer in self._writers.items():
-            summary.bytes[name] = writer.publish(folder.child(writer.table.file))
+        # on an object store the uploads wait on the network, not on each other: all at once
+        published = at_once(
+            [functools.partial(writer.publish, folder.child(writer.table.file)) for writer in self._writers.values()],
+            remote=not folder.is_local,
+        )
+        summary.bytes = dict(zip(self._writers, published, strict=True))
         folder.child(SCHEMA_FILE).write_bytes(dumps(schema_document(), indent=True) + b"\n")
         summary.seconds = round(time.perf_counter() - self._started, 3)
         return summary
