@@ -40,6 +40,7 @@ from tasks.reduce.atif_outputs import AtifOutputs, write_atif
 from tasks.reduce.attempt_log import AttemptLog
 from tasks.reduce.scores import NO_HEALTH, write_scores
 from tasks.storage import Location, atomic_writer
+from tasks.storage.concurrent import Documents
 from tasks.storage.lines import FilePlace, LineWriter
 from tasks.storage.spill import SortedSpill, Spill, count_repeats
 
@@ -137,7 +138,7 @@ class _MainFold:
         self.analysis.add(attempt, outcome, self.atif.decide(attempt, outcome, digests.atif))
 
 
-def write_health(ctx: RunContext, spill: Spill[RowDigest], masked: set[int], judged: Spill[str]) -> dict[str, int]:
+def write_health(ctx: RunContext, spill: Spill[RowDigest], masked: set[int], judged: Spill[str], documents: Documents) -> dict[str, int]:
     """Both health files from the spilled digests: count identities, fold, sort the verdict lines.
 
     Adds to ``masked`` the position of every digest whose verdict the run's score mask names,
@@ -153,7 +154,7 @@ def write_health(ctx: RunContext, spill: Spill[RowDigest], masked: set[int], jud
             line = verdict_line(reported)
             judged.add(line)
             lines.add(verdict_order(reported), line)
-        ctx.paths.quality_summary.write_bytes(fold.summary_text().encode())
+        documents.put(ctx.paths.quality_summary, fold.summary_text().encode())
         with atomic_writer(ctx.paths.verdicts) as out:
             for _, line in lines.items():
                 out.write(line.encode())
@@ -165,14 +166,14 @@ def _identity_order(key: tuple[Any, ...]) -> tuple[tuple[int, Any], ...]:
     return tuple((0, 0) if part is None else (1, part) if isinstance(part, int) else (2, part) for part in key)
 
 
-def write_perf(ctx: RunContext, spill: Spill[PerfDigest]) -> tuple[dict[str, Any], list[str]]:
+def write_perf(ctx: RunContext, spill: Spill[PerfDigest], documents: Documents) -> tuple[dict[str, Any], list[str]]:
     """``perf_summary.json`` from the spilled digests (groups by a stable external sort); the document and its problems."""
     with SortedSpill[dict[str, Any] | None]() as by_group:
         fold = PerfSummaryFold(by_group)
         for digest in spill:
             fold.add(digest.group, digest.record)
         document = fold.document()
-    ctx.paths.perf_summary.write_bytes(dumps(document, indent=True) + b"\n")
+    documents.put(ctx.paths.perf_summary, dumps(document, indent=True) + b"\n")
     return document, fold.problems
 
 
@@ -187,15 +188,16 @@ def write_outputs(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: 
             result.rows[FAILURES] = _write_rows(ctx, _of_source(attempts, FAILURES), failures, result.log, analysis.add)
         masked: set[int] = set()
         verdict_lines: Spill[str] = stack.enter_context(Spill())
-        result.verdicts = write_health(ctx, fold.health, masked, verdict_lines)
-        perf, perf_problems = write_perf(ctx, fold.perf)
+        documents = stack.enter_context(Documents(remote=not ctx.run_dir.is_local))
+        result.verdicts = write_health(ctx, fold.health, masked, verdict_lines, documents)
+        perf, perf_problems = write_perf(ctx, fold.perf, documents)
         result.fold_problems = [f"perf_summary: {problem}" for problem in perf_problems]
-        score_problems, scores = write_scores(ctx, fold.scores, masked, perf.get("groups") or {}, perf_problems)
+        score_problems, scores = write_scores(ctx, fold.scores, masked, perf.get("groups") or {}, perf_problems, documents)
         result.fold_problems += score_problems
         result.scores = key_metrics(scores)
         result.fold_problems += [f"{name}: {count} main rows without a digest" for name, count in sorted(fold.unavailable.items())]
         capabilities = build_capabilities(fold.capabilities)
-        ctx.paths.capabilities.write_bytes(dumps(capabilities, indent=True) + b"\n")
+        documents.put(ctx.paths.capabilities, dumps(capabilities, indent=True) + b"\n")
         result.histograms = {**histogram_values(fold.capabilities), "reward": reward_values(digest for _, digest in fold.scores)}
         result.atif_published = write_atif(ctx, fold.atif)
         analysis.finish(result.log.entries(), verdict_lines, result.atif_published)

@@ -14,6 +14,7 @@ from typing import Any
 
 from evidence import AggregateMetricsFold, ScoreDigest, build_scores, dumps, dumps_aggregate_metrics
 from tasks.attempts.context import RunContext
+from tasks.storage.concurrent import Documents
 from tasks.storage.spill import Spill
 
 NO_HEALTH = -1
@@ -26,6 +27,7 @@ def write_scores(
     masked: set[int],
     perf_groups: Mapping[str, dict[str, Any] | None],
     perf_problems: Iterable[str],
+    documents: Documents,
 ) -> tuple[list[str], dict[str, Any]]:
     """The three score files from ``(health index, digest)`` pairs in input order; the groups left
     out, and the ``scores.json`` document.
@@ -40,9 +42,9 @@ def write_scores(
     raw = fold.result(perf_groups, problems, apply_masks=False)
     clean = fold.result(perf_groups, problems)
     paths = ctx.paths
-    paths.aggregate_metrics.write_bytes(dumps_aggregate_metrics(raw.document))
-    paths.aggregate_metrics_clean.write_bytes(dumps_aggregate_metrics(clean.document))
-    scores = build_scores(raw.document, clean.document)
-    paths.scores.write_bytes(dumps(scores, indent=True) + b"\n")
+    documents.put(paths.aggregate_metrics, dumps_aggregate_metrics(raw.document))
+    documents.put(paths.aggregate_metrics_clean, dumps_aggregate_metrics(clean.document))
+    document = build_scores(raw.document, clean.document)
+    documents.put(paths.scores, dumps(document, indent=True) + b"\n")
     clean_only = [f"clean {refusal}" for refusal in clean.refusals if refusal not in raw.refusals]
-    return [str(refusal) for refusal in raw.refusals] + clean_only, scores
+    return [str(refusal) for refusal in raw.refusals] + clean_only, document

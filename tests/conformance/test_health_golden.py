@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+import tasks.storage.spill
 from evidence.health import (
     RowDigest,
     digest_lines,
@@ -22,12 +23,12 @@ from evidence.health import (
     normalize_ignored_checks,
     reduce_digests,
 )
-import tasks.storage.spill
 from tasks.attempts.context import RunContext
-from tasks.reduce.outputs import write_health
 from tasks.inputs.shards import Shard
-from tasks.storage.spill import Spill
+from tasks.reduce.outputs import write_health
 from tasks.storage import Location
+from tasks.storage.concurrent import Documents
+from tasks.storage.spill import Spill
 from tests.conformance.conftest import load_cases
 
 CASES = load_cases("health")
@@ -95,7 +96,7 @@ def test_stage_reduce_matches_golden_bytes(name: str, case: dict[str, Any], tmp_
     with Spill() as spill:
         for digest in digest_lines(case["rollouts_jsonl"].encode(), source=ROLLOUTS_PATH, ignored=ignored):
             spill.add(RowDigest.from_json(json.loads(json.dumps(digest.to_json()))))
-        write_health(ctx, spill, set(), Spill())
+        write_health(ctx, spill, set(), Spill(), Documents(remote=False))
     summary, verdicts, _ = _expected(case)
     assert (tmp_path / "health" / "rollout_verdicts.jsonl").read_text(encoding="utf-8") == verdicts
     assert (tmp_path / "health" / "quality_summary.json").read_text(encoding="utf-8") == summary

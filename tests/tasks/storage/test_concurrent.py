@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tasks.storage.concurrent import at_once, ordered_prefetch
+from tasks.storage.concurrent import Documents, at_once, ordered_prefetch
 
 
 @pytest.mark.parametrize("window", [0, 1, 3])
@@ -58,3 +58,39 @@ def test_local_checks_run_in_the_callers_thread_and_the_first_failure_raises() -
     with pytest.raises(FileNotFoundError):
         at_once([lambda n=n: check(n) for n in range(3)], remote=False)
     assert threads == [threading.current_thread()] * 2  # stopped at the failure
+
+
+class _Target:
+    """A document's destination that records which thread wrote it, and can be told to fail."""
+
+    def __init__(self, fails: bool = False) -> None:
+        self.data: bytes | None = None
+        self.thread: int | None = None
+        self.fails = fails
+
+    def write_bytes(self, data: bytes) -> None:
+        if self.fails:
+            raise OSError("the bucket said no")
+        self.data, self.thread = data, threading.get_ident()
+
+
+def test_local_documents_are_written_in_place() -> None:
+    target = _Target()
+    with Documents(remote=False) as documents:
+        documents.put(target, b"x")
+        assert target.data == b"x"
+    assert target.thread == threading.get_ident()
+
+
+def test_remote_documents_are_written_behind_and_all_written_on_leaving() -> None:
+    targets = [_Target() for _ in range(20)]
+    with Documents(remote=True) as documents:
+        for k, target in enumerate(targets):
+            documents.put(target, bytes([k]))
+    assert [t.data for t in targets] == [bytes([k]) for k in range(20)]
+    assert threading.get_ident() not in {t.thread for t in targets}
+
+
+def test_a_failed_remote_document_raises_on_leaving() -> None:
+    with pytest.raises(OSError, match="the bucket said no"), Documents(remote=True) as documents:
+        documents.put(_Target(fails=True), b"x")
