@@ -16,7 +16,9 @@ from tasks.storage import Location
 from tasks.storage.concurrent import WriteBehind
 from tasks.tables.judged import JudgedAttempt
 
-WRITES_IN_FLIGHT = 4
+WRITES_IN_FLIGHT = 16
+"""Detail files being written at once (each about 256 KiB): on an object store each is a round trip,
+and with 4 in flight the 20 files of a 300-rollout run waited six round trips one after another."""
 WRITE_BUDGET_BYTES = 8 * 1024 * 1024
 LINKS = {"report": f"../{REPORT_FILE}", "rollouts": f"../{ROLLOUTS_FILE}", "atif": f"../{ATIF_FOLDER}/"}
 """The run's files as the page links them, relative to ``viewer/``."""
