@@ -211,13 +211,18 @@ def _scan_line(line: int, offset: int, raw: bytes, listing: Mapping[str, FileEnt
     return ScannedLine(line, offset, len(raw), None, accounted_fields(row), rollout_id, capture, incomplete, fingerprint)
 
 
+def _cut(size: int) -> bool:
+    """Whether a rollouts file of ``size`` bytes is scanned in spans (when there is a pool)."""
+    return size >= 2 * SCAN_SPAN_BYTES
+
+
 def _spans(
     location: Location, size: int, listing: Mapping[str, FileEntry], shared: ListingFile | None, pool: Executor | None
 ) -> Iterator[ScannedSpan]:
     """The file's spans in order: scanned by the attempt pool's workers (reading ``shared``) when
     there is one and the file is worth cutting, else here. Parsing every row is discovery's whole
     cost (a second per 400 MB), and the pool's workers are idle until the fan-out starts."""
-    if pool is None or shared is None or size < 2 * SCAN_SPAN_BYTES:
+    if pool is None or shared is None or not _cut(size):
         yield scan_span(location, listing)
         return
     starts = range(0, size, SCAN_SPAN_BYTES)
@@ -253,7 +258,7 @@ def _scan(
     claimed: set[str] = set()
     out_lines = dict.fromkeys((MAIN, FAILURES), 0)
     rows: Counter[tuple[int | None, str]] = Counter()
-    spanned = pool is not None and any(size >= 2 * SCAN_SPAN_BYTES for *_, size in sources)
+    spanned = pool is not None and any(_cut(size) for *_, size in sources)
     with _listing_file(listing) if spanned else nullcontext(None) as shared:
         for shard, source, location, size in sources:
             shard_name = location.name if shard is not None else None
