@@ -9,7 +9,7 @@ this file holds the flow only (its parameters in ``flows/params/batch.py``, task
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -17,13 +17,13 @@ import orjson
 from prefect import get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.execution.modelflow import flow
-from flows.params.batch import BatchParams
-from flows.execution.resolve import output_params
-from flows.stage import stage_flow
-from tasks.batch.task import publish_batch_artifacts, stage_job, summarise
 from flows.execution.credentials import storage_options_with
+from flows.execution.modelflow import flow
+from flows.execution.resolve import output_params
+from flows.params.batch import BatchParams
+from flows.stage import stage_flow
 from tasks.batch.jobs import find_jobs
+from tasks.batch.task import publish_batch_artifacts, stage_job, summarise
 from tasks.inputs.naming import new_run_id
 from tasks.storage import Location
 
@@ -32,7 +32,7 @@ from tasks.storage import Location
 def batch_flow(params: BatchParams) -> dict[str, Any]:
     """Process every job under a prefix that has no current run; write the batch summary."""
     logger = get_run_logger()
-    started_at = datetime.now(timezone.utc).isoformat()
+    started_at = datetime.now(UTC).isoformat()
     batch_run_id = new_run_id()
     options = storage_options_with(params.storage_options, params.aws_credentials_block)
     search = find_jobs(Location(params.prefix, options), params.layout)

@@ -10,11 +10,11 @@ from typing import Any
 from prefect import get_run_logger
 from pydantic import BaseModel, ConfigDict, Field
 
+from flows.execution.credentials import storage_options_with
 from flows.execution.modelflow import flow
 from flows.params.fields import OptionalText
 from flows.params.storage import OptionalUrl, StorageOptions, Url
 from tasks.compare.task import compare_task, publish_comparison
-from flows.execution.credentials import storage_options_with
 from tasks.storage import Location
 
 

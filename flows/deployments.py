@@ -42,8 +42,8 @@ from flows.params.gate import GateLimits
 from flows.params.stage import ScoreMask
 from flows.params.storage import StorageOptions, Url
 from flows.stage import stage_flow
-from tasks.publish.events import RUN_COMPLETED
 from tasks.inputs.naming import canonical_url, job_id_for
+from tasks.publish.events import RUN_COMPLETED
 
 EVAL_COMPLETED = "gym.eval.completed"
 ON_RUN_COMPLETED = "on-run-completed"

@@ -9,7 +9,7 @@ by the name ``stage``, which a Dask worker cannot import.
 from __future__ import annotations
 
 from contextlib import ExitStack
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from prefect import get_run_logger
@@ -41,7 +41,7 @@ def stage_flow(params: StageParams) -> dict[str, Any] | State:
     logger = get_run_logger()
     try:
         with ExitStack() as stack:  # holds the run's lease, then the job's spills
-            started_at = datetime.now(timezone.utc)
+            started_at = datetime.now(UTC)
             try:
                 ctx, job_dir, recorded, run_id = resolve_run(params, stack)
             except Exception as exc:  # every reason not to start is a refusal

@@ -57,13 +57,7 @@ HUGE_LINE_BYTES = 5 * 1024 * 1024 + 4096
 _CAPTURE_DIR = "model-calls"
 _GENERATED = ("rollouts.jsonl", "rollouts_failures.jsonl", _CAPTURE_DIR)
 _ALNUM = string.ascii_letters + string.digits
-_WORDS = (
-    "the a value index record schema tensor batch cache offset patch retry stream module "
-    "request response token layer gradient import export client server thread queue table "
-    "column matrix verify check fix tests fields keys method return option arguments error "
-    "because however maybe should must could. again? only! first,\nnaïve résumé Größe λ ∑ µs "
-    "模型 训练 проверка δοκιμή مرحبا 한국어 日本語 📦 données"
-).split(" ")
+_WORDS = ["the", "a", "value", "index", "record", "schema", "tensor", "batch", "cache", "offset", "patch", "retry", "stream", "module", "request", "response", "token", "layer", "gradient", "import", "export", "client", "server", "thread", "queue", "table", "column", "matrix", "verify", "check", "fix", "tests", "fields", "keys", "method", "return", "option", "arguments", "error", "because", "however", "maybe", "should", "must", "could.", "again?", "only!", "first,\nnaïve", "résumé", "Größe", "λ", "∑", "µs", "模型", "训练", "проверка", "δοκιμή", "مرحبا", "한국어", "日本語", "📦", "données"]
 _POLICY, _ANTHROPIC, _JUDGE = "policy_model", "anthropic_model", "judge_model"
 _MODELS = {_POLICY: "Qwen/Qwen3-235B-A22B-Thinking-2507",
            _ANTHROPIC: "claude-sonnet-4-5-20250929", _JUDGE: "gpt-4.1-2025-04-14"}
@@ -329,7 +323,7 @@ def _exchange(src: _Source, dialect: str, server: str, start: float, request: di
               response: dict[str, Any] | None, session: str | None, error: tuple[Any, ...] | None) -> dict[str, Any]:
     """A capture line as the model-server middleware writes it (writer key order)."""
     latency = round(src.rng.uniform(300, 6000), 2)
-    status, category, body = error if error else (200, None, None)
+    status, category, body = error or (200, None, None)
     line = {"model_call_id": src.hex(32), "dialect": dialect,
             "model_ref": {"type": "responses_api_models", "name": server},
             "started_at": round(start, 6), "completed_at": round(start + latency / 1000, 6),

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import secrets
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any

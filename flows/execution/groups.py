@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 from prefect.futures import PrefectFuture
 
-from flows.params.stage import MAX_GROUP, MAX_TASK_RUNS, MIN_GROUP, StageParams
 from flows.execution.progress import Progress
 from flows.execution.runners import build_runner, runner_slots, shared_api, task_argument
-from tasks.attempts.group import GroupSummary
+from flows.params.stage import MAX_GROUP, MAX_TASK_RUNS, MIN_GROUP, StageParams
 from tasks.attempts.context import RunContext
-from tasks.discover.refs import AttemptRef
+from tasks.attempts.group import GroupSummary
 from tasks.attempts.task import process_group
+from tasks.discover.refs import AttemptRef
 
 GUIDED_SHARES = 2
 """Without a requested size, a group takes ``1 / (GUIDED_SHARES * workers)`` of the attempts not yet grouped."""

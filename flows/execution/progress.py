@@ -37,5 +37,5 @@ class Progress:
         self._notify()
 
     def _notify(self) -> None:
-        for listener in list(_listeners):
+        for listener in tuple(_listeners):  # a copy: a listener may be removed meanwhile
             listener(self.done, self.total)

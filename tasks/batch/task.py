@@ -7,7 +7,7 @@ the flow computes what the decision compares with (the config fingerprint a run 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from prefect import get_run_logger, task
@@ -73,7 +73,7 @@ def summarise(
         "output": output,
         "force": force,
         "started_at": started_at,
-        "finished_at": datetime.now(timezone.utc).isoformat(),
+        "finished_at": datetime.now(UTC).isoformat(),
         "counts": {"jobs": len(entries), **counts, "skipped_folders": len(skipped_folders)},
         "jobs": entries,
         "skipped_folders": skipped_folders,

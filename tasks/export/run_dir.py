@@ -37,7 +37,7 @@ def require(module: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise ExtraMissing(module.split(".")[0]) from exc
+        raise ExtraMissing(module.split(".", maxsplit=1)[0]) from exc
 
 
 def finished_manifest(run_dir: Location) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import os
 import re
 import secrets
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _SAFE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
@@ -85,7 +85,7 @@ def job_id_for(rollouts: str | Sequence[str]) -> str:
 
 def new_run_id(now: datetime | None = None) -> str:
     """``YYYYMMDDTHHMMSSZ-<6 hex>``: sortable by start time, unique across concurrent starts."""
-    moment = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
     return f"{moment:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
 
 
@@ -95,7 +95,7 @@ MATERIALIZED_SUFFIX = "_materialized_inputs"
 
 def sidecar_url(rollouts_url: str, suffix: str) -> str:
     """``<stem><suffix>.jsonl`` beside the rollouts file: where Gym writes a shard's sidecars."""
-    stem = rollouts_url[: -len(".jsonl")] if rollouts_url.endswith(".jsonl") else rollouts_url
+    stem = rollouts_url.removesuffix(".jsonl")
     return f"{stem}{suffix}.jsonl"
 
 

@@ -12,7 +12,7 @@ it, the URL opens. A store that cannot sign (``memory://``) gets its URL as text
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from tasks.storage import Location
 from tasks.storage.probe import signed_url
@@ -31,7 +31,7 @@ def openable_url(location: Location) -> tuple[str | None, str]:
         url = signed_url(location, int(SIGNED_LINK_LIFETIME.total_seconds()))
     except NotImplementedError:
         return None, f"{location.url} cannot be signed for a browser: open it with its own client."
-    until = (datetime.now(timezone.utc) + SIGNED_LINK_LIFETIME).strftime("%Y-%m-%d %H:%M UTC")
+    until = (datetime.now(UTC) + SIGNED_LINK_LIFETIME).strftime("%Y-%m-%d %H:%M UTC")
     return url, f"Presigned link, valid until {until} (7 days) or until the signing credentials expire."
 
 

@@ -34,7 +34,7 @@ def call_with_retries(url: str, fn: Callable[[], T], *, attempts: int = ATTEMPTS
     for attempt in range(1, attempts + 1):
         try:
             return fn()
-        except Exception as exc:  # noqa: BLE001 - mapped onto the storage tree just below
+        except Exception as exc:
             error = classify(url, exc)
             if not isinstance(error, TransientStorageError) or attempt == attempts:
                 raise error from exc

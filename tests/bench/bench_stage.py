@@ -42,7 +42,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.bench.harness import (  # noqa: E402
+from tests.bench.harness import (
     REPO,
     Server,
     add_job_arguments,

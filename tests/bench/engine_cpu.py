@@ -30,10 +30,10 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from evidence import AttemptConfig, AttemptInputs, AttemptPart, CaptureFiles, Exporter, encode_part, process_attempt  # noqa: E402
-from evidence.capture.merge import CAPTURE_SUFFIX  # noqa: E402
-from evidence.identity import capture_file_id  # noqa: E402
-from tests.bench.harness import add_job_arguments, emit, ensure_job  # noqa: E402
+from evidence import AttemptConfig, AttemptInputs, AttemptPart, CaptureFiles, Exporter, encode_part, process_attempt
+from evidence.capture.merge import CAPTURE_SUFFIX
+from evidence.identity import capture_file_id
+from tests.bench.harness import add_job_arguments, emit, ensure_job
 
 CONFIG = AttemptConfig("bench", "1.0.0", Exporter(name="evidence-stage", version="0"), (), "rollouts.jsonl")
 

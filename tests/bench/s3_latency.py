@@ -46,7 +46,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.bench.harness import (  # noqa: E402
+from tests.bench.harness import (
     add_job_arguments,
     add_server_argument,
     cli_env,
@@ -59,7 +59,7 @@ from tests.bench.harness import (  # noqa: E402
     timed,
     warm_page_cache,
 )
-from tests.reliability.faultproxy import FaultPlan, FaultProxy  # noqa: E402
+from tests.reliability.faultproxy import FaultPlan, FaultProxy
 
 KINDS = ("HEAD", "GET", "LIST", "PUT", "POST", "DELETE")
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}

@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.bench.harness import (  # noqa: E402
+from tests.bench.harness import (
     REPO,
     add_job_arguments,
     add_server_argument,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.bench.harness import CLI, REPO, add_server_argument, cli_env, emit, job_run_args, local_manifest, prefect_server, timed  # noqa: E402
+from tests.bench.harness import CLI, REPO, add_server_argument, cli_env, emit, job_run_args, local_manifest, prefect_server, timed
 
 EXAMPLE_JOB = REPO / "tests" / "data" / "example_job"
 

@@ -31,9 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.bench.bench_stage import TreeSampler  # noqa: E402
-from tests.bench.harness import CLI, REPO, add_job_arguments, add_server_argument, cli_env, emit, ensure_job, prefect_server  # noqa: E402
-from tests.tasks.tables.test_doc import DOC, QUERY  # noqa: E402
+from tests.bench.bench_stage import TreeSampler
+from tests.bench.harness import CLI, REPO, add_job_arguments, add_server_argument, cli_env, emit, ensure_job, prefect_server
+from tests.tasks.tables.test_doc import DOC, QUERY
 
 QUERY_RUNS = 3
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from tasks.tables.build import build_from_outputs
 from tasks.rundir import VIEWER_PAGE
 from tasks.storage import Location
+from tasks.tables.build import build_from_outputs
 from tests.browser.cdp import Chromium, Page
 from tests.browser.test_report_in_chromium import CHROMIUM
 from tests.viewer_runs import BREAKOUT, IMAGE, LONG, RTL, SCRIPT, SVG, hostile_run

@@ -6,8 +6,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from flows.deployments import ON_RUN_COMPLETED, RUN_COMPLETED, ServeConfig, build_deployments
 from flows.export import MLFLOW_FLOW, OTEL_FLOW, export_mlflow_flow
 from flows.params.export import MlflowExportParams

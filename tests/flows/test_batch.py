@@ -11,13 +11,13 @@ import s3fs
 
 import flows.batch
 from flows.batch import batch_flow
-from flows.params.batch import BatchParams
 from flows.cli.main import main
+from flows.params.batch import BatchParams
 from flows.params.stage import StageParams
-from tests.conftest import SAMPLES
-from tests.flows.support import run_stage
 from tasks.inputs.naming import job_id_for
 from tasks.storage import Location
+from tests.conftest import SAMPLES
+from tests.flows.support import run_stage
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from flows.params.batch import BatchParams
 from flows.cli.main import main
+from flows.params.batch import BatchParams
 from flows.params.stage import StageParams
 from tests.conftest import EXAMPLE_JOB
 

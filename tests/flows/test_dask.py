@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
-from tasks.attempts.group import GroupSummary
 from tasks.attempts.context import RunContext
+from tasks.attempts.group import GroupSummary
 from tasks.discover.refs import AttemptRef
 from tasks.inputs.naming import job_id_for
 from tests.conftest import EXAMPLE_JOB

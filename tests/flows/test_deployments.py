@@ -29,8 +29,8 @@ from evidence import capture_file_id
 from flows.deployments import CRASH_AUTOMATION, build_deployments, load_config
 from tasks.inputs.naming import canonical_url, job_id_for
 from tests.conftest import REPO, SAMPLES, free_port
-from tests.jobgen import generate_job
 from tests.flows.test_working_directory import crowded_directory
+from tests.jobgen import generate_job
 
 SAMPLE = SAMPLES / "realistic_job"
 BIN = Path(sys.executable).parent
@@ -88,7 +88,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(PREFECT_HOME=str(root / "home"), PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_API_URL=url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY=str(HEARTBEAT_S))
     server_env = {**env, "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{root / 'prefect.db'}", "PREFECT_UI_ENABLED": "false"}
-    port = url.rsplit(":", 1)[1].split("/")[0]
+    port = url.rsplit(":", 1)[1].split("/", maxsplit=1)[0]
     server = start([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", port], server_env, root / "server.log")
     serve = None
     try:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from evidence.models.atif import Exporter
 from flows.cli.main import main
 from flows.execution.resolve import package_version
-from evidence.models.atif import Exporter
 from tests.conformance.conftest import load_cases
 from tests.conformance.test_atif_golden import expected_files, expected_outcome
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ def events_of(resource_prefix: str, expected: int) -> list[Any]:
     query = EventFilter(
         event=EventNameFilter(prefix=["evidence-stage.run."]),
         resource=EventResourceFilter(id_prefix=[resource_prefix]),
-        occurred=EventOccurredFilter(since=datetime.now(timezone.utc) - timedelta(hours=1)),
+        occurred=EventOccurredFilter(since=datetime.now(UTC) - timedelta(hours=1)),
     )
     deadline = time.monotonic() + 60
     with get_client(sync_client=True) as client:

@@ -9,9 +9,9 @@ import pytest
 from prefect.utilities.annotations import quote
 
 import flows.execution.groups
-from flows.params.stage import MAX_GROUP, MAX_TASK_RUNS, MIN_GROUP, StageParams
-from flows.execution.runners import runner_slots
 from flows.execution.groups import GroupSizes, fan_out, make_groups
+from flows.execution.runners import runner_slots
+from flows.params.stage import MAX_GROUP, MAX_TASK_RUNS, MIN_GROUP, StageParams
 from tasks.attempts.group import GroupSummary
 from tasks.discover.refs import FAILURES, MAIN, AttemptRef
 from tasks.storage import Location

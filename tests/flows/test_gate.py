@@ -12,13 +12,13 @@ from prefect import get_client
 from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
 
 from flows.batch import batch_flow
-from flows.params.batch import BatchParams
 from flows.cli.main import main
+from flows.params.batch import BatchParams
 from flows.params.gate import gate_limits
 from flows.params.stage import StageParams
 from flows.stage import stage_flow
-from tests.flows.support import local_path
 from tasks.publish.links import job_artifact_key
+from tests.flows.support import local_path
 from tests.flows.test_artifacts import artifacts_of
 from tests.flows.test_sharded import make_sharded_job
 

@@ -332,7 +332,7 @@ def test_a_subset_run_accounts_for_its_rows_and_its_report_says_subset(job: Path
 
 def test_a_run_of_no_rows_never_moves_latest(tmp_path: Path, prefect_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Were the rows gone between the check and the scan (or a deployment bypassing the CLI), LATEST still stays."""
-    import flows.execution.resolve as resolve
+    from flows.execution import resolve
     from tests.flows.support import run_stage
 
     (tmp_path / "job" / "model-calls").mkdir(parents=True)

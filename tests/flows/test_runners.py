@@ -28,8 +28,8 @@ def test_attempt_workers_collect_cycles_once_per_group_not_automatically() -> No
     """The process runner's workers run without the automatic collector; the flow process keeps it."""
     import gc
 
-    from flows.params.stage import StageParams
     from flows.execution.runners import attempt_pool
+    from flows.params.stage import StageParams
 
     params = StageParams(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output="/tmp/unused")
     with attempt_pool(params) as pool:

@@ -11,14 +11,14 @@ from uuid import UUID
 import pytest
 
 from flows.batch import batch_flow
-from flows.params.batch import BatchParams
 from flows.cli.main import main
+from flows.params.batch import BatchParams
 from flows.params.stage import StageParams
 from flows.stage import stage_flow
 from tasks.inputs.naming import canonical_url, job_id_for
+from tasks.publish.links import job_artifact_key
 from tests.conftest import REPO
 from tests.flows.support import local_path, run_outputs, run_stage
-from tasks.publish.links import job_artifact_key
 from tests.flows.test_artifacts import artifacts_of
 from tests.jobgen import ShardedJob, generate_job, shard_job
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from tasks.storage import Location
 from tests.conftest import REPO
 from tests.flows.support import run_outputs
 from tests.jobgen import JobInfo
 from tests.reliability.support import CLI_TIMEOUT_S, cli_command, cli_env, job_args, run_dir
-from tasks.storage import Location
 
 CLAIMERS = 8
 

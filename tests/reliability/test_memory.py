@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from tests.jobgen import generate_job
 from tests.reliability.memory import measure_run
 

@@ -9,7 +9,6 @@ import orjson
 import pytest
 
 from tasks.attempts.parts import segment_parts
-
 from tests.flows.support import run_outputs, run_stage, tree_digest
 from tests.jobgen import JobInfo
 from tests.reliability.support import error_lines, job_args, run_cli, run_dir

@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from tasks.storage import retry
-from tasks.storage.retry import ATTEMPTS, backoff_delay, call_with_retries, retry_on_transient
-from tasks.storage import InputNotFound, PermanentStorageError, TransientStorageError
+from tasks.storage import InputNotFound, PermanentStorageError, TransientStorageError, retry
 from tasks.storage.base import classify
+from tasks.storage.retry import ATTEMPTS, backoff_delay, call_with_retries, retry_on_transient
 
 
 class Flaky:

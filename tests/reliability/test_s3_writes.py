@@ -7,8 +7,8 @@ import os
 import pytest
 
 import tasks.storage.writes
-from tasks.storage.retry import ATTEMPTS
 from tasks.storage import Location, StorageError, atomic_writer
+from tasks.storage.retry import ATTEMPTS
 from tests.reliability.faultproxy import FaultPlan, FaultProxy
 
 PART = 5 * 2**20  # S3's smallest part size
@@ -77,9 +77,8 @@ def test_a_part_that_keeps_failing_raises_storage_error_publishes_nothing_and_ab
 
 
 def test_an_error_in_the_writing_block_publishes_nothing_and_aborts(bucket: str) -> None:
-    with pytest.raises(KeyError):
-        with atomic_writer(Location("s3://writes/broken.jsonl")) as out:
-            out.write(os.urandom(2 * PART))
-            raise KeyError("the producer failed")
+    with pytest.raises(KeyError), atomic_writer(Location("s3://writes/broken.jsonl")) as out:
+        out.write(os.urandom(2 * PART))
+        raise KeyError("the producer failed")
     assert not Location("s3://writes/broken.jsonl").exists()
     assert _open_uploads() == []

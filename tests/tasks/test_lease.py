@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -50,7 +50,7 @@ def test_the_lease_of_a_dead_process_on_this_host_holds_nothing() -> None:
 
 
 def test_an_expired_lease_is_taken_over_and_a_live_one_on_another_host_is_not() -> None:
-    past = (datetime.now(timezone.utc) - timedelta(seconds=1)).isoformat(timespec="seconds")
+    past = (datetime.now(UTC) - timedelta(seconds=1)).isoformat(timespec="seconds")
     elsewhere = dataclasses.replace(Lease.mine(), host="another-host", pid=1)
     _write(elsewhere)
     with pytest.raises(LeaseHeld, match="in use by process 1 on another-host"):
@@ -60,7 +60,7 @@ def test_an_expired_lease_is_taken_over_and_a_live_one_on_another_host_is_not() 
 
 
 def test_of_two_takeovers_of_one_expired_lease_one_wins() -> None:
-    past = (datetime.now(timezone.utc) - timedelta(seconds=1)).isoformat(timespec="seconds")
+    past = (datetime.now(UTC) - timedelta(seconds=1)).isoformat(timespec="seconds")
     _write(dataclasses.replace(Lease.mine(), host="another-host", expires=past))
     expired = RunPaths(RUN).lease.read_bytes()
     RUN.child(f"LEASE.takeover-{hashlib.sha256(expired).hexdigest()[:16]}").write_bytes(b"another claimant's")  # it got there first

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import orjson
 import pytest
@@ -13,7 +13,7 @@ from tasks.rundir import LATEST_FILE, RunConflict, check_apart, finished_at, mar
 from tasks.storage import Location, StorageError
 
 OUTPUT = Location("memory://out")
-T0 = datetime(2026, 12, 1, 18, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
 
 
 def _publish(run_id: str, finished: datetime) -> None:

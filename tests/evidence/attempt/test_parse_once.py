@@ -15,9 +15,9 @@ from evidence.atif import AtifRefusal, convert_row, encode_converted
 from evidence.atif.convert import AtifIdentity
 from evidence.errors import AtifExportError
 from evidence.jsonl import dump_row, orjson_line
-from evidence.roundtrip import decodes_to_itself, json_dump_decodes_to_itself
 from evidence.models.response_items import FileSearchResult
 from evidence.models.trajectory import TrajectoryModelCall
+from evidence.roundtrip import decodes_to_itself, json_dump_decodes_to_itself
 from tests.conformance.conftest import strict_diff
 from tests.evidence.atif.test_samples import EXPORTER, content, export_line, sample_rows
 

@@ -11,7 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evidence.health import HealthFold, RowDigest, digest_lines, evaluate_row, health_check_bytes, identity_sizes, reduce_digests, unreadable_row
+from evidence.health import (
+    HealthFold,
+    RowDigest,
+    digest_lines,
+    evaluate_row,
+    health_check_bytes,
+    identity_sizes,
+    reduce_digests,
+    unreadable_row,
+)
 from evidence.health.calls import has_tool_call, nonempty, response_has_content
 from tests.conformance.conftest import load_cases
 

@@ -40,7 +40,7 @@ PERF = {
 def digest(agent: str, *, sandbox: bool) -> dict[str, Any]:
     """A hand-made capability digest: complete everywhere, sandbox complete or unavailable."""
     complete = {"present": True, "complete": True, "gaps": []}
-    dimensions = {name: complete for name in DIMENSIONS}
+    dimensions = dict.fromkeys(DIMENSIONS, complete)
     if not sandbox:
         dimensions["sandbox"] = {"present": False, "complete": False, "gaps": ["sandbox_unavailable"]}
     return {"agent": agent, "dimensions": dimensions, "latency_ms": None, "tokens_per_turn": None}

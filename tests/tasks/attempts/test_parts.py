@@ -108,7 +108,7 @@ def test_attempts_must_come_in_line_order(tmp_path: Path) -> None:
 
 def test_a_segment_is_let_go_after_its_last_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The reduce holds the segments open at the current line, not an entry per attempt of the job."""
-    import tasks.attempts.parts as parts
+    from tasks.attempts import parts
 
     for first in range(1, 200, 2):
         _write(tmp_path, range(first, first + 2), "ok")
@@ -127,7 +127,7 @@ def test_a_segment_is_let_go_after_its_last_line(tmp_path: Path, monkeypatch: py
 
 def test_a_segment_s_pages_are_let_go_once_the_reader_is_past_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Released in order, each once every one of its lines was read."""
-    import tasks.attempts.parts as parts
+    from tasks.attempts import parts
 
     for first in (1, 3, 5):
         _write(tmp_path, range(first, first + 2), "ok")

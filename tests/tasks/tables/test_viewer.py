@@ -11,9 +11,9 @@ import fsspec
 import orjson
 import pytest
 
-from tasks.tables.build import build_from_outputs
 from tasks.rundir import VIEWER_PAGE
 from tasks.storage import Location
+from tasks.tables.build import build_from_outputs
 from tests.viewer_runs import BREAKOUT, IMAGE, LINK, SCRIPT, hostile_run
 
 
