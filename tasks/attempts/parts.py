@@ -32,7 +32,7 @@ from evidence.attempt import decode_part_located
 from tasks.discover.refs import AttemptRef
 from tasks.rundir import RunPaths
 from tasks.storage import InputNotFound, Location, PermanentStorageError, release_view
-from tasks.storage.concurrent import ordered_prefetch
+from tasks.storage.concurrent import io_window, ordered_prefetch
 from tasks.storage.lines import FilePlace
 
 __all__ = [
@@ -51,6 +51,9 @@ SEGMENT_SUFFIX = ".seg"
 SEGMENT_PARTS = 64
 SEGMENT_BYTES = 8 * 2**20
 """A segment is flushed at this many parts or bytes, whichever comes first."""
+HEADS_IN_FLIGHT = 16
+SEGMENTS_IN_FLIGHT = 2
+"""Segment heads, and whole segments, read ahead on an object store (``io_window``: none locally)."""
 INDEX_READ_BYTES = 64 * 1024
 """The first bytes of a segment read to learn its index (a longer index is read whole)."""
 
@@ -217,7 +220,8 @@ class PartIndex:
     def __init__(self, folder: Location, lines: range) -> None:
         self._entries: dict[int, list[PartEntry]] = {}
         segments = _segments(folder, lines)
-        for segment, head in zip(segments, ordered_prefetch(functools.partial(_head, folder), segments), strict=True):
+        heads = ordered_prefetch(functools.partial(_head, folder), segments, window=io_window(HEADS_IN_FLIGHT, remote=not folder.is_local))
+        for segment, head in zip(segments, heads, strict=True):
             for line, entry in (_entries(segment, head) or {}).items():
                 self._entries.setdefault(line, []).append(entry)
 
@@ -275,7 +279,8 @@ def read_parts(folder: Location, attempts: Iterable[AttemptRef]) -> Iterator[tup
         PartMissing: an attempt has no current part (its segment is gone, stale or damaged).
     """
     segments = _segments(folder)
-    heads = ordered_prefetch(functools.partial(_head, folder), segments)
+    remote = not folder.is_local
+    heads = ordered_prefetch(functools.partial(_head, folder), segments, window=io_window(HEADS_IN_FLIGHT, remote=remote))
     index = _OpenSegments(folder, heads, segments)
 
     def runs() -> Iterator[list[tuple[AttemptRef, PartEntry]]]:
@@ -302,7 +307,7 @@ def read_parts(folder: Location, attempts: Iterable[AttemptRef]) -> Iterator[tup
         return data, parts
 
     try:
-        for data, parts in ordered_prefetch(load, runs(), window=2):
+        for data, parts in ordered_prefetch(load, runs(), window=io_window(SEGMENTS_IN_FLIGHT, remote=remote)):
             yield from parts
             release_view(data)  # the reader wrote each line before asking for the next; ATIF texts are copies
     finally:

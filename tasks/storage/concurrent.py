@@ -36,9 +36,8 @@ def ordered_prefetch(
     With ``cost`` (e.g. an object's size), calls in flight also stay within ``budget`` in total,
     except that one call is always allowed: large objects are fetched one at a time.
 
-    ``window=0`` makes the calls in the caller's thread, one at a time: for local files, whose
-    reads wait for no network, a background thread only adds its wait for the GIL each time a
-    read returns (the attempt workers spent 10-15 % more time per attempt with one).
+    ``window=0`` makes the calls in the caller's thread, one at a time: for local files
+    (``io_window``).
     """
     if window == 0:
         for item in items:
@@ -61,6 +60,20 @@ def ordered_prefetch(
             yield pending.popleft()[0].result()
 
 
+def io_window(window: int, *, remote: bool) -> int:
+    """Calls in flight for ``ordered_prefetch`` and ``WriteBehind``: ``window`` on an object store, none for local files.
+
+    A local read or write waits for no network, so a thread gains nothing; it costs the caller
+    the GIL. Each time the thread returns from a system call it takes the GIL back, and the
+    caller, whose Python work holds it, waits for the thread's turn (up to the interpreter's
+    5 ms switch interval) at every I/O call of its own. Measured: the attempt workers spent
+    10-15 % more time per attempt with one local reader thread; a 2,000-rollout reduce took
+    1.61 s instead of 2.05 s (mean of three runs each, alternately) with its local reads and
+    writes made in its own thread, which was then on a core 97 % of the time instead of 44 %.
+    """
+    return window if remote else 0
+
+
 AT_ONCE = 16
 """Checks in flight together at most (a job of many shards makes three per shard)."""
 
@@ -73,7 +86,7 @@ def at_once(calls: Sequence[Callable[[], R]], *, remote: bool) -> list[R]:
     before any work starts. Locally they wait for nothing, so they run in the caller's thread.
     The first call to raise, in order, raises.
     """
-    return list(ordered_prefetch(_call, calls, window=min(len(calls), AT_ONCE) if remote else 0))
+    return list(ordered_prefetch(_call, calls, window=io_window(min(len(calls), AT_ONCE), remote=remote)))
 
 
 def _call(call: Callable[[], R]) -> R:
@@ -82,7 +95,8 @@ def _call(call: Callable[[], R]) -> R:
 
 
 class WriteBehind:
-    """Writes handed to background threads, at most ``window`` (and ``budget`` bytes) at a time.
+    """Writes handed to background threads, at most ``window`` (and ``budget`` bytes) at a time;
+    with ``window=0``, made at once in the caller's thread (local files: ``io_window``).
 
     Used as a context manager: leaving it waits for every write and raises the first failure,
     so a group returns only once all its parts are stored. One write larger than ``budget``
@@ -90,13 +104,16 @@ class WriteBehind:
     """
 
     def __init__(self, *, window: int, budget: int) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=window)
+        self._pool = ThreadPoolExecutor(max_workers=window) if window else None
         self._window = window
         self._budget = budget
         self._pending: deque[tuple[Future[None], int]] = deque()
         self._in_flight = 0
 
     def submit(self, write: Callable[[], None], size: int) -> None:
+        if self._pool is None:
+            write()
+            return
         while self._pending and (len(self._pending) >= self._window or self._in_flight + size > self._budget):
             self._wait_oldest()
         self._pending.append((self._pool.submit(write), size))
@@ -120,7 +137,8 @@ class WriteBehind:
             if exc_type is None:  # leaving on an error: that error, not a write's, is what propagates
                 self.drain()
         finally:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 DOCUMENTS_IN_FLIGHT = 8
@@ -138,20 +156,15 @@ class Documents:
     """
 
     def __init__(self, remote: bool) -> None:
-        self._behind = WriteBehind(window=DOCUMENTS_IN_FLIGHT, budget=DOCUMENTS_BUDGET) if remote else None
+        self._behind = WriteBehind(window=io_window(DOCUMENTS_IN_FLIGHT, remote=remote), budget=DOCUMENTS_BUDGET)
 
     def put(self, target: Writable, data: bytes) -> None:
         """Write ``data`` to ``target`` (atomically, as ``write_bytes`` does)."""
-        if self._behind is None:
-            target.write_bytes(data)
-        else:
-            self._behind.submit(functools.partial(target.write_bytes, data), len(data))
+        self._behind.submit(functools.partial(target.write_bytes, data), len(data))
 
     def __enter__(self) -> Documents:
-        if self._behind is not None:
-            self._behind.__enter__()
+        self._behind.__enter__()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
-        if self._behind is not None:
-            self._behind.__exit__(exc_type, *rest)
+        self._behind.__exit__(exc_type, *rest)

@@ -1,5 +1,5 @@
 """Read-ahead: in order, bounded; with no window, in the caller's thread one item at a time.
-Checks at once: concurrent on a remote store, in the caller's thread locally."""
+Checks at once, documents and writes behind: concurrent on a remote store, in the caller's thread locally."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tasks.storage.concurrent import Documents, at_once, ordered_prefetch
+from tasks.storage.concurrent import Documents, WriteBehind, at_once, io_window, ordered_prefetch
 
 
 @pytest.mark.parametrize("window", [0, 1, 3])
@@ -94,3 +94,22 @@ def test_remote_documents_are_written_behind_and_all_written_on_leaving() -> Non
 def test_a_failed_remote_document_raises_on_leaving() -> None:
     with pytest.raises(OSError, match="the bucket said no"), Documents(remote=True) as documents:
         documents.put(_Target(fails=True), b"x")
+
+
+def test_local_io_has_no_window_and_remote_io_keeps_its_own() -> None:
+    assert io_window(8, remote=False) == 0
+    assert io_window(8, remote=True) == 8
+
+
+def test_writes_behind_with_no_window_are_made_at_once_in_the_callers_thread() -> None:
+    targets = [_Target() for _ in range(3)]
+    with WriteBehind(window=0, budget=1) as writes:
+        for k, target in enumerate(targets):
+            writes.submit(lambda target=target, k=k: target.write_bytes(bytes([k])), 10)
+            assert target.data == bytes([k])  # written before submit returned, budget or not
+    assert {t.thread for t in targets} == {threading.get_ident()}
+
+
+def test_a_failed_write_with_no_window_raises_where_it_is_submitted() -> None:
+    with WriteBehind(window=0, budget=1) as writes, pytest.raises(OSError, match="the bucket said no"):
+        writes.submit(lambda: _Target(fails=True).write_bytes(b"x"), 1)
