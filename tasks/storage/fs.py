@@ -162,8 +162,17 @@ class Location:
         return self._resolved()[1]
 
     def _resolved(self) -> tuple[fsspec.AbstractFileSystem, str]:
-        fs, path = fsspec.core.url_to_fs(self.url, **self.options)
-        return fs, path
+        """The filesystem and path of the URL, parsed once per location (a reduce asks a file's
+        location for them several times per file it writes: parsing was 5 % of a 10,000-rollout reduce)."""
+        resolved: tuple[fsspec.AbstractFileSystem, str] | None = self.__dict__.get("_fs_path")
+        if resolved is None:
+            resolved = fsspec.core.url_to_fs(self.url, **self.options)
+            self.__dict__["_fs_path"] = resolved  # frozen: the field values never change, so neither does this
+        return resolved
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields alone: a location sent to another process resolves its URL there."""
+        return {"url": self.url, "options": self.options}
 
     @property
     def is_local(self) -> bool:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import errno
 import os
+import pickle
 import random
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import fsspec
 import pytest
 
 import tasks.storage.fs
@@ -177,7 +180,15 @@ def test_within_compares_normalised_locations(tmp_path: Path) -> None:
     (inputs / "model-calls").mkdir(parents=True)
     (tmp_path / "link").symlink_to(inputs)
     folder = Location(str(inputs))
-    for inside in [str(inputs), f"{inputs}/", f"{inputs}/out", f"{inputs}//out/", f"{tmp_path}/x/../job/out", f"file://{inputs}/out", f"{tmp_path}/link/out"]:
+    for inside in [
+        str(inputs),
+        f"{inputs}/",
+        f"{inputs}/out",
+        f"{inputs}//out/",
+        f"{tmp_path}/x/../job/out",
+        f"file://{inputs}/out",
+        f"{tmp_path}/link/out",
+    ]:
         assert Location(inside).within(folder), inside
     for outside in [str(tmp_path), f"{inputs}-out", f"{tmp_path}/jobs/out", f"memory://{inputs}/out"]:
         assert not Location(outside).within(folder), outside
@@ -196,7 +207,9 @@ def test_list_files_is_flat_and_sorted(root: Location) -> None:
         root.child("dir", *name.split("/")).write_bytes(b"x")
     assert [e.name for e in root.child("dir").list_files()] == ["a.capture.incomplete", "b.capture.jsonl"]
     assert [(e.name, e.folder) for e in root.child("dir").list_files(folders=True)] == [
-        ("a.capture.incomplete", False), ("b.capture.jsonl", False), ("sub", True),
+        ("a.capture.incomplete", False),
+        ("b.capture.jsonl", False),
+        ("sub", True),
     ]
 
 
@@ -233,7 +246,9 @@ def test_s3_file_and_folder_checks_cost_one_request_each(s3: str) -> None:
     from tests.reliability.faultproxy import FaultPlan, FaultProxy
 
     s3fs.S3FileSystem().mkdir("bucket")
-    s3fs.S3FileSystem().pipe({f"bucket/job/calls/{i:04d}.capture.jsonl": b"{}\n" for i in range(1005)} | {"bucket/job/rollouts.jsonl": b"{}\n"})
+    s3fs.S3FileSystem().pipe(
+        {f"bucket/job/calls/{i:04d}.capture.jsonl": b"{}\n" for i in range(1005)} | {"bucket/job/rollouts.jsonl": b"{}\n"}
+    )
     plan = FaultPlan()
     with FaultProxy(s3, plan) as proxy:
         options = {"endpoint_url": proxy.url}
@@ -361,3 +376,20 @@ def test_a_file_renamed_while_a_folder_is_listed_is_left_out_not_the_folder(tmp_
 
     monkeypatch.setattr(tasks.storage.fs.os, "scandir", RenamedDuringScan)
     assert [e.name for e in Location(str(tmp_path)).list_files()] == ["a.seg", "b.seg"]
+
+
+def test_a_location_parses_its_url_once_and_sends_only_its_fields(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    parsed: list[str] = []
+    real = fsspec.core.url_to_fs
+
+    def counting(url: str, **options: Any) -> Any:
+        parsed.append(url)
+        return real(url, **options)
+
+    monkeypatch.setattr(fsspec.core, "url_to_fs", counting)
+    location = Location(str(tmp_path / "f"))
+    assert (location.path, location.is_local, location.display) == (str(tmp_path / "f"), True, str(tmp_path / "f"))
+    assert parsed == [str(tmp_path / "f")]
+    sent = pickle.loads(pickle.dumps(location))
+    assert sent == location
+    assert vars(sent) == {"url": location.url, "options": {}}  # no filesystem object travels
