@@ -33,6 +33,7 @@ COPY_BLOCK = 8 * 2**20
 VERSION_KEY = b"evidence_stage.tables.schema_version"
 TABLE_KEY = b"evidence_stage.tables.table"
 
+
 @functools.cache
 def _arrow_types() -> dict[str, pa.DataType]:
     """The Arrow type of each column type a table schema may name (``evidence.tables``)."""
@@ -80,8 +81,13 @@ class TableWriter:
             self._flush()
 
     def extend(self, rows: Sequence[Sequence[Any]]) -> None:
-        for row in rows:
-            self.add(row)
+        """The rows in order, in the same row groups as adding them one at a time."""
+        buffer = self._buffer
+        buffer.extend(rows)
+        while len(buffer) >= self._group:
+            self._buffer, buffer = buffer[: self._group], buffer[self._group :]
+            self._flush()
+        self._buffer = buffer
 
     def _flush(self) -> None:
         if not self._buffer or self._writer is None:

@@ -46,9 +46,7 @@ class TableSink:
             ("tool_calls", facts.tool_calls),
             ("gaps", facts.gaps),
         ):
-            writer = self._writers[name]
-            for values in rows:
-                writer.add((*keys, *values))
+            self._writers[name].extend([(*keys, *values) for values in rows])
 
     def add_judged(self, judged: JudgedAttempt) -> None:
         """An attempt's ``rollouts`` row (with its ATIF and verdict columns) and its findings."""
