@@ -129,6 +129,11 @@ def _version_of(info: dict[str, Any]) -> str:
     return ""
 
 
+def _named(part: str) -> bool:
+    """Whether ``part`` is names separated by '/' (no empty name, no '.' or '..'), which a path joins as they are."""
+    return all(name not in ("", ".", "..") for name in part.split("/"))
+
+
 def release_view(view: bytes | memoryview) -> None:
     """Let the kernel drop the clean pages of a local file's map from ``Location.read_view``; bytes need nothing.
 
@@ -188,8 +193,18 @@ class Location:
         return self.url.rstrip("/").rsplit("/", 1)[-1]
 
     def child(self, *parts: str) -> Location:
-        """The location ``parts`` below this one (joined with '/')."""
-        return Location("/".join([self.url.rstrip("/"), *parts]), self.options)
+        """The location ``parts`` below this one (joined with '/').
+
+        Below a location whose URL is parsed already, the child's filesystem and path are this
+        one's with ``parts`` joined on (what parsing its URL gives when every part names a
+        file or folder): a reduce makes a location per file it writes.
+        """
+        child = Location("/".join([self.url.rstrip("/"), *parts]), self.options)
+        resolved = self.__dict__.get("_fs_path")
+        if resolved is not None and not self.url.rstrip("/").endswith(":") and all(_named(part) for part in parts):
+            fs, path = resolved
+            child.__dict__["_fs_path"] = (fs, "/".join([path.rstrip("/"), *parts]))
+        return child
 
     def parent(self) -> Location:
         """The folder holding this location."""

@@ -393,3 +393,16 @@ def test_a_location_parses_its_url_once_and_sends_only_its_fields(monkeypatch: p
     sent = pickle.loads(pickle.dumps(location))
     assert sent == location
     assert vars(sent) == {"url": location.url, "options": {}}  # no filesystem object travels
+
+
+@pytest.mark.parametrize("url", ["{tmp}", "{tmp}/", "file://{tmp}", "memory://root", "memory://root/", "s3://bucket/job", "s3://bucket"])
+def test_a_child_of_a_parsed_location_has_the_filesystem_and_path_its_url_gives(url: str, tmp_path: Path, memfs: None, s3: str) -> None:
+    folder = Location(url.format(tmp=tmp_path))
+    assert folder.path  # parsed once, so its children take their path from it
+    for parts in [("a",), ("shard-0001/main", "000000001-000000064-ab.seg"), ("a", "b.json")]:
+        child = folder.child(*parts)
+        derived = vars(child)["_fs_path"]
+        parsed = fsspec.core.url_to_fs(child.url, **child.options)
+        assert (derived[0], derived[1]) == (parsed[0], parsed[1]), parts
+    for odd in ["..", "a//b", "./a"]:  # parts a path would not simply join: parsed from the child's URL
+        assert "_fs_path" not in vars(folder.child(odd))
