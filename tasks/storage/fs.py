@@ -9,7 +9,6 @@ everything else is raised as a ``StorageError``.
 from __future__ import annotations
 
 import contextlib
-import errno
 import mmap
 import os
 import posixpath
@@ -23,110 +22,11 @@ import fsspec.asyn
 from fsspec.implementations.local import LocalFileSystem
 
 from tasks.storage import retry  # the module, not its names: importing tasks.storage.retry first imports this package
+from tasks.storage.listing import FileEntry, entry_name, entry_of, file_found, folder_found, listed, local_files, s3_files, version_of
 from tasks.storage.writes import atomic_writer, content_type, create_local
 
 READ_BLOCK = 8 * 2**20
 _MADV_PAGEOUT = getattr(mmap, "MADV_PAGEOUT", 21 if sys.platform == "linux" else None)  # Linux 5.4; Python 3.11 lacks the name
-
-
-_UNRESOLVED = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
-"""The ``stat`` errors ``Path.exists()`` takes for "not there"."""
-
-
-@dataclass(frozen=True, slots=True)
-class FileEntry:
-    """One listed file (or folder): its name relative to the listed folder, size and version tag."""
-
-    name: str
-    size: int
-    version: str
-    folder: bool = False
-    """Not a regular file: a folder, or anything else found under the name locally (a FIFO, a
-    socket); listed only by ``Location.list_files(folders=True)``."""
-
-
-def _entry_of(info: dict[str, Any]) -> FileEntry:
-    folder = info.get("type") == "directory"
-    return FileEntry(info["name"].rstrip("/").rsplit("/", 1)[-1], int(info.get("size") or 0), _version_of(info), folder)
-
-
-def _listed(info: dict[str, Any], folders: bool) -> bool:
-    return info.get("type") == "file" or (folders and info.get("type") == "directory")
-
-
-def _local_files(path: str, folders: bool) -> list[FileEntry]:
-    """A directory scan: what ``_entry_of`` makes of fsspec's local infos (version: the mtime).
-
-    A file renamed or deleted between the scan and its ``stat`` is left out, as if it had gone
-    first: the reduce lists a segment folder while workers rename new segments into it. So is
-    a name that does not resolve (a dangling or looping symlink): Python's ``Path.exists()``,
-    which 0.7.0 asks of a capture file or marker, says False for it. With ``folders``, anything
-    else that exists and is not a regular file is listed as ``folder``.
-    """
-    entries = []
-    with os.scandir(path) as found:
-        for entry in found:
-            try:
-                if entry.is_file():
-                    status = entry.stat()
-                    entries.append(FileEntry(entry.name, status.st_size, str(status.st_mtime)))
-                elif folders:
-                    entries.append(FileEntry(entry.name, 0, str(entry.stat().st_mtime), folder=True))
-            except OSError as exc:
-                if exc.errno not in _UNRESOLVED:
-                    raise
-    return entries
-
-
-def _folder_found(fs: fsspec.AbstractFileSystem, path: str) -> bool:
-    if "s3" not in fs.protocol:
-        return fs.isdir(path)
-    bucket, key, _ = fs.split_path(path)
-    prefix = f"{key.rstrip('/')}/" if key else ""
-    return bool(fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=prefix, MaxKeys=1).get("KeyCount"))
-
-
-def _file_found(fs: fsspec.AbstractFileSystem, path: str) -> bool:
-    if "s3" not in fs.protocol:
-        return fs.isfile(path)
-    bucket, key, _ = fs.split_path(path)
-    if not key:
-        return False
-    try:
-        fs.call_s3("head_object", Bucket=bucket, Key=key)
-    except FileNotFoundError:
-        return False
-    return True
-
-
-def _s3_files(fs: fsspec.AbstractFileSystem, path: str, folders: bool) -> list[FileEntry]:
-    """s3fs's own page iterator (the one its ``ls`` uses), one page of infos in memory at a time."""
-    from botocore.exceptions import ClientError  # s3fs's stack, imported only when S3 is used
-    from s3fs.errors import translate_boto_error
-
-    bucket, key, _ = fs.split_path(path)
-
-    async def pages() -> list[FileEntry]:
-        listed = fs._iterdir(bucket, prefix=f"{key.rstrip('/')}/" if key else "")
-        try:
-            return [_entry_of(info) async for info in listed if _listed(info, folders)]
-        except ClientError as exc:  # reported as s3fs's ls reports it: OSError, FileNotFoundError, ...
-            raise translate_boto_error(exc) from exc
-
-    return fsspec.asyn.sync(fs.loop, pages)
-
-
-def _entry_name(entry: FileEntry) -> str:
-    return entry.name
-
-
-def _version_of(info: dict[str, Any]) -> str:
-    """ETag on object stores, else the modification time: what changes when the bytes change."""
-    for key in ("ETag", "etag", "mtime", "LastModified", "created"):
-        value = info.get(key)
-        if value is not None:
-            return str(value).strip('"')
-    return ""
 
 
 def _named(part: str) -> bool:
@@ -231,11 +131,11 @@ class Location:
 
     def is_dir(self) -> bool:
         """Whether this is a folder (on S3: a prefix holding an object; one small LIST, not s3fs's whole listing)."""
-        return retry.call_with_retries(self.url, lambda: _folder_found(self.fs, self.path))
+        return retry.call_with_retries(self.url, lambda: folder_found(self.fs, self.path))
 
     def is_file(self) -> bool:
         """Whether a file is here (on S3 one HEAD: s3fs's ``exists`` adds a LIST when there is none)."""
-        return retry.call_with_retries(self.url, lambda: _file_found(self.fs, self.path))
+        return retry.call_with_retries(self.url, lambda: file_found(self.fs, self.path))
 
     def read_bytes(self) -> bytes:
         """The whole object: one GET on S3 (s3fs would first HEAD it to split a large read)."""
@@ -268,7 +168,7 @@ class Location:
 
     def entry(self) -> FileEntry:
         info = retry.call_with_retries(self.url, lambda: self.fs.info(self.path))
-        return FileEntry(self.name, int(info.get("size") or 0), _version_of(info))
+        return FileEntry(self.name, int(info.get("size") or 0), version_of(info))
 
     def list_files(self, *, folders: bool = False) -> list[FileEntry]:
         """Files directly in this folder, sorted by name (one LIST; no recursion); with
@@ -279,17 +179,17 @@ class Location:
         the filesystem's info dicts.
         """
         files = retry.call_with_retries(self.url, lambda: self._scan_files(folders))
-        files.sort(key=_entry_name)
+        files.sort(key=entry_name)
         return files
 
     def _scan_files(self, folders: bool) -> list[FileEntry]:
         fs, path = self._resolved()
         if isinstance(fs, LocalFileSystem):
-            return _local_files(path, folders)
+            return local_files(path, folders)
         if "s3" in fs.protocol:
-            return _s3_files(fs, path, folders)
+            return s3_files(fs, path, folders)
         fs.invalidate_cache(path)
-        return [_entry_of(info) for info in fs.ls(path, detail=True) if _listed(info, folders)]
+        return [entry_of(info) for info in fs.ls(path, detail=True) if listed(info, folders)]
 
     def glob(self) -> list[Location]:
         """The files matching this location read as a glob pattern, sorted by URL (one LIST)."""
@@ -383,7 +283,7 @@ class Location:
             nonlocal tried
             if self.is_local:
                 return create_local(self.path, data)
-            if _file_found(self.fs, self.path):
+            if file_found(self.fs, self.path):
                 return tried and self.fs.cat_file(self.path) == data
             tried = True
             try:

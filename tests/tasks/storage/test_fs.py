@@ -15,10 +15,11 @@ import fsspec
 import pytest
 
 import tasks.storage.fs
+import tasks.storage.listing
 import tasks.storage.retry
 from tasks.storage import FileEntry, InputNotFound, Location, atomic_writer, release_view
 from tasks.storage.base import PermanentStorageError, TransientStorageError, classify
-from tasks.storage.fs import _entry_of
+from tasks.storage.listing import entry_of
 
 
 @pytest.fixture(params=["local", "memory"])
@@ -216,7 +217,7 @@ def test_list_files_is_flat_and_sorted(root: Location) -> None:
 def _fsspec_listing(folder: Location) -> list[FileEntry]:
     """What fsspec's own ``ls`` says, as entries: the streamed listings must agree with it."""
     folder.fs.invalidate_cache(folder.path)
-    return sorted((_entry_of(i) for i in folder.fs.ls(folder.path, detail=True) if i["type"] == "file"), key=lambda e: e.name)
+    return sorted((entry_of(i) for i in folder.fs.ls(folder.path, detail=True) if i["type"] == "file"), key=lambda e: e.name)
 
 
 def test_streamed_listing_equals_fsspec_ls(root: Location) -> None:
@@ -374,7 +375,7 @@ def test_a_file_renamed_while_a_folder_is_listed_is_left_out_not_the_folder(tmp_
         def __exit__(self, *exc: object) -> None:
             pass
 
-    monkeypatch.setattr(tasks.storage.fs.os, "scandir", RenamedDuringScan)
+    monkeypatch.setattr(tasks.storage.listing.os, "scandir", RenamedDuringScan)
     assert [e.name for e in Location(str(tmp_path)).list_files()] == ["a.seg", "b.seg"]
 
 
