@@ -48,7 +48,7 @@ def batch_flow(params: BatchParams) -> dict[str, Any]:
             {
                 "job": search.jobs,
                 "output": unmapped(output),
-                "config_fingerprint": [output_params(p, job.job_id, job.rollouts).config_fingerprint() for p, job in zip(job_params, search.jobs)],
+                "config_fingerprint": [output_params(p, job.job_id, job.rollouts).config_fingerprint() for p, job in zip(job_params, search.jobs, strict=False)],
                 "force": unmapped(params.force),
                 "compare_previous": unmapped(params.compare_previous),
                 "run_job": [partial(stage_flow, p) for p in job_params],

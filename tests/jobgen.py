@@ -454,7 +454,7 @@ def _token_numbers(response: dict[str, Any]) -> tuple[int, int, int, int]:
 
 def _usage(responses: list[dict[str, Any]]) -> dict[str, Any]:
     """The agent's usage in Responses shape: summed over its successful calls, as harnesses report it."""
-    numbers = [sum(column) for column in zip(*(_token_numbers(r) for r in responses))]
+    numbers = [sum(column) for column in zip(*(_token_numbers(r) for r in responses), strict=False)]
     return {"input_tokens": numbers[0], "input_tokens_details": {"cached_tokens": numbers[1]},
             "output_tokens": numbers[2], "output_tokens_details": {"reasoning_tokens": numbers[3]},
             "total_tokens": numbers[0] + numbers[2]}
@@ -677,7 +677,7 @@ def _damage_rows(main: list[Any], twin_of: _Attempt, stale: _Attempt) -> None:
         | {"num_calls": 0}, "calls": [], "gaps": [{"code": "model_call_capture_no_records"}]}
     stale.row_kinds = ["stale_no_records"]
     bundles = [a for a in main if "ng_agent_observations" in (a.row or {}) and not a.row_kinds][:2]
-    for a, drop_kind in zip(bundles, (False, True)):
+    for a, drop_kind in zip(bundles, (False, True), strict=False):
         bundle = copy.deepcopy(a.row["ng_agent_observations"])
         if drop_kind:
             del bundle["records"][0]["kind"]

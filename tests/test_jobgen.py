@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -184,7 +185,8 @@ def test_realistic_covers_dialects_agents_and_evidence(realistic: JobInfo) -> No
              if isinstance(_loads(x), dict)]
     assert {x["dialect"] for x in lines} == {"responses", "chat", "messages"}
     assert len({r["agent_ref"]["name"] for r in rows}) == 6
-    assert any("ng_trajectory" in r for r in rows) and any("ng_agent_observations" in r for r in rows)
+    assert any("ng_trajectory" in r for r in rows)
+    assert any("ng_agent_observations" in r for r in rows)
     assert any(x.get("client_session_id") for x in lines)
     assert any(x["model_ref"]["name"] == "judge_model" for x in lines)
 
@@ -202,7 +204,9 @@ def test_requests_carry_a_growing_history(realistic: JobInfo) -> None:
     capture = realistic.capture_dir / "0-0.capture.jsonl"
     sizes = [len(orjson.dumps(x["request"]["input"])) for x in map(_loads, capture.read_bytes().splitlines())
              if isinstance(x, dict) and x["model_ref"]["name"] == "policy_model"]
-    assert len(sizes) >= 2 and sizes == sorted(sizes) and sizes[-1] > sizes[0]
+    assert len(sizes) >= 2
+    assert sizes == sorted(sizes)
+    assert sizes[-1] > sizes[0]
 
 
 def test_realistic_plants_are_where_jobinfo_says(realistic: JobInfo) -> None:
@@ -249,7 +253,7 @@ def test_shards_are_jobs_of_their_own_with_unique_rollout_ids(tmp_path: Path) ->
     assert len(ids) == 20
     assert len(set(ids)) == len(ids)
     tasks = [{row["_ng_task_index"] for row in _rows(path)} for path in paths]
-    assert all(max(a) < min(b) for a, b in zip(tasks, tasks[1:]))
+    assert all(max(a) < min(b) for a, b in itertools.pairwise(tasks))
     # the last shard is the remainder, and each is the job generate_job writes for its seed and task range
     generate_job(tmp_path / "alone", rollouts=4, seed=2, first_task=2 * 3, **SMALL_SHAPE)
     assert paths[2].read_bytes() == (tmp_path / "alone" / "rollouts.jsonl").read_bytes()

@@ -87,8 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _reason(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return text
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def _fail(reason: str) -> int:

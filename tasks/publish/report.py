@@ -83,8 +83,8 @@ def _read_outputs(run_dir: Location) -> tuple[set[str], dict[str, Any]]:
     others = [name for _, name in LINKS if name not in DOCUMENTS]  # a document read is its own existence check
     with ThreadPoolExecutor(max_workers=len(others) + len(DOCUMENTS)) as pool:
         exists = pool.map(lambda name: run_dir.child(name).is_file(), others)
-        documents = dict(zip(DOCUMENTS, pool.map(lambda name: read_document(run_dir.child(name)), DOCUMENTS)))
-        present = {name for name, there in zip(others, exists) if there}
+        documents = dict(zip(DOCUMENTS, pool.map(lambda name: read_document(run_dir.child(name)), DOCUMENTS), strict=False))
+        present = {name for name, there in zip(others, exists, strict=False) if there}
     return present | {name for name, document in documents.items() if document is not None}, documents
 
 

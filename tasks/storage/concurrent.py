@@ -10,7 +10,7 @@ import functools
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Protocol, TypeVar
+from typing import Protocol, Self, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -124,7 +124,7 @@ class WriteBehind:
         self._in_flight -= size
         future.result()
 
-    def __enter__(self) -> WriteBehind:
+    def __enter__(self) -> Self:
         return self
 
     def drain(self) -> None:
@@ -162,7 +162,7 @@ class Documents:
         """Write ``data`` to ``target`` (atomically, as ``write_bytes`` does)."""
         self._behind.submit(functools.partial(target.write_bytes, data), len(data))
 
-    def __enter__(self) -> Documents:
+    def __enter__(self) -> Self:
         self._behind.__enter__()
         return self
 

@@ -12,6 +12,7 @@ import functools
 import time
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import Self
 
 from evidence import dumps
 from evidence.tables import SCHEMA_FILE, TABLES, RowFacts, finding_rows, rollout_row, schema_document, verdict_columns
@@ -69,7 +70,7 @@ class TableSink:
         summary.seconds = round(time.perf_counter() - self._started, 3)
         return summary
 
-    def __enter__(self) -> TableSink:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:

@@ -9,6 +9,7 @@ bytes.
 from __future__ import annotations
 
 from types import TracebackType
+from typing import Self
 
 from evidence.viewer import Chunk, ViewerIndex, render_viewer, rollout_view
 from tasks.rundir import ATIF_FOLDER, REPORT_FILE, ROLLOUTS_FILE, VIEWER_FOLDER, VIEWER_PAGE, RunPaths
@@ -57,7 +58,7 @@ class ViewerSink:
             folder = self._folder
             self._writes.submit(lambda: folder.child(chunk.name).write_bytes(chunk.data), len(chunk.data))
 
-    def __enter__(self) -> ViewerSink:
+    def __enter__(self) -> Self:
         self._writes.__enter__()
         return self
 

@@ -35,12 +35,14 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import orjson
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import contextlib
 
 from tests.bench.harness import (
     REPO,
@@ -78,10 +80,8 @@ def orjson_parse_pass(job: Path) -> tuple[float, int, int]:
         data = path.read_bytes()
         total += len(data)
         for line in data.splitlines():
-            try:
+            with contextlib.suppress(orjson.JSONDecodeError):
                 orjson.loads(line)
-            except orjson.JSONDecodeError:
-                pass
         if path.parent == job:
             rows += sum(1 for line in data.splitlines() if line.strip())
     return time.perf_counter() - started, total, rows
@@ -126,7 +126,7 @@ class TreeSampler:
         except psutil.Error:
             return []
 
-    def __enter__(self) -> TreeSampler:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 

@@ -74,7 +74,8 @@ def test_from_the_report_to_a_rollouts_findings_tool_output_and_atif_file(exampl
         page.select("#filter-verdict", "unhealthy")
         page.wait(f"document.getElementById('match-count').textContent.startsWith('{unhealthy} of ')")
         shown = rows_shown(page)
-        assert len(shown) == unhealthy and {row["verdict"] for row in shown} == {"unhealthy"}
+        assert len(shown) == unhealthy
+        assert {row["verdict"] for row in shown} == {"unhealthy"}
 
         page.click("#rollouts tbody tr a.rollout-link")
         page.wait("document.getElementById('section-turns')")
@@ -93,7 +94,8 @@ def test_from_the_report_to_a_rollouts_findings_tool_output_and_atif_file(exampl
         assert page.evaluate("document.querySelector('.focus').id") == f"turn-{turn_nos[mine['findings'][0]['locator']['turn']]}"
         tool = row["ng_trajectory"]["tool_calls"][0]
         output = page.evaluate("document.querySelector('#tool-0 .io div:last-child pre').textContent")
-        assert output == tool["output"][: len(output)] and len(output) == min(len(tool["output"]), 400)
+        assert output == tool["output"][: len(output)]
+        assert len(output) == min(len(tool["output"]), 400)
         assert page.evaluate("document.querySelector('#tool-0 h4').textContent") == f"Tool call #0 {tool['tool_name']}"
         refusal = next(r["error"] for r in jsonl(example_run / "atif" / "rejections.jsonl") if r["line"] == line)
         assert page.evaluate("document.getElementById('atif-refusal').textContent") == f"refused: {refusal}"

@@ -56,7 +56,7 @@ def strict_diff(actual: Any, expected: Any, path: str = "$") -> str | None:
     if isinstance(actual, list):
         if len(actual) != len(expected):
             return f"{path}: length {len(actual)} != {len(expected)}"
-        for index, (left, right) in enumerate(zip(actual, expected)):
+        for index, (left, right) in enumerate(zip(actual, expected, strict=False)):
             diff = strict_diff(left, right, f"{path}[{index}]")
             if diff:
                 return diff

@@ -109,8 +109,8 @@ def test_blank_session_id_is_a_configuration_error() -> None:
     assert "must contain a non-whitespace character" in case["expected_error"]
     assert expected_outcome(case) == (
         2,
-        "gym eval export: error: invalid configuration: session_id "
-        "(Value error, must contain a non-whitespace character).",
+        ("gym eval export: error: invalid configuration: session_id "
+        "(Value error, must contain a non-whitespace character)."),
     )
 
 

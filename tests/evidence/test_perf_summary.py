@@ -56,4 +56,5 @@ def test_all_bool_num_turns_still_summarised() -> None:
     summary = compute_perf_summary([{"num_turns": True}, {"num_turns": False}], 2)
     assert summary is not None
     assert summary["p90_num_turns"] == 0.9
-    assert summary["min_num_turns"] is False and summary["max_num_turns"] is True
+    assert summary["min_num_turns"] is False
+    assert summary["max_num_turns"] is True

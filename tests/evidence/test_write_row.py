@@ -117,7 +117,7 @@ def _peak(write: Any) -> float:
 def test_writing_in_pieces_frees_what_is_written() -> None:
     """orjson holds the row (~40 MB), its UTF-8 copies (~20 MB) and the line (~20 MB) at once;
     in pieces, each written turn (4 bytes a character) is freed as its UTF-8 (2) is written."""
-    whole = _peak(lambda row: orjson.dumps(row))
+    whole = _peak(orjson.dumps)
     pieces = _peak(lambda row: write_row(row, in_pieces=True).line)
     assert whole > 35_000_000
     assert pieces < 0.1 * whole

@@ -52,7 +52,8 @@ def test_the_event_starts_an_export_whose_artifact_links_the_mlflow_run(prefect_
     emit_event(RUN_COMPLETED, resource={"prefect.resource.id": "evidence-stage.run.test"}, payload={"run_dir": str(example_run_dir)})
     (run,) = wait_for(lambda: _runs_of(prefect_server, deployment_id), "the triggered flow run", timeout=120)
     params = run.parameters["params"]
-    assert params["run_dir"] == str(example_run_dir) and params["tracking_uri"] == mlflow_server
+    assert params["run_dir"] == str(example_run_dir)
+    assert params["tracking_uri"] == mlflow_server
 
     result = export_mlflow_flow(MlflowExportParams.model_validate(params))
     with prefect_client(prefect_server) as client:

@@ -118,7 +118,8 @@ def test_export_mlflow_creates_one_run_then_updates_it(mlflow_server: str, examp
     assert (first["created"], second["created"]) == (True, False)
     assert first["run_id"] == second["run_id"] == after_first["run_id"] == after_second["run_id"]
     for back in (after_first, after_second):
-        assert back["runs_with_key"] == 1 and back["status"] == "FINISHED"
+        assert back["runs_with_key"] == 1
+        assert back["status"] == "FINISHED"
         assert back["params"] == {
             "job_id": manifest["run"]["job_id"],
             "run_id": manifest["run"]["run_id"],
@@ -160,7 +161,8 @@ def test_export_otel_sends_the_same_ids_to_an_otlp_receiver(mlflow_server: str, 
     sent = [_export(capsys, *argv) for _ in range(2)]
     expected = _expected_traces(example_run_dir)
     received = _traces_of(mlflow_server, experiment_id)
-    assert sent[0] == sent[1] and sent[0]["traces"] == len(expected) == len(received)
+    assert sent[0] == sent[1]
+    assert sent[0]["traces"] == len(expected) == len(received)
     for trace_id, spans in received.items():
         assert _span_shape(spans) == _model_shape(expected[trace_id])
         assert _event_shape(spans) == _model_events(expected[trace_id])
@@ -173,7 +175,8 @@ def test_a_missing_extra_is_one_line_naming_it(tmp_path: Path) -> None:
         done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
         assert done.returncode == 2
         assert done.stderr.strip().splitlines() == [done.stderr.strip()]
-        assert done.stderr.startswith("evidence-stage: error: exporting needs ") and done.stderr.strip().endswith("install evidence-stage[export]")
+        assert done.stderr.startswith("evidence-stage: error: exporting needs ")
+        assert done.stderr.strip().endswith("install evidence-stage[export]")
 
 
 def test_an_unfinished_run_directory_is_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -42,22 +42,28 @@ def test_job_run_has_verdict_table_perf_markdown_links_and_finished_progress(tmp
     result = state.result()
     job_id = result["run_dir"].rstrip("/").split("/")[-3]
     artifacts = {key.removesuffix(f"-{job_artifact_key('', job_id)}"): a for key, a in artifacts_of(state.state_details.flow_run_id).items()}
-    assert "evidence-stage-verdicts" in artifacts and "evidence-stage-progress" in artifacts  # each key its job's own (issue 35)
+    assert "evidence-stage-verdicts" in artifacts
+    assert "evidence-stage-progress" in artifacts
 
     verdicts = artifacts["evidence-stage-verdicts"]
     assert verdicts.type == "table"
     table = json.loads(verdicts.data) if isinstance(verdicts.data, str) else verdicts.data
     assert {row["verdict"]: row["rollouts"] for row in table} == result["counts"]["verdicts"]
     perf = artifacts["evidence-stage-perf-summary"]
-    assert perf.type == "markdown" and perf.data.strip()
+    assert perf.type == "markdown"
+    assert perf.data.strip()
     scores = artifacts["evidence-stage-scores"]
-    assert scores.type == "markdown" and scores.data.startswith("## Scores: raw against clean\n")
+    assert scores.type == "markdown"
+    assert scores.data.startswith("## Scores: raw against clean\n")
     assert "| claude_code_agent | claude_code_agent | mean/reward | 0.5 | \u2014 |" in scores.data  # every rollout masked
     assert "| 4-0 | unhealthy | agent_turn_hollow (4) |" in scores.data
     assert result["run_dir"] in artifacts["evidence-stage-run-dir"].data
     report = artifacts["evidence-stage-report"]  # a web page cannot open file:// links: the URL as text, and what works (issue 35)
-    assert report.type == "markdown" and f"`file://{tmp_path}/" in report.data and "](" not in report.data
-    assert "paste file://" in report.description and "address bar" in report.description
+    assert report.type == "markdown"
+    assert f"`file://{tmp_path}/" in report.data
+    assert "](" not in report.data
+    assert "paste file://" in report.description
+    assert "address bar" in report.description
     assert all(a.description for key, a in artifacts.items() if not key.startswith("progress:")), sorted(artifacts)
     progress = [a for key, a in artifacts.items() if key.startswith("progress:")]
     assert [a.data for a in progress] == [100.0]
@@ -78,9 +84,12 @@ def test_s3_outputs_link_to_presigned_urls_a_browser_opens(s3: str, tmp_path: Pa
     artifacts = artifacts_of(state.state_details.flow_run_id)
     report = artifacts[job_artifact_key("evidence-stage-report", job_id)]
     url = re.search(r"\((http[^)]+)\)", report.data).group(1)
-    assert "X-Amz-Algorithm=AWS4-HMAC-SHA256" in url and "X-Amz-Signature=" in url and "valid until" in report.description  # SigV4
+    assert "X-Amz-Algorithm=AWS4-HMAC-SHA256" in url
+    assert "X-Amz-Signature=" in url
+    assert "valid until" in report.description
     page = httpx.get(url, timeout=30)
-    assert page.status_code == 200 and b"<html" in page.content.lower()
+    assert page.status_code == 200
+    assert b"<html" in page.content.lower()
     assert page.headers["content-type"] == "text/html; charset=utf-8"  # shown by a browser, not downloaded (issue 35)
     assert "s3://results/out/" in artifacts[job_artifact_key("evidence-stage-run-dir", job_id)].data
     run_dir = state.result()["run_dir"].removeprefix("s3://")

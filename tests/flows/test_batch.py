@@ -110,7 +110,8 @@ def test_batch_command_prints_each_job_and_exits_1_only_when_a_job_failed(tmp_pa
     assert main(args) == 0
     assert main(args) == 0
     printed = capsys.readouterr().out
-    assert printed.count("processed") == 1 and printed.count("skipped") == 1
+    assert printed.count("processed") == 1
+    assert printed.count("skipped") == 1
     assert "summary: " in printed
 
     def failing(params: StageParams) -> dict:

@@ -116,7 +116,9 @@ def test_ignored_checks_follow_the_health_dropin_rule_everywhere() -> None:
         with pytest.raises(ValueError, match=message):
             BatchParams(prefix="p", output="o", ignored_checks=bad)
     form = StageParams.model_json_schema()["properties"]["ignored_checks"]["description"]
-    assert "alias" not in form and "comma" in form and "unknown id" in form.lower()
+    assert "alias" not in form
+    assert "comma" in form
+    assert "unknown id" in form.lower()
 
 
 @pytest.mark.parametrize("where", ["model-calls", "model-calls/out", ".", "results", "./model-calls/../results"])

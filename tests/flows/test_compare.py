@@ -243,7 +243,8 @@ def test_a_rerun_of_the_same_inputs_compares_as_no_change(compared_runs: Compare
         assert all(c["delta"] in (0, None) for c in [group["rollouts"], group["mean_reward"], *group["perf"].values()])
         assert all(i["pairs"] == 0 or i["delta"] == i["low"] == i["high"] == 0.0 for i in group["intervals"].values())
     sides = [side for metrics in document["scores"].values() for entry in metrics.values() for side in (entry["raw"], entry["clean"])]
-    assert sides and not any(side["change"] for side in sides)
+    assert sides
+    assert not any(side["change"] for side in sides)
     assert all(side["paired"]["pairs"] == 0 or side["paired"]["delta"] == 0.0 for side in sides)
 
 
@@ -256,12 +257,15 @@ def test_every_figure_of_a_known_change(compared_runs: ComparedRuns, tmp_path: P
     assert document["status"] == "changed"
     assert document["changed"] == ["pairing", "scores", "health", "rewards", "perf", "models", "capabilities", "atif"]
     reward = document["scores"]["simple_agent"]["mean/reward"]["clean"]
-    assert reward["change"] is True and reward["paired"]["low"] > 0  # every simple_agent reward set to 1
+    assert reward["change"] is True
+    assert reward["paired"]["low"] > 0
     called = {(g, m) for g, metrics in document["scores"].items() for m, e in metrics.items() if e["clean"]["change"] or e["raw"]["change"]}
     assert {g for g, _ in called} == {"simple_agent"}
-    assert document["pairing"]["only_in_a_rollouts"] == [compared_runs.removed_row] and document["pairing"]["only_in_b"] == 0
+    assert document["pairing"]["only_in_a_rollouts"] == [compared_runs.removed_row]
+    assert document["pairing"]["only_in_b"] == 0
     simple = document["groups"]["simple_agent"]
-    assert simple["mean_reward"]["b"] == 1.0 and simple["rewards_changed"] == sum(1 for r in read(compared_runs.first)["rows"] if r["agent_ref"]["name"] == "simple_agent" and r["reward"] != 1.0)
+    assert simple["mean_reward"]["b"] == 1.0
+    assert simple["rewards_changed"] == sum(1 for r in read(compared_runs.first)["rows"] if r["agent_ref"]["name"] == "simple_agent" and r["reward"] != 1.0)
     assert simple["intervals"]["reward"]["low"] <= simple["intervals"]["reward"]["delta"] == simple["mean_reward"]["delta"] <= simple["intervals"]["reward"]["high"]
     assert [g for g, v in document["groups"].items() if v["rewards_changed"]] == ["simple_agent"]
     assert document["groups"]["harness_agent"]["models"] == {"a": [POLICY_MODEL], "b": [SWAPPED_MODEL]}
@@ -285,7 +289,9 @@ def test_every_figure_of_a_known_change(compared_runs: ComparedRuns, tmp_path: P
 def test_compare_refuses_a_folder_that_is_not_a_finished_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compare", str(tmp_path / "nope"), str(tmp_path / "nope"), "--output", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("evidence-stage: error: ") and "no manifest.json" in err and len(err.splitlines()) == 1
+    assert err.startswith("evidence-stage: error: ")
+    assert "no manifest.json" in err
+    assert len(err.splitlines()) == 1
 
 
 def test_the_compare_flow_writes_the_default_folder_and_attaches_the_comparison(compared_runs: ComparedRuns) -> None:

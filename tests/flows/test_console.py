@@ -39,4 +39,5 @@ def test_the_summary_shows_each_groups_key_metrics_raw_and_clean(capsys: pytest.
 def test_a_result_without_scores_prints_the_counts_alone(capsys: pytest.CaptureFixture[str]) -> None:
     print_summary({"run_id": "r1", "run_dir": "file:///out/job/runs/r1", "counts": COUNTS, "already_complete": False})
     out = capsys.readouterr().out
-    assert "verdict unhealthy" in out and "scores" not in out
+    assert "verdict unhealthy" in out
+    assert "scores" not in out

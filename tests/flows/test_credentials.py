@@ -25,8 +25,10 @@ def test_credential_keys_in_storage_options_are_refused_in_one_line(option: str,
     ])
     err = capsys.readouterr().err
     assert code == 2
-    assert err.count("\n") == 1 and err.startswith("evidence-stage: error: invalid parameter storage_options: ")
-    assert "use the environment" in err and "AwsCredentials block" in err
+    assert err.count("\n") == 1
+    assert err.startswith("evidence-stage: error: invalid parameter storage_options: ")
+    assert "use the environment" in err
+    assert "AwsCredentials block" in err
     assert not any(tmp_path.iterdir())
 
 

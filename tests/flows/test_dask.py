@@ -41,7 +41,8 @@ def test_dask_cluster_outputs_equal_thread_runner_outputs(cluster: LocalCluster,
     assert (local_path(on_dask["run_dir"]) / "_SUCCESS").exists()
     worker_addresses = set(cluster.scheduler_info["workers"])
     ran_on = {record["worker"] for record in stream.data}
-    assert stream.data and ran_on <= worker_addresses
+    assert stream.data
+    assert ran_on <= worker_addresses
 
 
 HANG_S = 300

@@ -334,7 +334,8 @@ def test_the_score_mask_of_stage_yaml_reaches_triggered_and_swept_runs() -> None
     config = load_config(REPO / "configs" / "stage.yaml")
     assert config.score_mask is ScoreMask.unhealthy  # stage.yaml sets it beside the gate
     assert "score_mask" not in trigger_parameters(config)["params"]  # the default: the deployments' parameters stay as they were
-    assert config.sweep is not None and "score_mask" not in sweep_parameters(config, config.sweep)["params"]
+    assert config.sweep is not None
+    assert "score_mask" not in sweep_parameters(config, config.sweep)["params"]
     config = config.model_copy(update={"score_mask": ScoreMask.unhealthy_unobserved})
     assert trigger_parameters(config)["params"]["score_mask"] == "unhealthy,unobserved"
     batch = BatchParams.model_validate(sweep_parameters(config, config.sweep)["params"])

@@ -111,7 +111,7 @@ def test_every_refusal_of_a_dropin_has_its_one_prefix_and_names_what_failed(tmp_
     named a temp file. Each drop-in keeps 0.7.0's prefix and exit code, which its golden cases pin."""
     from tests.flows.test_operator_edges import _read_only
 
-    name, case = next((n, c) for n, c in ATIF if "setup" not in c and expected_outcome(c)[0] == 0)
+    _name, case = next((n, c) for n, c in ATIF if "setup" not in c and expected_outcome(c)[0] == 0)
     rollouts, locked = tmp_path / "rollouts.jsonl", tmp_path / "locked"
     rollouts.write_text(case["rollouts_jsonl"], encoding="utf-8")
     locked.mkdir()
@@ -121,7 +121,8 @@ def test_every_refusal_of_a_dropin_has_its_one_prefix_and_names_what_failed(tmp_
     atif = _read_only(locked, _atif_args(case, rollouts, locked / "atif"))
     assert atif.returncode == 1 and atif.stderr.count("\n") == 1, atif.stderr
     assert atif.stderr.startswith(f"Error: Output directory cannot be created: {locked}/atif: "), atif.stderr
-    assert ".tmp-" not in health.stderr + atif.stderr and f"{locked}/." not in health.stderr + atif.stderr
+    assert ".tmp-" not in health.stderr + atif.stderr
+    assert f"{locked}/." not in health.stderr + atif.stderr
     assert list(locked.iterdir()) == []
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Self
 
 import pytest
 from prefect.utilities.annotations import quote
@@ -28,7 +28,7 @@ class _Runner:
         self.in_flight = 0
         self.most = 0
 
-    def __enter__(self) -> _Runner:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -71,15 +71,18 @@ def _guided(total: int, workers: int) -> list[int]:
 
 def test_default_groups_start_large_and_shrink_to_the_minimum_at_the_end() -> None:
     sizes = _guided(2_120, workers=2)
-    assert sizes[0] == 530 and sizes == sorted(sizes, reverse=True)
-    assert sizes[-3:-1] == [MIN_GROUP, MIN_GROUP] and sum(sizes) == 2_120
+    assert sizes[0] == 530
+    assert sizes == sorted(sizes, reverse=True)
+    assert sizes[-3:-1] == [MIN_GROUP, MIN_GROUP]
+    assert sum(sizes) == 2_120
     assert len(sizes) < 2_120 / MIN_GROUP / 2  # half the task runs of fixed minimum groups, or fewer
 
 
 @pytest.mark.parametrize(("total", "workers"), [(1, 2), (150, 2), (20_000, 2), (20_000, 16), (100_000, 2)])
 def test_default_groups_keep_their_bounds(total: int, workers: int) -> None:
     sizes = _guided(total, workers)
-    assert sum(sizes) == total and len(sizes) <= MAX_TASK_RUNS
+    assert sum(sizes) == total
+    assert len(sizes) <= MAX_TASK_RUNS
     assert all(size >= MIN_GROUP for size in sizes[:-1])
     assert all(size <= max(MAX_GROUP, -(-total // MAX_TASK_RUNS)) for size in sizes)
 

@@ -42,9 +42,11 @@ def test_attempts_per_task_says_what_the_default_does() -> None:
 def test_the_form_opens_with_what_the_user_fills_in_and_maps_show_an_example() -> None:
     """Issue 35: the form's top text was a note for developers; the gate's maps had no example."""
     schema = StageParams.model_json_schema()
-    assert schema["description"].startswith("One evaluation job into a new run directory") and "Field order" not in schema["description"]
+    assert schema["description"].startswith("One evaluation job into a new run directory")
+    assert "Field order" not in schema["description"]
     gate = schema["$defs"]["GateLimits"]
     assert "``" not in gate["description"]
     for name, example in (("max_failed_share_by_class", {"judge_failed": 0.1}), ("min_observed_share", {"model_call_failed": 0.5})):
-        assert gate["properties"][name]["examples"] == [example] and "e.g. {" in gate["properties"][name]["description"]
+        assert gate["properties"][name]["examples"] == [example]
+        assert "e.g. {" in gate["properties"][name]["description"]
 

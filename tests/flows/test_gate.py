@@ -83,9 +83,11 @@ def test_a_failing_gate_publishes_the_run_but_fails_the_flow_run_and_emits_an_ev
         "min_landed_share": 39 / 48, "max_lost_share": 6 / 48, "max_failed_share": 3 / 48, "max_failed_share.agent_request_failed": 2 / 48,
         "max_unhealthy_share": 9 / 40, "max_unobserved_share": 7 / 40, "min_observed_share.model_call_failed": 33 / 40,
     }
-    assert state.message == str(failed) and "\n" not in state.message
+    assert state.message == str(failed)
+    assert "\n" not in state.message
     assert state.message.startswith("quality gate failed: min_landed_share 0.8125 (limit 0.9); max_lost_share 0.125 (limit 0.1);")
-    assert (run / "_SUCCESS").exists() and (run / "rollouts.jsonl").exists()
+    assert (run / "_SUCCESS").exists()
+    assert (run / "rollouts.jsonl").exists()
     job_dir = run.parent.parent
     assert not (job_dir / "LATEST").exists()
     assert (job_dir / "LATEST_FAILED_GATE").read_text().strip() == "f1"

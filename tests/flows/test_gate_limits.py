@@ -12,9 +12,11 @@ from flows.params.stage import StageParams
 
 
 def test_an_empty_gate_is_off_and_records_nothing() -> None:
-    assert not GateLimits().active and GateLimits().recorded() == {}
+    assert not GateLimits().active
+    assert GateLimits().recorded() == {}
     set_one = gate_limits({"max_failed_share.judge_failed": 0.1})
-    assert set_one.active and set_one.recorded() == {"max_failed_share_by_class": {"judge_failed": 0.1}}
+    assert set_one.active
+    assert set_one.recorded() == {"max_failed_share_by_class": {"judge_failed": 0.1}}
 
 
 @pytest.mark.parametrize(("name", "value", "message"), [

@@ -111,7 +111,8 @@ def test_an_output_that_cannot_be_written_is_refused_before_anything(job: Path, 
 
 def test_a_missing_bucket_is_refused_before_anything(job: Path, s3: str) -> None:
     reason = refusal(cli(*run_args(job, "s3://no-such-bucket/evidence")))
-    assert reason.startswith("s3://no-such-bucket/evidence/job-") and reason.endswith(": cannot be written: no such bucket")
+    assert reason.startswith("s3://no-such-bucket/evidence/job-")
+    assert reason.endswith(": cannot be written: no such bucket")
 
 
 @pytest.mark.parametrize(("content", "reason"), [(b"", "no rollout rows (empty): nothing to run"), (None, "no rollout rows: {n} non-blank lines, none a JSON object")])
@@ -275,10 +276,12 @@ def test_a_second_resume_is_refused_at_once_and_a_killed_run_is_resumed_at_once(
         os.killpg(first.pid, signal.SIGKILL)  # kill -9: its lease stays behind
         first.communicate(timeout=60)
     (run,) = (tmp_path / "out").glob(f"*/runs/{run_id}")
-    assert (run / "LEASE").exists() and not (run / "_SUCCESS").exists()
+    assert (run / "LEASE").exists()
+    assert not (run / "_SUCCESS").exists()
     resumed = cli(*argv, "--resume", run_id, api_url=prefect_server, timeout=300)  # its holder is gone: no wait for the lease to expire
     assert resumed.returncode == 0, resumed.stderr
-    assert (run / "_SUCCESS").exists() and not (run / "LEASE").exists()
+    assert (run / "_SUCCESS").exists()
+    assert not (run / "LEASE").exists()
 
 
 def test_two_runs_claiming_one_run_id_at_once_give_one_line(job: Path, tmp_path: Path, prefect_server: str) -> None:
@@ -299,7 +302,8 @@ def test_a_refused_flow_run_logs_its_reason_in_one_line(tmp_path: Path, prefect_
     from flows.stage import stage_flow
 
     state = stage_flow(StageParams(rollouts=str(tmp_path / "missing.jsonl"), capture_dir=str(tmp_path), output=str(tmp_path / "out")), return_state=True)
-    assert state.is_failed() and state.message == f"file://{tmp_path}/missing.jsonl: rollouts file not found"
+    assert state.is_failed()
+    assert state.message == f"file://{tmp_path}/missing.jsonl: rollouts file not found"
     deadline = time.monotonic() + 30  # logs reach the server in batches
     while True:
         with get_client(sync_client=True) as client:
@@ -325,9 +329,11 @@ def test_a_subset_run_accounts_for_its_rows_and_its_report_says_subset(job: Path
     accounting = json.loads((run / "accounting.json").read_text())
     assert (accounting["scope"], accounting["landed"], accounting["expected"], accounting["lost"]) == ("subset", rows, None, None)
     page = (run / "report.html").read_text()
-    assert "subset: rollout ids 0-0" in page and "A subset run owes nothing" in page
+    assert "subset: rollout ids 0-0" in page
+    assert "A subset run owes nothing" in page
     assert "failures (found beside the rollouts)" in page  # the sidecar the run read, though no parameter named it
-    assert '<time datetime="' in page and " UTC</time>" in page
+    assert '<time datetime="' in page
+    assert " UTC</time>" in page
 
 
 def test_a_run_of_no_rows_never_moves_latest(tmp_path: Path, prefect_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -360,7 +366,9 @@ def test_every_command_and_option_says_what_it_does_and_its_default() -> None:
         return found
 
     top = build_parser()
-    assert "``" not in top.description and "->" not in top.description and "NeMo Gym" in top.description
+    assert "``" not in top.description
+    assert "->" not in top.description
+    assert "NeMo Gym" in top.description
     for parser in walk(top):
         assert parser.description, parser.prog
         for action in parser._actions:
@@ -385,7 +393,8 @@ def test_usage_errors_name_what_usage_shows(tmp_path: Path) -> None:
 def test_serve_finds_its_config_from_any_directory(tmp_path: Path) -> None:
     from flows.cli.serve import default_config
 
-    assert default_config() == REPO / "configs" / "stage.yaml" and default_config().is_file()
+    assert default_config() == REPO / "configs" / "stage.yaml"
+    assert default_config().is_file()
     assert refusal(cli("serve", "--config", str(tmp_path / "none.yaml"), cwd=tmp_path)) == (
         f"no serve config at {tmp_path}/none.yaml: give --config PATH (configs/stage.yaml of the repository is the example)"
     )
@@ -395,6 +404,8 @@ def test_output_to_a_pipe_is_neither_wrapped_nor_cut(tmp_path: Path, prefect_ser
     output = tmp_path / ("a-long-output-folder-name-" * 4)
     done = cli(*run_args(EXAMPLE_JOB, str(output), "--run-id", "r" * 60, "--task-runner", "thread"), api_url=prefect_server)
     assert done.returncode == 0, done.stderr
-    assert f"evidence-stage run {'r' * 60}" in done.stdout and "\u2026" not in done.stdout
+    assert f"evidence-stage run {'r' * 60}" in done.stdout
+    assert "\u2026" not in done.stdout
     (line,) = [line for line in done.stdout.splitlines() if line.startswith("outputs: ")]
-    assert line.endswith(f"/runs/{'r' * 60}") and str(output) in line
+    assert line.endswith(f"/runs/{'r' * 60}")
+    assert str(output) in line

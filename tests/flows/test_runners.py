@@ -13,12 +13,13 @@ pytestmark = pytest.mark.usefixtures("prefect_server")
 
 
 def test_outputs_are_identical_across_runners_and_grouping(tmp_path: Path) -> None:
-    common = dict(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output=str(tmp_path))
+    common = {"rollouts": str(EXAMPLE_JOB / "rollouts.jsonl"), "capture_dir": str(EXAMPLE_JOB / "model-calls"), "output": str(tmp_path)}
     default = run_outputs(run_stage(**common)["run_dir"])
-    assert "rollouts.jsonl" in default and any(name.startswith("atif/") for name in default)
+    assert "rollouts.jsonl" in default
+    assert any(name.startswith("atif/") for name in default)
     variants = {
-        "thread, one attempt per task": dict(task_runner="thread", attempts_per_task=1),
-        "process pool": dict(task_runner="process", max_workers=2),
+        "thread, one attempt per task": {"task_runner": "thread", "attempts_per_task": 1},
+        "process pool": {"task_runner": "process", "max_workers": 2},
     }
     for name, fields in variants.items():
         assert run_outputs(run_stage(**common, **fields)["run_dir"]) == default, name

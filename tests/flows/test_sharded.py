@@ -81,7 +81,8 @@ def test_enriched_outputs_keep_shard_order_and_the_manifest_describes_each_shard
     assert described == [(s.name, {"main": len(_rows(s)), "failures": len(_rows(s.with_name(s.stem + "_failures.jsonl")))}) for s in shards]
     assert len({s["fingerprint"] for s in manifest["shards"]}) == 3
     keys = [a["key"] for a in manifest["attempts"]]
-    assert keys[0] == "0:main:1" and keys[-1].startswith("2:failures:")
+    assert keys[0] == "0:main:1"
+    assert keys[-1].startswith("2:failures:")
     assert sorted(p.relative_to(sharded.run / "attempts").parts[0] for p in (sharded.run / "attempts").glob("*/*")) == [
         "shard-0000", "shard-0000", "shard-0001", "shard-0001", "shard-0002", "shard-0002"]
 
@@ -131,9 +132,11 @@ def test_accounting_counts_every_shards_debt_exactly(sharded: ShardedRun) -> Non
     assert sharded.manifest()["accounting"]["lost"] == 6
     assert [s["accounting"] for s in sharded.manifest()["shards"]] == list(accounting["shards"].values())
     page = (sharded.run / "report.html").read_text()
-    assert '<table id="accounting">' in page and '<table id="lost-rollouts">' in page
+    assert '<table id="accounting">' in page
+    assert '<table id="lost-rollouts">' in page
     artifact = artifacts_of(sharded.flow_run_id)[job_artifact_key("evidence-stage-accounting", sharded.run.parent.parent.name)]
-    assert artifact.type == "markdown" and "| total | 48 | 40 | 3 | 6 | 1 | 0 |" in artifact.data
+    assert artifact.type == "markdown"
+    assert "| total | 48 | 40 | 3 | 6 | 1 | 0 |" in artifact.data
 
 
 def test_a_shard_without_materialized_inputs_is_expected_unknown(tmp_path: Path) -> None:

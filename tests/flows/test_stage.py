@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import os
 import re
 import shutil
@@ -51,7 +53,7 @@ def test_sample_job_reproduces_0_7_0(sample: str, tmp_path: Path) -> None:
         if (expected / name).exists():
             actual_rows, expected_rows = _rows(run / name), _rows(expected / name)
             assert len(actual_rows) == len(expected_rows)
-            for number, (actual, wanted) in enumerate(zip(actual_rows, expected_rows), start=1):
+            for number, (actual, wanted) in enumerate(zip(actual_rows, expected_rows, strict=False), start=1):
                 assert strict_diff(actual, wanted) is None, f"{name} line {number}"
     for name in ("health/quality_summary.json", "health/rollout_verdicts.jsonl"):
         assert (run / name).read_bytes() == (expected / name).read_bytes(), name
@@ -72,7 +74,7 @@ def test_sample_job_reproduces_0_7_0(sample: str, tmp_path: Path) -> None:
 
 
 def test_example_job_is_reproducible_and_grouping_independent(tmp_path: Path) -> None:
-    common = dict(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output=str(tmp_path))
+    common = {"rollouts": str(EXAMPLE_JOB / "rollouts.jsonl"), "capture_dir": str(EXAMPLE_JOB / "model-calls"), "output": str(tmp_path)}
     one = run_stage(**common, attempts_per_task=1)
     whole = run_stage(**common, attempts_per_task=500)
     assert one["run_dir"] != whole["run_dir"]
@@ -83,10 +85,11 @@ def test_example_job_is_reproducible_and_grouping_independent(tmp_path: Path) ->
 
 
 def test_parts_are_removed_once_the_run_is_published_unless_kept(tmp_path: Path) -> None:
-    common = dict(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), attempts_per_task=4)
+    common = {"rollouts": str(EXAMPLE_JOB / "rollouts.jsonl"), "capture_dir": str(EXAMPLE_JOB / "model-calls"), "attempts_per_task": 4}
     removed = local_path(run_stage(**common, output=str(tmp_path / "default"))["run_dir"])
     kept = local_path(run_stage(**common, output=str(tmp_path / "kept"), keep_parts=True)["run_dir"])
-    assert (removed / "_SUCCESS").exists() and not (removed / "attempts").exists()
+    assert (removed / "_SUCCESS").exists()
+    assert not (removed / "attempts").exists()
     manifest = orjson.loads((kept / "manifest.json").read_bytes())
     parts = [part for segment in (kept / "attempts").rglob("*.seg") for part in segment_parts(segment.read_bytes())]
     assert len(parts) == manifest["counts"]["attempts"]
@@ -147,7 +150,7 @@ def test_a_retried_reduce_records_each_attempt_once(tmp_path: Path, monkeypatch:
     import tasks.reduce.outputs
     from tasks.storage import TransientStorageError
 
-    common = dict(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"))
+    common = {"rollouts": str(EXAMPLE_JOB / "rollouts.jsonl"), "capture_dir": str(EXAMPLE_JOB / "model-calls")}
     clean = run_stage(**common, output=str(tmp_path / "clean"))
     write_perf, failed = tasks.reduce.outputs.write_perf, []
 
@@ -159,7 +162,8 @@ def test_a_retried_reduce_records_each_attempt_once(tmp_path: Path, monkeypatch:
 
     monkeypatch.setattr(tasks.reduce.outputs, "write_perf", fail_once)
     retried = run_stage(**common, output=str(tmp_path / "retried"))
-    assert failed and run_outputs(retried["run_dir"]) == run_outputs(clean["run_dir"])
+    assert failed
+    assert run_outputs(retried["run_dir"]) == run_outputs(clean["run_dir"])
     manifest = orjson.loads((local_path(retried["run_dir"]) / "manifest.json").read_bytes())
     keys = [entry["key"] for entry in manifest["attempts"]]
     assert len(keys) == len(set(keys)) == manifest["counts"]["attempts"] == clean["counts"]["attempts"]
@@ -172,9 +176,9 @@ def test_verdicts_of_an_unreadable_record_do_not_depend_on_the_run(tmp_path: Pat
     row["_ng_task_index"] = [row["_ng_task_index"]]  # an identity health cannot type: record_unreadable
     with (job / "rollouts.jsonl").open("a", encoding="utf-8") as rollouts:
         rollouts.write(json.dumps(row) + "\n")
-    common = dict(
-        rollouts=str(job / "rollouts.jsonl"), capture_dir=str(job / "model-calls"), output=str(tmp_path / "out")
-    )
+    common = {
+        "rollouts": str(job / "rollouts.jsonl"), "capture_dir": str(job / "model-calls"), "output": str(tmp_path / "out")
+    }
 
     first, second = run_stage(**common), run_stage(**common)
 
@@ -189,7 +193,7 @@ def test_verdicts_of_an_unreadable_record_do_not_depend_on_the_run(tmp_path: Pat
 
 def test_latest_follows_finish_time_not_run_id_order(tmp_path: Path) -> None:
     """Custom run ids: ``dask2`` sorts before ``default1``, and a timestamped id before ``r4``."""
-    common = dict(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output=str(tmp_path), job_id="example")
+    common = {"rollouts": str(EXAMPLE_JOB / "rollouts.jsonl"), "capture_dir": str(EXAMPLE_JOB / "model-calls"), "output": str(tmp_path), "job_id": "example"}
     latest = tmp_path / "example" / "LATEST"
     for run_id in ("default1", "dask2", "r4", "20261201T000000Z-0a1b2c"):
         run_stage(**common, run_id=run_id)
@@ -243,7 +247,7 @@ def test_all_or_nothing_publishes_every_accepted_file_or_none(tmp_path: Path) ->
             by_agent.setdefault(row["agent_ref"]["name"], []).append(row["ng_model_call_capture"]["rollout_id"])
     assert len(by_agent) == 2, "the accepted rows come from two agents"
 
-    both = local_path(run_stage(**common, run_id="both", atif_all_or_nothing=True, rollout_ids=sum(by_agent.values(), []))["run_dir"])
+    both = local_path(run_stage(**common, run_id="both", atif_all_or_nothing=True, rollout_ids=functools.reduce(operator.iadd, by_agent.values(), []))["run_dir"])
     assert (both / "atif" / "error.txt").read_text() == _batch_error(both) == MULTIPLE_AGENTS_MESSAGE
 
     agent, ids = max(by_agent.items(), key=lambda item: len(item[1]))

@@ -164,7 +164,8 @@ def test_the_console_script_keeps_exit_codes_and_output(prefect_server: str, tmp
     assert (next(tmp_path.glob("*/runs/r1")) / "_SUCCESS").exists()
     refused = subprocess.run([str(script), "run", *inputs, "--output", str(tmp_path), "--run-id", "r1"], env=env, capture_output=True, text=True)
     assert refused.returncode == 2
-    assert refused.stderr.startswith("evidence-stage: error: ") and refused.stderr.count("\n") == 1
+    assert refused.stderr.startswith("evidence-stage: error: ")
+    assert refused.stderr.count("\n") == 1
 
 
 def test_a_cli_run_never_imports_fastapi(prefect_server: str, tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Self
 from urllib.parse import urlsplit
 
 _ERRORS = (
@@ -105,7 +106,7 @@ class FaultProxy(ThreadingHTTPServer):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}"
 
-    def __enter__(self) -> FaultProxy:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 

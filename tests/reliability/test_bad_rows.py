@@ -79,4 +79,5 @@ def test_values_no_fold_can_use_are_listed_and_wide_totals_kept(runs: dict[str, 
     assert any(p.startswith("perf_summary: run: num_turns: OverflowError") for p in problems), problems
     perf = json.loads(runs["bad"].joinpath("perf_summary.json").read_text())
     assert perf["run"]["total_prompt_tokens"] >= 2**64  # U64_MAX + 1 + the example's own, exact
-    assert "mean_num_turns" not in perf["run"] and "mean_prompt_tokens" in perf["run"]
+    assert "mean_num_turns" not in perf["run"]
+    assert "mean_prompt_tokens" in perf["run"]

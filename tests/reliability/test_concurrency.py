@@ -27,7 +27,8 @@ def test_two_concurrent_runs_of_one_job_both_complete(job: JobInfo, tmp_path: Pa
         _, stderr = process.communicate(timeout=CLI_TIMEOUT_S)
         assert process.returncode == 0, stderr.decode()
     left, right = run_dir(tmp_path, "left"), run_dir(tmp_path, "right")
-    assert (left / "_SUCCESS").exists() and (right / "_SUCCESS").exists()
+    assert (left / "_SUCCESS").exists()
+    assert (right / "_SUCCESS").exists()
     assert run_outputs(str(left)) == run_outputs(str(right))
     assert (left.parent.parent / "LATEST").read_text() in ("left\n", "right\n")
 

@@ -42,7 +42,8 @@ def test_existing_run_id_without_resume_is_one_line_error(job: JobInfo, tmp_path
     result = run_cli(prefect_server, [*job_args(job, tmp_path), "--run-id", "taken"])
     assert result.returncode == 2
     (line,) = error_lines(result.stderr)
-    assert "run id already exists" in line and "--resume" in line
+    assert "run id already exists" in line
+    assert "--resume" in line
     assert tree_digest(str(run)) == before
 
 
@@ -54,7 +55,9 @@ def test_resume_with_conflicting_parameters_is_an_error(job: JobInfo, tmp_path: 
     result = run_cli(prefect_server, [*job_args(job, tmp_path), "--resume", "mine", "--session-id", "s2"])
     assert result.returncode == 2
     (line,) = error_lines(result.stderr)
-    assert "session_id" in line and "'s1'" in line and "'s2'" in line
+    assert "session_id" in line
+    assert "'s1'" in line
+    assert "'s2'" in line
     assert tree_digest(str(run)) == before
 
 
@@ -107,7 +110,7 @@ def test_resume_discards_temp_files_of_the_killed_process(job: JobInfo, tmp_path
     (run / ".tmp-abc123.part").write_bytes(b"half a rollouts file")
     (run / "attempts" / "main" / ".tmp-def456.part").write_bytes(b"half a part")
     run_stage(**_fields(job, tmp_path, resume="tmpfiles"))
-    assert not [p for p in run.rglob(".tmp-*")]
+    assert not list(run.rglob(".tmp-*"))
     assert run_outputs(str(run)) == reference
     assert os.path.exists(run / "_SUCCESS")
 

@@ -38,7 +38,8 @@ def test_transient_errors_are_retried_until_success(no_sleep: list[float]) -> No
     flaky = Flaky(ConnectionResetError("reset"), OSError(errno.EBUSY, "SlowDown"))  # s3fs's SlowDown
     before = retry.RETRY_COUNTER.count
     assert call_with_retries("s3://b/k", flaky) == "ok"
-    assert flaky.calls == 3 and len(no_sleep) == 2
+    assert flaky.calls == 3
+    assert len(no_sleep) == 2
     assert retry.RETRY_COUNTER.count - before == 2
 
 
@@ -47,7 +48,8 @@ def test_permanent_and_content_errors_are_not_retried(error: BaseException, no_s
     flaky = Flaky(error)
     with pytest.raises(PermanentStorageError):
         call_with_retries("s3://b/k", flaky)
-    assert flaky.calls == 1 and no_sleep == []
+    assert flaky.calls == 1
+    assert no_sleep == []
 
 
 def test_budget_exhausted_raises_transient() -> None:

@@ -82,6 +82,9 @@ def test_a_held_lease_is_renewed_while_the_block_runs_and_removed_after(monkeypa
         first = Lease.decode(RunPaths(RUN).lease.read_bytes())
         time.sleep(1.2)  # the expiry has a resolution of one second
         renewed = Lease.decode(RunPaths(RUN).lease.read_bytes())
-        assert first is not None and renewed is not None
-        assert renewed.token == mine.token and renewed.since == mine.since and renewed.expires > first.expires
+        assert first is not None
+        assert renewed is not None
+        assert renewed.token == mine.token
+        assert renewed.since == mine.since
+        assert renewed.expires > first.expires
     assert not RunPaths(RUN).lease.exists()

@@ -41,7 +41,7 @@ def sample_rows(job: str) -> list[tuple[bytes, dict[str, Any]]]:
     lines = [line for line in (expected_dir / "rollouts.jsonl").read_bytes().split(b"\n") if line.strip()]
     results = [json.loads(line) for line in (expected_dir / "atif_rows.jsonl").read_text("utf-8").splitlines()]
     assert len(lines) == len(results)
-    return list(zip(lines, results))
+    return list(zip(lines, results, strict=False))
 
 
 def _result(line: bytes) -> dict[str, Any]:
@@ -64,7 +64,8 @@ def test_sample_rows_convert_like_reference(job: str) -> None:
         diff = strict_diff(_result(line), expected)
         assert diff is None, f"row {number}: {diff}"
         outcomes[expected["ok"]] += 1
-    assert outcomes[True] and outcomes[False]
+    assert outcomes[True]
+    assert outcomes[False]
 
 
 def test_manifest_line_pins_the_file_bytes() -> None:

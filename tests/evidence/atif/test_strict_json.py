@@ -31,7 +31,8 @@ def test_loader_refuses_lossy_json(text: str, detail: str) -> None:
 )
 def test_loader_accepts_exact_literals(text: str, value: object) -> None:
     loaded = loads_strict(text)
-    assert loaded == value and type(loaded) is type(value)
+    assert loaded == value
+    assert type(loaded) is type(value)
 
 
 def test_surrogate_paths_name_values_and_keys() -> None:

@@ -131,7 +131,8 @@ def test_full_row_is_complete_in_every_dimension() -> None:
     assert list(digest["dimensions"]) == list(DIMENSIONS)
     assert all(value == COMPLETE for value in digest["dimensions"].values())
     assert digest["agent"] == "harness_agent"
-    assert digest["latency_ms"] == 2500.0 and digest["tokens_per_turn"] == 20.0
+    assert digest["latency_ms"] == 2500.0
+    assert digest["tokens_per_turn"] == 20.0
 
 
 def test_tokens_per_turn_that_overflows_is_not_measured() -> None:

@@ -45,7 +45,8 @@ def test_capture_gaps_in_emission_order(files: CaptureFiles | None, gaps: list[d
 
 def test_unreadable_file_has_no_calls() -> None:
     capture = merged(CaptureFiles(jsonl=GOOD, incomplete=False, unreadable=True))["ng_model_call_capture"]
-    assert capture["calls"] == [] and capture["metrics"]["num_calls"] == 0
+    assert capture["calls"] == []
+    assert capture["metrics"]["num_calls"] == 0
 
 
 def test_metrics_sum_known_values_and_keep_unknown_null() -> None:
@@ -64,7 +65,9 @@ def test_metrics_integer_sums_are_unbounded() -> None:
 
 def test_empty_capture_metrics_are_null_with_zero_calls() -> None:
     metrics = merged(None)["ng_model_call_capture"]["metrics"]
-    assert metrics["num_calls"] == 0 and metrics["tokens_in"] is None and metrics["latency_total_ms"] is None
+    assert metrics["num_calls"] == 0
+    assert metrics["tokens_in"] is None
+    assert metrics["latency_total_ms"] is None
 
 
 @pytest.mark.parametrize("include_payloads", [True, False])

@@ -18,7 +18,8 @@ def line(**exchange: Any) -> bytes:
 
 def only(data: bytes) -> ModelCallRecord:
     records, invalid = read_capture(data)
-    assert invalid == 0 and len(records) == 1
+    assert invalid == 0
+    assert len(records) == 1
     return records[0]
 
 

@@ -150,7 +150,8 @@ def test_trust_gate_landed_share_capabilities_and_config() -> None:
     details = [i.detail for i in comparison.trust.issues]
     assert "Token counts went \u2705 \u2192 \U0001f7e1" in details[2]
     assert "session_id" in details[3]
-    assert evidence(rows).gate is None and compare_runs(evidence(rows), evidence(rows)).a.gate == "unknown"
+    assert evidence(rows).gate is None
+    assert compare_runs(evidence(rows), evidence(rows)).a.gate == "unknown"
 
 
 class _Groups(HTMLParser):
@@ -173,9 +174,11 @@ def test_page_and_markdown_name_every_group_and_escape_values() -> None:
     reader = _Groups()
     reader.feed(page)
     assert reader.groups == ["(whole run)", *sorted(["agent", "plain", HOSTILE])]  # "agent": a perf_summary group
-    assert reader.scripts == 0 and HOSTILE not in page
+    assert reader.scripts == 0
+    assert HOSTILE not in page
     markdown = compare_markdown(comparison)
-    assert "### plain" in markdown and "<script>" not in markdown
+    assert "### plain" in markdown
+    assert "<script>" not in markdown
     assert json.loads(comparison_json(comparison))["status"] == NO_CHANGE
 
 
@@ -222,7 +225,8 @@ def test_an_interval_that_holds_zero_is_no_change() -> None:
     b_rows = [row(t, 0, reward=1.0 if t % 2 else 0.0) for t in range(8)]  # half up, half down
     entry = compare_runs(scored(a_rows, scores_doc(0.5, 0.5)), scored(b_rows, scores_doc(0.5, 0.5))).scores["agent"]["mean/reward"]
     assert entry.clean.paired.low < 0 < entry.clean.paired.high
-    assert entry.clean.change is False and entry.raw.change is False
+    assert entry.clean.change is False
+    assert entry.raw.change is False
 
 
 def test_untrustworthy_rows_never_make_a_change() -> None:
@@ -258,5 +262,6 @@ def test_scores_of_groups_either_run_has_and_runs_without_scores() -> None:
     only_b = compare_runs(scored(rows, {"groups": {}}), scored(rows, scores_doc(1.0, None))).scores
     entry = only_b["agent"]["mean/reward"]
     assert (entry.raw.scores.a, entry.raw.scores.b, entry.clean.scores.b, entry.clean.scores.delta) == (None, 1.0, None, None)
-    assert entry.raw.paired.delta == 0.0 and not entry.raw.change
+    assert entry.raw.paired.delta == 0.0
+    assert not entry.raw.change
     assert compare_runs(evidence(rows), evidence(rows)).scores == {}  # runs written before scores.json

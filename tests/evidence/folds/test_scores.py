@@ -74,7 +74,8 @@ def test_key_metrics_are_each_groups_raw_and_clean_scores() -> None:
     raw, clean = documents("masked_everything")
     scores = build_scores(raw, clean)
     metrics = key_metrics(scores)
-    assert list(metrics) == ["ag"] and list(metrics["ag"]) == list(scores["groups"]["ag"]["metrics"])
+    assert list(metrics) == ["ag"]
+    assert list(metrics["ag"]) == list(scores["groups"]["ag"]["metrics"])
     assert metrics["ag"]["mean/reward"] == {"raw": raw[0]["key_metrics"]["mean/reward"], "clean": None}
     assert key_metrics({}) == {}
 

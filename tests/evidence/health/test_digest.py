@@ -88,16 +88,20 @@ def test_verdict_follows_findings_then_unobserved() -> None:
     healthy = evaluate_row(_healthy(), source="f", line=1, ordinal=0, ignored=())
     no_trajectory = evaluate_row(_healthy(ng_trajectory=None), source="f", line=2, ordinal=1, ignored=())
     assert (healthy.verdict, no_trajectory.verdict) == ("healthy", "unobserved")
-    assert no_trajectory.stats.transcript_prompt == 3 and not no_trajectory.stats.capture_observed
+    assert no_trajectory.stats.transcript_prompt == 3
+    assert not no_trajectory.stats.capture_observed
     fold = HealthFold((), identity_sizes([healthy, healthy]))
     assert [fold.add(healthy).verdict, fold.add(healthy).verdict] == ["unhealthy", "unhealthy"]
     assert fold.summary()["run"]["verdicts"] == {"healthy": 0, "unhealthy": 2, "unobserved": 0}
 
 
 def test_content_predicates() -> None:
-    assert nonempty({"content": [{"text": " x "}]}) and not nonempty({"content": [{"text": "  "}]})
-    assert not nonempty(0) and not nonempty({"unknown": "text"})
-    assert has_tool_call([{"type": "function_call"}]) and has_tool_call({"tool_calls": [{}]})
+    assert nonempty({"content": [{"text": " x "}]})
+    assert not nonempty({"content": [{"text": "  "}]})
+    assert not nonempty(0)
+    assert not nonempty({"unknown": "text"})
+    assert has_tool_call([{"type": "function_call"}])
+    assert has_tool_call({"tool_calls": [{}]})
     assert not response_has_content({"output": [], "incomplete_details": {"reason": "max"}})
     assert response_has_content({"choices": [{"message": {"content": "kept"}}]})
     with pytest.raises(AttributeError):

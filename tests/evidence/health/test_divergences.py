@@ -63,14 +63,16 @@ def test_untypable_identity_flags_only_that_row(field: str, value: Any) -> None:
         }],
         "unobserved": bad["unobserved"],
     }
-    assert "record_unreadable" not in bad["unobserved"] and len(bad["unobserved"]) == 11
+    assert "record_unreadable" not in bad["unobserved"]
+    assert len(bad["unobserved"]) == 11
     assert [v for v in verdicts if v is not bad] == _verdicts(good)
 
 
 def test_identity_crash_row_respects_ignored_record_unreadable() -> None:
     digest = evaluate_row(_row(_ng_task_index=None), source=PATH, line=3, ordinal=0,
                           ignored=("record_unreadable",))
-    assert digest.findings == () and digest.verdict == "unobserved"
+    assert digest.findings == ()
+    assert digest.verdict == "unobserved"
 
 
 def test_wide_integer_identity_is_written_exactly() -> None:

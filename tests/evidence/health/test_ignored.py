@@ -30,7 +30,8 @@ def test_unknown_ids_are_reported_sorted_with_0_7_0_text() -> None:
     with pytest.raises(UnknownHealthCheck) as raised:
         normalize_ignored_checks(["zzz", "agent_turn_hollow", "nope", "zzz"])
     assert str(raised.value) == "Unknown rollout health check(s): nope, zzz"
-    assert isinstance(raised.value, EvidenceError) and isinstance(raised.value, ValueError)
+    assert isinstance(raised.value, EvidenceError)
+    assert isinstance(raised.value, ValueError)
     assert str(pickle.loads(pickle.dumps(raised.value))) == str(raised.value)
 
 

@@ -240,7 +240,8 @@ def test_the_attached_trajectory_is_pydantics_json_dump_byte_for_byte_sharing_th
         "ng_model_call_capture": {"calls": [capture_call("c1", response=response), capture_call("c2")]},
     }
     record = build_trajectory(ROW, result)
-    assert record.turns[0].reasoning_content and record.tool_calls[0].output == "rows: 1, 2.5"
+    assert record.turns[0].reasoning_content
+    assert record.tool_calls[0].output == "rows: 1, 2.5"
 
     dump = trajectory_json(record)
 

@@ -131,8 +131,10 @@ def test_every_value_is_escaped() -> None:
 def test_page_is_self_contained() -> None:
     page = render_report(make_context())
     assert not re.search(r"<(script|link|img|iframe|object)\b", page)
-    assert "http://" not in page and "https://" not in page.replace("s3://", "")
-    assert "url(" not in page and "@import" not in page
+    assert "http://" not in page
+    assert "https://" not in page.replace("s3://", "")
+    assert "url(" not in page
+    assert "@import" not in page
     hrefs = [attrs["href"] for tag, attrs in parse(page).tags if tag == "a"]
     assert hrefs == ["rollouts.jsonl", "health/quality_summary.json"]
 
@@ -191,7 +193,8 @@ def test_histogram_of_a_range_wider_than_the_largest_float() -> None:
     svg = histogram_svg([-1e308, 0.0, 1e308], title="Latency", unit="ms")
     counts = [int(n) for n in re.findall(r'data-count="(\d+)"', svg)]
     assert counts == [1, 0, 0, 0, 0, 1, 0, 0, 0, 1]
-    assert "inf" not in svg and "nan" not in svg
+    assert "inf" not in svg
+    assert "nan" not in svg
 
 
 def test_histogram_of_a_range_narrower_than_ten_smallest_floats() -> None:
@@ -219,7 +222,8 @@ def test_capabilities_markdown_matches_the_matrix() -> None:
 
 def test_markdown_cells_cannot_inject_html_or_rows() -> None:
     text = capabilities_markdown(capabilities_with_agent("<img>\nrow"))
-    assert "<img>" not in text and "&lt;img&gt; row" in text
+    assert "<img>" not in text
+    assert "&lt;img&gt; row" in text
 
 
 def test_table_artifact_rows_are_keyed_by_header() -> None:
@@ -329,14 +333,17 @@ def test_the_reward_histogram_and_the_scores_are_escaped_and_free_of_emoji() -> 
     assert 'aria-label="Reward per rollout (raw)"' in svg
     assert [int(n) for n in re.findall(r'data-count="(\d+)"', svg)] == [2, 0, 0, 0, 0, 1, 0, 0, 0, 3]
     assert "<title>0.9\u20131: 3</title>" in svg  # no unit after a reward's range
-    assert "<script" not in section and "&lt;script&gt;" in section
+    assert "<script" not in section
+    assert "&lt;script&gt;" in section
     assert all(ord(char) < 0x2600 for char in section), "no emoji or pictographs: a machine without emoji fonts shows boxes"
 
 
 def test_the_page_forbids_scripts_and_requests_by_policy() -> None:
     page = render_report(scored_context())
     policy = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">', page)
-    assert policy is not None and "default-src 'none'" in policy.group(1) and "script-src" not in policy.group(1)
+    assert policy is not None
+    assert "default-src 'none'" in policy.group(1)
+    assert "script-src" not in policy.group(1)
 
 
 def test_a_run_without_scores_says_so() -> None:
@@ -359,8 +366,10 @@ def test_the_identity_says_the_scope_and_readable_times_and_the_matrix_reads_wit
     """Issue 35: a subset said so nowhere, times were raw ISO, and the matrix was emoji only."""
     page = render_report(make_context(scope="subset: rollout ids 0-0", started_at="2026-01-01T00:00:00+00:00", finished_at="2026-01-01T00:02:00+00:00"))
     assert "<dt>Scope</dt><dd>subset: rollout ids 0-0</dd>" in page
-    assert '<time datetime="2026-01-01T00:02:00+00:00">2026-01-01 00:02:00 UTC</time>' in page and "<dt>Took</dt><dd>2 min 0 s</dd>" in page
-    assert "\u2705 yes: complete in every rollout" in page and "\u274c no: complete in none" in page
+    assert '<time datetime="2026-01-01T00:02:00+00:00">2026-01-01 00:02:00 UTC</time>' in page
+    assert "<dt>Took</dt><dd>2 min 0 s</dd>" in page
+    assert "\u2705 yes: complete in every rollout" in page
+    assert "\u274c no: complete in none" in page
     assert "td,dd{overflow-wrap:anywhere}" in page  # long URLs wrap inside their cell (compare.html shares the sheet)
     assert "<dt>Scope</dt><dd>full</dd>" in render_report(make_context())
 

@@ -83,8 +83,11 @@ def test_excerpts_of_growing_questions_are_their_excerpts() -> None:
 def test_script_json_cannot_end_a_script_element() -> None:
     value = {"a": BREAKOUT, "b": "\u2028\u2029", "c": "&"}
     text = script_json(value)
-    assert b"<" not in text and b">" not in text and b"&" not in text
-    assert "\u2028".encode() not in text and "\u2029".encode() not in text
+    assert b"<" not in text
+    assert b">" not in text
+    assert b"&" not in text
+    assert "\u2028".encode() not in text
+    assert "\u2029".encode() not in text
     assert orjson.loads(text) == value
 
 
@@ -109,20 +112,29 @@ def test_a_rollout_view_joins_findings_tool_calls_and_gaps() -> None:
     assert [f["targets"] for f in detail["findings"]] == [[["turn", 1]], [["model_call", 1]], [], None]
     assert [f["subject"] for f in detail["findings"]] == ["agent_turn", "model_call", "trajectory_capture", "rollout"]
     tool = detail["tool_calls"][0]
-    assert tool["call"] == 0 and tool["turn"] == 0  # asked for by captured call mc-1, which is on turn 0
+    assert tool["call"] == 0
+    assert tool["turn"] == 0
     assert tool["arguments"] == json.dumps({"cmd": BREAKOUT}, separators=(",", ":"), ensure_ascii=False)
     assert tool["output"] == [(SCRIPT_TAG + LONG)[:EXCERPT_CHARS], len(SCRIPT_TAG + LONG)]
     assert [c["turn"] for c in detail["model_calls"]] == [0, 1]
     failed = detail["model_calls"][1]
-    assert failed["successful"] is False and failed["status_code"] == 500 and SCRIPT_TAG in failed["error"]
+    assert failed["successful"] is False
+    assert failed["status_code"] == 500
+    assert SCRIPT_TAG in failed["error"]
     gaps = {g["code"]: g for g in detail["gaps"]}
     assert gaps["turns_unavailable"]["meaning"] == GAPS["turns_unavailable"]
     assert all(g["meaning"] is None for code, g in gaps.items() if code not in GAPS)
     assert detail["atif"] == {"status": "exported", "file": "0-0.json", "refusal": None}
-    assert detail["capture_file"] == "0-0.capture.jsonl" and detail["line"] == 1
+    assert detail["capture_file"] == "0-0.capture.jsonl"
+    assert detail["line"] == 1
     assert entry["checks"] == ["agent_turn_hollow", "model_call_failed", "trajectory_capture_mismatch", "rollout_missing_agent_turns"]
-    assert entry["verdict"] == "unhealthy" and entry["findings"] == 4 and entry["turns"] == 2 and entry["tool_calls"] == 1
-    assert entry["latency_ms"] == 15.5 and entry["prompt_tokens"] == 10 and entry["completion_tokens"] == 5
+    assert entry["verdict"] == "unhealthy"
+    assert entry["findings"] == 4
+    assert entry["turns"] == 2
+    assert entry["tool_calls"] == 1
+    assert entry["latency_ms"] == 15.5
+    assert entry["prompt_tokens"] == 10
+    assert entry["completion_tokens"] == 5
 
 
 def test_decode_row_says_what_health_read_and_what_the_page_shows() -> None:
@@ -134,15 +146,19 @@ def test_decode_row_says_what_health_read_and_what_the_page_shows() -> None:
 
 def test_a_row_that_is_no_object_still_has_a_page() -> None:
     made = view(None, None, atif_columns(None, "refused"))
-    assert made.detail["readable"] is False and made.detail["unreadable_line"] == "[1]"
-    assert made.detail["turns"] == [] and made.entry["verdict"] is None and made.entry["atif"] == "refused"
+    assert made.detail["readable"] is False
+    assert made.detail["unreadable_line"] == "[1]"
+    assert made.detail["turns"] == []
+    assert made.entry["verdict"] is None
+    assert made.entry["atif"] == "refused"
 
 
 def test_ids_and_names_are_cut_short() -> None:
     row = hostile_row(0, 0)
     row["agent_ref"]["name"] = "n" * 10_000
     agent = view(row).entry["agent"]
-    assert len(agent) == SHORT_CHARS + 1 and agent.endswith("\u2026")
+    assert len(agent) == SHORT_CHARS + 1
+    assert agent.endswith("\u2026")
 
 
 def test_index_codes_repeated_strings_and_fills_detail_files() -> None:
@@ -157,10 +173,12 @@ def test_index_codes_repeated_strings_and_fills_detail_files() -> None:
     )
     document = index.document()
     assert document["chunks"] == [0, 2, 4]
-    assert len(document["rows"]) == 5 and document["codes"]["agent"] == [hostile_row(0, 0)["agent_ref"]["name"]]
+    assert len(document["rows"]) == 5
+    assert document["codes"]["agent"] == [hostile_row(0, 0)["agent_ref"]["name"]]
     for number, chunk in enumerate(written):
         match = re.fullmatch(rb"evidenceViewer\.chunk\((\d+),(\[.*\])\);\n", chunk.data, re.DOTALL)
-        assert match is not None and int(match.group(1)) == number
+        assert match is not None
+        assert int(match.group(1)) == number
         assert b"<" not in chunk.data
         assert len(orjson.loads(match.group(2))) == (1 if number == 2 else 2)
 
@@ -184,14 +202,17 @@ def test_the_page_allows_its_own_script_by_hash_and_nothing_else() -> None:
     assert page.count("</script>") == 2  # the data closes nothing early
     data = page.split('id="viewer-index">', 1)[1].split("</script>", 1)[0]
     document = json.loads(data)
-    assert document["chunk_files"] == ["rollouts-00000.js"] and document["links"] == LINKS
+    assert document["chunk_files"] == ["rollouts-00000.js"]
+    assert document["links"] == LINKS
     assert not [text for text in HOSTILE if "<" in text and text in page]
     assert "agent \\u003cimg src=x" in data  # the hostile agent name is in the index, as an escape
 
 
 def test_the_script_holds_nothing_that_changes_how_a_page_parses_it() -> None:
     """Inside <script>, ``</`` could end the element and ``<!--`` with ``<script`` could keep it from ending."""
-    assert "</" not in SCRIPT and "<!--" not in SCRIPT and "<script" not in SCRIPT.lower()
+    assert "</" not in SCRIPT
+    assert "<!--" not in SCRIPT
+    assert "<script" not in SCRIPT.lower()
 
 
 @pytest.mark.parametrize(

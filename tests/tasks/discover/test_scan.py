@@ -46,8 +46,11 @@ def test_attempts_keys_ids_captures_and_skipped_lines() -> None:
         ("main:7", 4, None),
     ]
     first, retry = attempts[0], attempts[1]
-    assert first.capture is not None and first.capture.size == 3 and not first.incomplete
-    assert retry.capture is None and retry.incomplete
+    assert first.capture is not None
+    assert first.capture.size == 3
+    assert not first.incomplete
+    assert retry.capture is None
+    assert retry.incomplete
     assert [(s.line, s.reason.split(":")[0]) for s in plan.skipped] == [(3, "not a JSON object"), (5, "invalid JSON")]
     assert plan.orphans == ["9-9.capture.jsonl"]
     data = main.read_bytes()
@@ -75,7 +78,8 @@ def test_spans_scanned_by_a_pool_give_the_plan_of_one_scan(span: int, monkeypatc
     monkeypatch.setattr(tasks.discover.scan, "SCAN_SPAN_BYTES", span)
     with ThreadPoolExecutor(2) as pool:
         assert plan_of(pool) == whole
-    assert len(whole[0]) == 4 and len(whole[1]) == 2
+    assert len(whole[0]) == 4
+    assert len(whole[1]) == 2
 
 
 @pytest.mark.usefixtures("memfs")
@@ -226,4 +230,5 @@ def test_spans_scanned_by_worker_processes_give_the_plan_of_one_scan(tmp_path: P
     monkeypatch.setattr(tasks.discover.scan, "SCAN_SPAN_BYTES", 16)
     with ProcessPoolExecutor(2) as pool, discover([Shard(main)], captures, pool) as plan:
         assert (list(plan.attempts), plan.skipped) == whole
-    assert len(whole[0]) == 2 and len(whole[1]) == 1
+    assert len(whole[0]) == 2
+    assert len(whole[1]) == 1

@@ -65,6 +65,9 @@ def test_attempt_log_counts_and_notes_shared_rollout_ids() -> None:
     assert [e["key"] for e in entries] == ["main:1", "main:2", "main:3", "main:4"]
     assert entries[0]["notes"] == ["duplicate rollout id: 2 attempts share it"]
     assert entries[2]["notes"] == ["gap", "duplicate rollout id: 2 attempts share it"]
-    assert "notes" not in entries[1] and "notes" not in entries[3]
-    assert entries[1]["reason"] == "ValueError: x" and entries[2]["repaired"] is True
-    assert entries[3]["status"] == "failed" and entries[3]["reason"].startswith("RecursionError")
+    assert "notes" not in entries[1]
+    assert "notes" not in entries[3]
+    assert entries[1]["reason"] == "ValueError: x"
+    assert entries[2]["repaired"] is True
+    assert entries[3]["status"] == "failed"
+    assert entries[3]["reason"].startswith("RecursionError")

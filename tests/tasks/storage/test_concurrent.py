@@ -23,7 +23,8 @@ def test_no_window_calls_in_the_callers_thread_only_when_the_next_result_is_want
         return n
 
     results = ordered_prefetch(fetch, range(3), window=0)
-    assert next(results) == 0 and [n for n, _ in calls] == [0]
+    assert next(results) == 0
+    assert [n for n, _ in calls] == [0]
     assert list(results) == [1, 2]
     assert {thread for _, thread in calls} == {threading.current_thread()}
 

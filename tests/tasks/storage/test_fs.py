@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import pickle
 import random
@@ -65,7 +66,7 @@ def test_spans_cut_anywhere_share_out_every_line_once(root: Location, monkeypatc
         for _ in range(20):
             cuts = sorted({0, len(data), *(rng.randrange(len(data) + 1) for _ in range(rng.randrange(4)))})
             joined, base = [], 0
-            for start, end in zip(cuts, cuts[1:]):
+            for start, end in itertools.pairwise(cuts):
                 span = list(f.iter_lines(start, end))
                 joined += [(base + number, offset, line) for number, offset, line in span]
                 base += len(span)
@@ -194,8 +195,10 @@ def test_within_compares_normalised_locations(tmp_path: Path) -> None:
     for outside in [str(tmp_path), f"{inputs}-out", f"{tmp_path}/jobs/out", f"memory://{inputs}/out"]:
         assert not Location(outside).within(folder), outside
     bucket = Location("s3://bucket/evals/job")
-    assert Location("s3://bucket/evals/job/out").within(bucket) and Location("s3://bucket//evals/job/").within(bucket)
-    assert not Location("s3://bucket/evals/job-2/out").within(bucket) and not Location("s3://other/evals/job").within(bucket)
+    assert Location("s3://bucket/evals/job/out").within(bucket)
+    assert Location("s3://bucket//evals/job/").within(bucket)
+    assert not Location("s3://bucket/evals/job-2/out").within(bucket)
+    assert not Location("s3://other/evals/job").within(bucket)
 
 
 def test_missing_file_is_input_not_found(root: Location) -> None:
@@ -235,7 +238,8 @@ def test_streamed_s3_listing_spans_pages(s3: str) -> None:
     fs.pipe({f"bucket/job/calls/{i:04d}.capture.jsonl": b"{}\n" * (i % 3) for i in range(1005)} | {"bucket/job/calls/sub/x": b""})
     folder = Location("s3://bucket/job/calls")
     listed = folder.list_files()
-    assert len(listed) == 1005 and listed == _fsspec_listing(folder)
+    assert len(listed) == 1005
+    assert listed == _fsspec_listing(folder)
     assert [(e.name, e.folder) for e in folder.list_files(folders=True) if e.folder] == [("sub", True)]
 
 
@@ -309,7 +313,7 @@ def _aiohttp(name: str) -> BaseException:
         (lambda: FileNotFoundError("x"), InputNotFound),
         (lambda: PermissionError("x"), PermanentStorageError),
         (lambda: ConnectionResetError("reset"), TransientStorageError),
-        (lambda: TimeoutError(), TransientStorageError),
+        (TimeoutError, TransientStorageError),
         # the message is never read: a 500 in a key is no server error, an error's words are not its kind
         (lambda: KeyError("s3://b/job-500/x"), PermanentStorageError),
         (lambda: OSError("503 SlowDown"), PermanentStorageError),

@@ -75,7 +75,8 @@ def test_every_query_prints_the_table_under_it(in_example_root: Path) -> None:
 def test_the_readmes_query_prints_the_table_under_it(in_example_root: Path) -> None:
     readme = (REPO / "README.md").read_text()
     queries = list(QUERY.finditer(readme))
-    assert queries and all(q.group("table") for q in queries)
+    assert queries
+    assert all(q.group("table") for q in queries)
     assert rendered(readme) == readme
 
 

@@ -48,12 +48,16 @@ def test_each_main_row_gets_its_verdict_atif_outcome_and_attempt(tmp_path: Path)
     assert [index["codes"]["atif"][row["atif"]] for row in rows] == ["exported", "refused", "refused"]
     assert [index["codes"]["status"][row["status"]] for row in rows] == ["ok", "rejected", "ok"]
     first, second, third = details(run)
-    assert first["atif"]["file"] == LINK + ".json" and first["notes"] == [SCRIPT]
+    assert first["atif"]["file"] == LINK + ".json"
+    assert first["notes"] == [SCRIPT]
     assert [f["targets"] for f in first["findings"]] == [[["turn", 1]], [["model_call", 1]], [], None]
-    assert second["atif"]["refusal"].startswith(IMAGE) and second["reason"] == BREAKOUT and second["findings"] == []
+    assert second["atif"]["refusal"].startswith(IMAGE)
+    assert second["reason"] == BREAKOUT
+    assert second["findings"] == []
     assert third["findings"][0]["check"] == "record_unreadable"  # health could not read the line: its verdict is the unreadable one
     assert third["tool_calls"][0]["output"] == "lone \ufffd surrogate"  # shown all the same, read as Python's json reads it
-    assert first["shard_file"].startswith('">') and "capture_dir" not in index  # no input URL: only params.json records those
+    assert first["shard_file"].startswith('">')
+    assert "capture_dir" not in index
 
 
 def test_a_rewrite_leaves_no_detail_file_of_the_last_one(tmp_path: Path) -> None:
