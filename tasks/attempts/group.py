@@ -21,7 +21,7 @@ from tasks.attempts.context import RunContext
 from tasks.attempts.parts import PartIndex, SegmentWriter, segment_folder
 from tasks.discover.refs import MAIN, AttemptRef
 from tasks.storage import InputNotFound, PermanentStorageError
-from tasks.storage.concurrent import WriteBehind, ordered_prefetch
+from tasks.storage.concurrent import WriteBehind, io_window, ordered_prefetch
 from tasks.storage.retry import backoff_delay
 
 # A group's rows are read by ranged reads of about this size: few requests, bounded memory.
@@ -175,7 +175,7 @@ def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool)
         rows = _group_rows(ctx, attempts)
         with WriteBehind(window=CAPTURE_WINDOW, budget=CAPTURE_BUDGET_BYTES) as writes:
             segments = SegmentWriter(lambda name, data: writes.submit(functools.partial(folder.child(name).write_chunks, lambda: data), sum(map(len, data))))
-            read_ahead = 0 if ctx.capture_dir.is_local else CAPTURE_WINDOW
+            read_ahead = io_window(CAPTURE_WINDOW, remote=not ctx.capture_dir.is_local)
             for fetched in ordered_prefetch(fetch, rows, window=read_ahead, cost=_fetch_cost, budget=CAPTURE_BUDGET_BYTES):
                 if fetched.inputs is None:
                     summary.skipped += 1

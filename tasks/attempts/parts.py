@@ -233,8 +233,8 @@ class PartIndex:
 class _OpenSegments:
     """The segments whose lines include the current one, as attempts advance in line order.
 
-    A segment's head is read when the lines reach its first line (read ahead in a bounded
-    window) and dropped after its last, so the reduce holds a few segments' entries, not one
+    A segment's head is read when the lines reach its first line (on an object store, read ahead
+    in a bounded window) and dropped after its last, so the reduce holds a few segments' entries, not one
     entry per attempt of the job (at 20,000 attempts those were ~7 MiB of the flow's peak).
     """
 
@@ -271,7 +271,7 @@ def _current(entries: Iterable[PartEntry], attempt: AttemptRef) -> PartEntry | N
 
 def read_parts(folder: Location, attempts: Iterable[AttemptRef]) -> Iterator[tuple[AttemptRef, AttemptPart, FilePlace | None]]:
     """Each attempt's current part from the folder's segments, attempts in line order; each
-    segment read once (ahead), its head as the lines reach it, its cached pages let go once
+    segment read once (ahead, on an object store), its head as the lines reach it, its cached pages let go once
     the reader is past it (``release_view``). With each part, where its line lies in a local
     segment file (None on an object store), for ``LineWriter``.
 
@@ -299,7 +299,7 @@ def read_parts(folder: Location, attempts: Iterable[AttemptRef]) -> Iterator[tup
     def load(run: list[tuple[AttemptRef, PartEntry]]) -> tuple[bytes | memoryview, list[tuple[AttemptRef, AttemptPart, FilePlace | None]]]:
         segment = folder.child(run[0][1].segment)
         data = segment.read_view()  # segments are immutable once renamed into place
-        path = segment.path if segment.is_local else None
+        path = None if remote else segment.path
         parts = []
         for attempt, e in run:
             part, line_at = decode_part_located(data[e.offset : e.offset + e.length])

@@ -1,4 +1,4 @@
-"""The run's ATIF outputs: each accepted file written behind the main pass (or held, for an all-or-nothing run), the rejections, 0.7.0's manifest or error.txt."""
+"""The run's ATIF outputs: each accepted file written as it is accepted (or held, for an all-or-nothing run), the rejections, 0.7.0's manifest or error.txt."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tasks.storage import Location, atomic_writer
 from tasks.storage.concurrent import WriteBehind, io_window, ordered_prefetch
 from tasks.storage.spill import Spill
 
-# Accepted ATIF files written behind the main pass: this many at once, this many bytes waiting.
+# Accepted ATIF files written behind the main pass on an object store: this many at once, this many bytes waiting.
 # Small: at 32 MiB this budget filled only on large jobs and was 7 MiB of the flow process's
 # peak at 20,000 attempts (tests/reliability/test_memory.py compares with 2,000).
 ATIF_WRITE_WINDOW = 8
@@ -33,8 +33,8 @@ ATIF_WRITE_BUDGET_BYTES = 8 * 1024 * 1024
 class AtifOutputs:
     """Where the ATIF decisions (``evidence.folds.AtifAcceptance``) go, in input order.
 
-    An accepted file is final when it is decided, so it is written at once (behind the pass,
-    a few at a time); only an all-or-nothing run, which may still publish none, spills the
+    An accepted file is final when it is decided, so it is written at once (on an object store
+    behind the pass, a few at a time; locally in the pass, ``io_window``); only an all-or-nothing run, which may still publish none, spills the
     accepted files to local disk until its last row is seen, with the texts its replay of
     0.7.0's batch export recorded (its ``error.txt`` says them).
     """

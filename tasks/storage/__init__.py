@@ -6,7 +6,8 @@ from tasks.storage.base import (
     StorageError,
     TransientStorageError,
 )
-from tasks.storage.fs import FileEntry, Location, release_view
+from tasks.storage.fs import Location, release_view
+from tasks.storage.listing import FileEntry
 from tasks.storage.writes import atomic_writer
 
 __all__ = [

@@ -75,14 +75,14 @@ def io_window(window: int, *, remote: bool) -> int:
 
 
 AT_ONCE = 16
-"""Checks in flight together at most (a job of many shards makes three per shard)."""
+"""Calls in flight together at most (a job of many shards makes three checks per shard)."""
 
 
 def at_once(calls: Sequence[Callable[[], R]], *, remote: bool) -> list[R]:
     """Each call's result, in order; made concurrently when they wait on a ``remote`` store.
 
     For the checks a run makes before its first read (does each input exist, what are its size
-    and version): on S3 each is a request, and one after another they cost a round trip each
+    and version), and the tables' uploads: on S3 each is a request, and one after another they cost a round trip each
     before any work starts. Locally they wait for nothing, so they run in the caller's thread.
     The first call to raise, in order, raises.
     """

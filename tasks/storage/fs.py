@@ -1,7 +1,8 @@
 """fsspec-backed locations: one URL (plus storage options) that knows how to read and write itself.
 
 A ``Location`` is a small picklable value (URL + options), so it crosses thread, process and
-Dask boundaries; the filesystem object is resolved lazily from fsspec's instance cache.
+Dask boundaries; its filesystem and path are resolved lazily, once (fsspec's instance cache
+gives the filesystem; a child takes both from its parent), and never pickled.
 Every call goes through ``call_with_retries``: transient failures are retried with backoff,
 everything else is raised as a ``StorageError``.
 """
@@ -99,9 +100,10 @@ class Location:
         one's with ``parts`` joined on (what parsing its URL gives when every part names a
         file or folder): a reduce makes a location per file it writes.
         """
-        child = Location("/".join([self.url.rstrip("/"), *parts]), self.options)
+        base = self.url if self.url.endswith("://") else self.url.rstrip("/")  # a bare store root keeps its "://"
+        child = Location("/".join([base, *parts]), self.options)
         resolved = self.__dict__.get("_fs_path")
-        if resolved is not None and not self.url.rstrip("/").endswith(":") and all(_named(part) for part in parts):
+        if resolved is not None and all(_named(part) for part in parts):
             fs, path = resolved
             child.__dict__["_fs_path"] = (fs, "/".join([path.rstrip("/"), *parts]))
         return child

@@ -40,7 +40,7 @@ def listed(info: dict[str, Any], folders: bool) -> bool:
 
 
 def local_files(path: str, folders: bool) -> list[FileEntry]:
-    """A directory scan: what ``_entry_of`` makes of fsspec's local infos (version: the mtime).
+    """A directory scan: what ``entry_of`` makes of fsspec's local infos (version: the mtime).
 
     A file renamed or deleted between the scan and its ``stat`` is left out, as if it had gone
     first: the reduce lists a segment folder while workers rename new segments into it. So is

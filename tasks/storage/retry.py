@@ -34,7 +34,7 @@ def call_with_retries(url: str, fn: Callable[[], T], *, attempts: int = ATTEMPTS
     for attempt in range(1, attempts + 1):
         try:
             return fn()
-        except Exception as exc:
+        except Exception as exc:  # any failure: mapped onto the storage tree just below
             error = classify(url, exc)
             if not isinstance(error, TransientStorageError) or attempt == attempts:
                 raise error from exc

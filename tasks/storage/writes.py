@@ -116,7 +116,7 @@ class _ClassifiedWriter:
     def write(self, data: bytes) -> int:
         try:
             return self._upload.write(data)
-        except Exception as exc:
+        except Exception as exc:  # any failure: mapped onto the storage tree
             raise classify(self._url, exc) from exc
 
     def finish(self) -> None:
@@ -125,7 +125,7 @@ class _ClassifiedWriter:
             return  # nothing sent yet: the commit is one PUT of the buffer
         try:
             self._upload.flush(force=True)
-        except Exception as exc:
+        except Exception as exc:  # any failure: mapped onto the storage tree
             raise classify(self._url, exc) from exc
 
 

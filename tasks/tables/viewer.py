@@ -1,7 +1,7 @@
 """The run's rollout viewer being written: ``ViewerSink``, fed each judged main attempt in input order.
 
 Each attempt goes through ``evidence.viewer.rollout_view`` into the index; the detail files
-are written as they fill (a few in flight), ``index.html`` last, so a reader who finds the page
+are written as they fill (a few in flight on an object store), ``index.html`` last, so a reader who finds the page
 finds every file it loads. The pages hold no run id, time or input URL: a rerun writes the same
 bytes.
 """
@@ -26,7 +26,7 @@ LINKS = {"report": f"../{REPORT_FILE}", "rollouts": f"../{ROLLOUTS_FILE}", "atif
 
 
 class ViewerSink:
-    """``<run_dir>/viewer/``: detail files written behind ``add``, the page by ``finish``.
+    """``<run_dir>/viewer/``: detail files written as ``add`` fills them (behind it on an object store), the page by ``finish``.
 
     Opening it removes an earlier writing's files, so no stale detail file stays beside the new page.
     """

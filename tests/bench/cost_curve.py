@@ -35,7 +35,10 @@ def measured(rollouts: int, api_url: str, jobs_root: Path) -> dict[str, Any]:
     """bench_stage.py's JSON line for one size."""
     out = subprocess.run(
         [sys.executable, str(BENCH), "--rollouts", str(rollouts), "--api-url", api_url, "--jobs-root", str(jobs_root)],
-        check=True, capture_output=True, text=True, cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
     ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -47,7 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     add_server_argument(parser)
     args = parser.parse_args(argv)
     sizes = sorted(int(size) for size in args.sizes.split(","))
-    with prefect_server(args.api_url, Path(tempfile.mkdtemp(prefix="evidence-stage-curve-")) / "prefect-home") as server:
+    with (
+        tempfile.TemporaryDirectory(prefix="evidence-stage-curve-") as home,
+        prefect_server(args.api_url, Path(home) / "prefect-home") as server,
+    ):
         results = []
         for rollouts in sizes:
             result = measured(rollouts, server.api_url, args.jobs_root)
@@ -61,19 +67,24 @@ def main(argv: list[str] | None = None) -> int:
         beyond = (result["stage_cpu_s"] - base_cpu) / (attempts - base_attempts) if attempts > base_attempts else None
         if beyond is not None:
             marginal.append(beyond)
-        print(json.dumps({
-            "rollouts": rollouts,
-            "attempts": attempts,
-            "wall_s": result["wall_s"],
-            "cpu_ms_per_attempt": round(1000 * result["stage_cpu_s"] / attempts, 2),
-            "marginal_cpu_ms_per_attempt": None if beyond is None else round(1000 * beyond, 2),
-            "peak_rss_mb": result["peak_rss_mb"],
-            "stage_process_rss_mb": result["stage_process_rss_mb"],
-            "peak_disk_mb": result["peak_disk_mb"],
-            "run_dir_mb": result["run_dir_mb"],
-            "peak_disk_kb_per_attempt": round(1024 * result["peak_disk_mb"] / attempts, 1),
-            "input_mb": result["input_mb"],
-        }), flush=True)
+        print(
+            json.dumps(
+                {
+                    "rollouts": rollouts,
+                    "attempts": attempts,
+                    "wall_s": result["wall_s"],
+                    "cpu_ms_per_attempt": round(1000 * result["stage_cpu_s"] / attempts, 2),
+                    "marginal_cpu_ms_per_attempt": None if beyond is None else round(1000 * beyond, 2),
+                    "peak_rss_mb": result["peak_rss_mb"],
+                    "stage_process_rss_mb": result["stage_process_rss_mb"],
+                    "peak_disk_mb": result["peak_disk_mb"],
+                    "run_dir_mb": result["run_dir_mb"],
+                    "peak_disk_kb_per_attempt": round(1024 * result["peak_disk_mb"] / attempts, 1),
+                    "input_mb": result["input_mb"],
+                }
+            ),
+            flush=True,
+        )
     if marginal:
         print(json.dumps({"marginal_cpu_spread": round((max(marginal) - min(marginal)) / min(marginal), 3)}))
     return 0

@@ -44,7 +44,7 @@ def run_stage(job: Path, root: Path, api_url: str) -> Path:
     command += ["--output", str(root / "out"), "--job-id", "example_job", "--run-id", "r1"]
     started = time.perf_counter()
     child = subprocess.Popen(command, cwd=REPO, env=cli_env(api_url), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    with TreeSampler(child.pid) as sampler:
+    with TreeSampler(child.pid, root) as sampler:
         _, errors = child.communicate()
     wall = time.perf_counter() - started
     if child.returncode != 0:

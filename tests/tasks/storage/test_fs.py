@@ -400,10 +400,12 @@ def test_a_location_parses_its_url_once_and_sends_only_its_fields(monkeypatch: p
     assert vars(sent) == {"url": location.url, "options": {}}  # no filesystem object travels
 
 
-@pytest.mark.parametrize("url", ["{tmp}", "{tmp}/", "file://{tmp}", "memory://root", "memory://root/", "s3://bucket/job", "s3://bucket"])
+@pytest.mark.parametrize(
+    "url", ["{tmp}", "{tmp}/", "file://{tmp}", "memory://", "memory://root", "memory://root/", "s3://bucket/job", "s3://bucket"]
+)
 def test_a_child_of_a_parsed_location_has_the_filesystem_and_path_its_url_gives(url: str, tmp_path: Path, memfs: None, s3: str) -> None:
     folder = Location(url.format(tmp=tmp_path))
-    assert folder.path  # parsed once, so its children take their path from it
+    assert folder.fs is not None  # parsed once, so its children take their path from it
     for parts in [("a",), ("shard-0001/main", "000000001-000000064-ab.seg"), ("a", "b.json")]:
         child = folder.child(*parts)
         derived = vars(child)["_fs_path"]
