@@ -1,7 +1,8 @@
 """The flow over a bucket of jobs: find them, run the job flow for each as a subflow, summarise.
 
 A job is skipped when its newest complete run (``LATEST``, or ``LATEST_FAILED_GATE`` when its
-quality gate failed) recorded the same input and config fingerprints the stage would record now, so a scheduled sweep only pays for what changed. Subflows run from a
+quality gate failed) recorded the same input and config fingerprints the stage would record
+now, so a scheduled sweep only pays for what changed. Subflows run from a
 bounded thread pool of tasks (one task per job), so one slow or failing job neither blocks
 nor fails the others; the batch summary says what happened to each. Like ``flows/stage.py``,
 this file holds the flow only (its parameters in ``flows/params/batch.py``, tasks and helpers in ``tasks/batch/``).
@@ -48,7 +49,9 @@ def batch_flow(params: BatchParams) -> dict[str, Any]:
             {
                 "job": search.jobs,
                 "output": unmapped(output),
-                "config_fingerprint": [output_params(p, job.job_id, job.rollouts).config_fingerprint() for p, job in zip(job_params, search.jobs, strict=False)],
+                "config_fingerprint": [
+                    output_params(p, job.job_id, job.rollouts).config_fingerprint() for p, job in zip(job_params, search.jobs, strict=False)
+                ],
                 "force": unmapped(params.force),
                 "compare_previous": unmapped(params.compare_previous),
                 "run_job": [partial(stage_flow, p) for p in job_params],
@@ -56,8 +59,13 @@ def batch_flow(params: BatchParams) -> dict[str, Any]:
         )
         entries = [future.result() for future in futures]
     summary = summarise(
-        prefix=params.prefix, output=params.output, force=params.force,
-        batch_run_id=batch_run_id, started_at=started_at, entries=entries, skipped_folders=skipped_folders,
+        prefix=params.prefix,
+        output=params.output,
+        force=params.force,
+        batch_run_id=batch_run_id,
+        started_at=started_at,
+        entries=entries,
+        skipped_folders=skipped_folders,
     )
     target = output.child("batches", f"{batch_run_id}.json")
     target.write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")

@@ -26,14 +26,20 @@ class CompareParams(BaseModel):
     run_a: Url = Field(title="Run A", description="URL of the reference run directory (`<output>/<job>/runs/<run-id>`).")
     run_b: Url = Field(title="Run B", description="URL of the run compared with it; differences are B − A.")
     output: OptionalUrl = Field(
-        default=None, title="Output", description="URL of the folder for the comparison; default `<job dir of B>/compare/<run A>--<run B>/`."
+        default=None,
+        title="Output",
+        description="URL of the folder for the comparison; default `<job dir of B>/compare/<run A>--<run B>/`.",
     )
-    seed: int = Field(default=0, ge=0, title="Bootstrap seed", description="Seed of the paired bootstrap: the same seed gives the same file.")
+    seed: int = Field(
+        default=0, ge=0, title="Bootstrap seed", description="Seed of the paired bootstrap: the same seed gives the same file."
+    )
     storage_options: StorageOptions = Field(
         default_factory=dict, title="Storage options", description="fsspec options without credentials, e.g. endpoint_url."
     )
     aws_credentials_block: OptionalText = Field(
-        default=None, title="AWS credentials block", description="Name of a prefect-aws AwsCredentials block for S3; blank: the environment."
+        default=None,
+        title="AWS credentials block",
+        description="Name of a prefect-aws AwsCredentials block for S3; blank: the environment.",
     )
 
 

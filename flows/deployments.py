@@ -100,7 +100,9 @@ class ServeConfig(BaseModel):
 
     output: Url = Field(description="Output root of triggered and swept runs.")
     storage_options: StorageOptions = Field(default_factory=dict, description="fsspec options without credentials, e.g. endpoint_url.")
-    aws_credentials_block: str | None = Field(default=None, description="Name of a prefect-aws AwsCredentials block for S3; default: the environment.")
+    aws_credentials_block: str | None = Field(
+        default=None, description="Name of a prefect-aws AwsCredentials block for S3; default: the environment."
+    )
     gate: GateLimits = Field(default_factory=GateLimits, description="Quality gate of triggered and swept runs (off unless set).")
     score_mask: ScoreMask = Field(
         default=ScoreMask.unhealthy, description="Rollouts the clean scores of triggered and swept runs leave out, by health verdict."
@@ -183,7 +185,9 @@ def export_deployments(config: ServeConfig) -> list[RunnerDeployment]:
         flow.to_deployment(
             name=ON_RUN_COMPLETED,
             triggers=[
-                DeploymentEventTrigger(name=f"{flow.name} on {RUN_COMPLETED}", expect={RUN_COMPLETED}, parameters=export_parameters(config, target))
+                DeploymentEventTrigger(
+                    name=f"{flow.name} on {RUN_COMPLETED}", expect={RUN_COMPLETED}, parameters=export_parameters(config, target)
+                )
             ],
             description=f"Exports each finished run to {where} when `{RUN_COMPLETED}` is emitted.",
             entrypoint_type=EntrypointType.MODULE_PATH,
@@ -195,7 +199,9 @@ def export_deployments(config: ServeConfig) -> list[RunnerDeployment]:
 
 def build_deployments(config: ServeConfig) -> list[RunnerDeployment]:
     """The served deployments; entrypoints are module paths, so any working directory works."""
-    on_eval = DeploymentEventTrigger(name="evidence-stage on gym.eval.completed", expect={EVAL_COMPLETED}, parameters=trigger_parameters(config))
+    on_eval = DeploymentEventTrigger(
+        name="evidence-stage on gym.eval.completed", expect={EVAL_COMPLETED}, parameters=trigger_parameters(config)
+    )
     deployments = [
         stage_flow.to_deployment(
             name="on-eval-complete",
@@ -204,10 +210,14 @@ def build_deployments(config: ServeConfig) -> list[RunnerDeployment]:
             entrypoint_type=EntrypointType.MODULE_PATH,
         ),
         stage_flow.to_deployment(
-            name="manual", description="Reruns with chosen parameters (UI form or prefect deployment run).", entrypoint_type=EntrypointType.MODULE_PATH
+            name="manual",
+            description="Reruns with chosen parameters (UI form or prefect deployment run).",
+            entrypoint_type=EntrypointType.MODULE_PATH,
         ),
         compare_flow.to_deployment(
-            name="compare", description="Compares two run directories (UI form or prefect deployment run).", entrypoint_type=EntrypointType.MODULE_PATH
+            name="compare",
+            description="Compares two run directories (UI form or prefect deployment run).",
+            entrypoint_type=EntrypointType.MODULE_PATH,
         ),
     ]
     deployments += export_deployments(config)

@@ -1,7 +1,8 @@
 """Run directories: every name in one, claiming a run id, remembering its parameters, resuming, LATEST.
 
 Every file and folder name of a run directory (and of the job directory above it) is defined
-here and nowhere else; code reaches them through ``RunPaths``. A run id is claimed with a create-if-absent write of ``params.json`` (O_EXCL locally,
+here and nowhere else; code reaches them through ``RunPaths``. A run id is claimed with a
+create-if-absent write of ``params.json`` (O_EXCL locally,
 If-None-Match on S3), so two runs can never share a directory. ``params.json`` holds the
 output-changing parameters; a resume must agree with them.
 """
@@ -179,7 +180,8 @@ def check_apart(job_dir: Location, inputs: Iterable[Location]) -> None:
     for folder in inputs:
         if job_dir.within(folder) or folder.within(job_dir):
             raise RunConflict(
-                f"output {job_dir.display} and input location {folder.display} overlap (inputs are read-only): choose an output outside the job's inputs"
+                f"output {job_dir.display} and input location {folder.display} overlap (inputs are read-only):"
+                " choose an output outside the job's inputs"
             )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import tempfile
@@ -40,6 +41,9 @@ def s3_endpoint() -> Iterator[str]:
     """moto's S3 server on 127.0.0.1 (a real HTTP endpoint; s3fs cannot use mock_aws)."""
     from moto.server import ThreadedMotoServer
 
+    # Its request lines (werkzeug, INFO) reach stderr once any test has configured logging (a
+    # flow run does), and tests that hold a command's stderr to one line would read them.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
     server.start()

@@ -26,7 +26,9 @@ def register(subcommands: Any) -> None:
         help="one MLflow run per stage run: params, metrics, artifacts, traces",
         description="One MLflow run per stage run: params, metrics, artifacts, traces; prints what was sent as one JSON line.",
     )
-    mlflow.add_argument("run_dir", metavar="RUN_DIR_URL", type=url_argument, help="a finished run directory (<output>/<job-id>/runs/<run-id>)")
+    mlflow.add_argument(
+        "run_dir", metavar="RUN_DIR_URL", type=url_argument, help="a finished run directory (<output>/<job-id>/runs/<run-id>)"
+    )
     mlflow.add_argument("--tracking-uri", required=True, metavar="URI", help="http(s) URL of the MLflow server")
     mlflow.add_argument("--experiment", default="evidence-stage", metavar="NAME", help="experiment name (default evidence-stage)")
     add_storage_options(mlflow)
@@ -36,9 +38,18 @@ def register(subcommands: Any) -> None:
         help="one OpenTelemetry trace per main row, over OTLP/HTTP",
         description="One OpenTelemetry trace per main row, over OTLP/HTTP; prints what was sent as one JSON line.",
     )
-    otel.add_argument("run_dir", metavar="RUN_DIR_URL", type=url_argument, help="a finished run directory (<output>/<job-id>/runs/<run-id>)")
+    otel.add_argument(
+        "run_dir", metavar="RUN_DIR_URL", type=url_argument, help="a finished run directory (<output>/<job-id>/runs/<run-id>)"
+    )
     otel.add_argument("--endpoint", required=True, metavar="URL", help="OTLP/HTTP URL (/v1/traces appended unless present)")
-    otel.add_argument("--header", action="append", type=key_value, default=[], metavar="KEY=VALUE", help="HTTP header sent with every request (repeatable; default: none)")
+    otel.add_argument(
+        "--header",
+        action="append",
+        type=key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="HTTP header sent with every request (repeatable; default: none)",
+    )
     add_storage_options(otel)
     otel.set_defaults(handler=handle_otel)
 

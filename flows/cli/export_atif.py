@@ -25,9 +25,15 @@ EXIT_REFUSED = 1
 
 
 def register(subcommands: Any) -> None:
-    parser = subcommands.add_parser("export-atif", dropin=True, help="export an enriched rollouts file to ATIF v1.7 (gym eval export --format atif)")
-    parser.add_argument("--rollouts", required=True, metavar="URL", type=url_argument, help="an enriched rollouts JSONL (a run's rollouts.jsonl)")
-    parser.add_argument("--output-dir", required=True, metavar="URL", type=url_argument, help="folder to create for the ATIF files (must not exist)")
+    parser = subcommands.add_parser(
+        "export-atif", dropin=True, help="export an enriched rollouts file to ATIF v1.7 (gym eval export --format atif)"
+    )
+    parser.add_argument(
+        "--rollouts", required=True, metavar="URL", type=url_argument, help="an enriched rollouts JSONL (a run's rollouts.jsonl)"
+    )
+    parser.add_argument(
+        "--output-dir", required=True, metavar="URL", type=url_argument, help="folder to create for the ATIF files (must not exist)"
+    )
     parser.add_argument("--session-id", required=True, help="the ATIF session id of every trajectory")
     parser.add_argument("--agent-version", required=True, help="the ATIF agent version of every trajectory")
     add_storage_options(parser)

@@ -36,11 +36,23 @@ def as_given(argument: str, location: Location) -> str:
 
 def register(subcommands: Any) -> None:
     parser = subcommands.add_parser("health", dropin=True, help="health-check an existing rollouts file (gym eval health-check)")
-    parser.add_argument("rollouts", metavar="ROLLOUTS_URL", help="the rollouts JSONL to check (local path, file://, s3://)", type=url_argument)
+    parser.add_argument(
+        "rollouts", metavar="ROLLOUTS_URL", help="the rollouts JSONL to check (local path, file://, s3://)", type=url_argument
+    )
     parser.add_argument("output", metavar="OUT_URL", help="folder for quality_summary.json and rollout_verdicts.jsonl", type=url_argument)
     parser.add_argument(
-        "--ignore-check", "--ignore-checks", "--ignore", action="append", default=[], type=check_ids, dest="ignored", metavar="ID",
-        help="a health check id to ignore, or several separated by commas (repeatable; --ignore-checks and --ignore are 0.7.0's aliases; default: none)",
+        "--ignore-check",
+        "--ignore-checks",
+        "--ignore",
+        action="append",
+        default=[],
+        type=check_ids,
+        dest="ignored",
+        metavar="ID",
+        help=(
+            "a health check id to ignore, or several separated by commas"
+            " (repeatable; --ignore-checks and --ignore are 0.7.0's aliases; default: none)"
+        ),
     )
     add_storage_options(parser)
     parser.set_defaults(handler=handle, parser=parser)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import logging
 import os
 import sys
@@ -59,11 +60,15 @@ prefix and codes); 1 batch: a job failed; 3 run written but its quality gate fai
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="evidence-stage", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(
+        prog="evidence-stage", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     for module in COMMANDS:
         module.register(subcommands)
-    for listed in subcommands._choices_actions:  # each command's --help opens with what it does, as the list says it
+    # Each command's --help opens with what it does, as the list says it: argparse keeps the
+    # list's entries (with their help) only in this private attribute, stable since Python 3.2.
+    for listed in subcommands._choices_actions:  # noqa: SLF001
         command = subcommands.choices[listed.dest]
         if not command.description and listed.help:
             command.description = listed.help[0].upper() + listed.help[1:].rstrip(".") + "."
@@ -105,9 +110,11 @@ def entry() -> NoReturn:
     """
     code = main()
     _flush()
-    logging.getLogger("EventsWorker").setLevel(logging.ERROR)  # "Still processing items" while the last events drain: the command has said its last line
-    threading._shutdown()  # type: ignore[attr-defined]  # what interpreter shutdown calls first
-    atexit._run_exitfuncs()
+    logging.getLogger("EventsWorker").setLevel(
+        logging.ERROR
+    )  # "Still processing items" while the last events drain: the command has said its last line
+    threading._shutdown()  # type: ignore[attr-defined]  # noqa: SLF001  # what interpreter shutdown calls first
+    atexit._run_exitfuncs()  # noqa: SLF001  # then this, before os._exit skips the rest
     _flush()
     os._exit(code)
 
@@ -115,10 +122,8 @@ def entry() -> NoReturn:
 def _flush() -> None:
     """Flush stdout and stderr; a reader that went away (``| head``) is not an error here."""
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(BrokenPipeError, ValueError):  # closed by the reader, or already closed
             stream.flush()
-        except (BrokenPipeError, ValueError):  # closed by the reader, or already closed
-            pass
 
 
 if __name__ == "__main__":

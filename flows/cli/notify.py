@@ -14,8 +14,12 @@ from typing import Any
 
 def register(subcommands: Any) -> None:
     parser = subcommands.add_parser("notify", help="emit gym.eval.completed for a finished job (triggers evidence-stage/on-eval-complete)")
-    parser.add_argument("--rollouts", required=True, metavar="URL", help="the job's rollouts JSONL (local path, file://, s3://); it must exist")
-    parser.add_argument("--capture-dir", required=True, metavar="URL", help="the job's model-call capture directory (model-calls/); it must exist")
+    parser.add_argument(
+        "--rollouts", required=True, metavar="URL", help="the job's rollouts JSONL (local path, file://, s3://); it must exist"
+    )
+    parser.add_argument(
+        "--capture-dir", required=True, metavar="URL", help="the job's model-call capture directory (model-calls/); it must exist"
+    )
     parser.set_defaults(handler=handle)
 
 

@@ -12,7 +12,9 @@ from flows.cli.options import add_storage_options, storage_options_of, url_argum
 
 def register(subcommands: Any) -> None:
     parser = subcommands.add_parser("report", help="regenerate report.html of an existing run directory")
-    parser.add_argument("run_dir", metavar="RUN_DIR_URL", type=url_argument, help="a finished run directory (<output>/<job-id>/runs/<run-id>)")
+    parser.add_argument(
+        "run_dir", metavar="RUN_DIR_URL", type=url_argument, help="a finished run directory (<output>/<job-id>/runs/<run-id>)"
+    )
     add_storage_options(parser)
     parser.set_defaults(handler=handle)
 

@@ -19,9 +19,14 @@ def default_config() -> Path:
 
 
 def register(subcommands: Any) -> None:
-    parser = subcommands.add_parser("serve", help="serve the on-eval-complete, manual, compare and sweep deployments against the Prefect server")
+    parser = subcommands.add_parser(
+        "serve", help="serve the on-eval-complete, manual, compare and sweep deployments against the Prefect server"
+    )
     parser.add_argument(
-        "--config", type=Path, default=None, metavar="PATH",
+        "--config",
+        type=Path,
+        default=None,
+        metavar="PATH",
         help=f"serve settings (default: {CONFIG} of $EVIDENCE_STAGE_HOME, else of this installation: {default_config()})",
     )
     parser.add_argument("--limit", type=int, help="flow runs executed at the same time (default: unlimited)")

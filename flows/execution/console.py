@@ -73,7 +73,7 @@ def run_with_progress(params: StageParams, argv: Sequence[str] = ()) -> int:
             line = f"evidence-stage: interrupted; run {claimed[-1]} is kept, resume it with: {resume_command(argv, claimed[-1])}"
         else:
             line = "evidence-stage: interrupted before a run was claimed: nothing was written"
-        print(line, file=sys.stderr)
+        print(line, file=sys.stderr)  # noqa: T201  # one plain line to copy: no markup, no wrapping
         return EXIT_INTERRUPTED
     finally:
         remove_listener(listener)
@@ -111,7 +111,7 @@ def quiet_console() -> Iterator[None]:
     def muted(record: logging.LogRecord) -> bool:
         return not interrupted and not getattr(record, REFUSAL, False)
 
-    def on_interrupt(signum: int, frame: FrameType | None) -> None:
+    def on_interrupt(_signum: int, _frame: FrameType | None) -> None:
         nonlocal interrupted
         interrupted = True
         raise KeyboardInterrupt
@@ -136,6 +136,8 @@ def _prefect_console_handlers() -> list[logging.Handler]:
 
     loggers = [logging.getLogger()] + [item for item in logging.Logger.manager.loggerDict.values() if isinstance(item, logging.Logger)]
     return list({id(h): h for logger in loggers for h in logger.handlers if isinstance(h, PrefectConsoleHandler)}.values())
+
+
 @contextmanager
 def heartbeat_thread_not_joined() -> Iterator[None]:
     """A flow run called here returns as soon as its final state is reported.
@@ -147,12 +149,12 @@ def heartbeat_thread_not_joined() -> Iterator[None]:
     """
     import prefect.flow_engine as engine
 
-    original = engine._send_heartbeats
-    engine._send_heartbeats = functools.partial(original, join_on_exit=False)
+    original = engine._send_heartbeats  # noqa: SLF001  # Prefect has no public switch for the join
+    engine._send_heartbeats = functools.partial(original, join_on_exit=False)  # noqa: SLF001
     try:
         yield
     finally:
-        engine._send_heartbeats = original
+        engine._send_heartbeats = original  # noqa: SLF001
 
 
 UNWRAPPED_WIDTH = 10_000

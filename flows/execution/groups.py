@@ -64,9 +64,7 @@ def make_groups(attempts: Iterable[AttemptRef], sizes: GroupSizes) -> Iterator[l
         yield group
 
 
-def fan_out(
-    params: StageParams, ctx: RunContext, groups: Iterator[list[AttemptRef]], total: int, pool: Executor | None
-) -> GroupSummary:
+def fan_out(params: StageParams, ctx: RunContext, groups: Iterator[list[AttemptRef]], total: int, pool: Executor | None) -> GroupSummary:
     """Run a task per group, a bounded window of them in flight; return their summaries added up.
 
     Groups are read from the plan's spill as the window moves, so the flow holds the attempts
@@ -90,4 +88,3 @@ def fan_out(
         while in_flight:
             finish_oldest()
     return GroupSummary.total(summaries)
-

@@ -67,7 +67,11 @@ def process_job(params: StageParams, ctx: RunContext, recorded: RecordedParams, 
             raise NothingToRun(f"{subset_described(recorded)} selects no rollout of the job: nothing to run (the run was not kept)")
         sizes = GroupSizes(plan.attempts.count, params.attempts_per_task, parallel_groups(params))
         get_run_logger().info(
-            "%d attempts in groups of %s; %d orphan captures; %d skipped lines", plan.attempts.count, sizes.describe(), len(plan.orphans), len(plan.skipped)
+            "%d attempts in groups of %s; %d orphan captures; %d skipped lines",
+            plan.attempts.count,
+            sizes.describe(),
+            len(plan.orphans),
+            len(plan.skipped),
         )
         preload_libraries()  # the reduce's imports, while the attempt pool works
         with timings.measure("fan_out_s"):

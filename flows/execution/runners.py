@@ -80,7 +80,10 @@ def attempt_pool(params: StageParams) -> Iterator[Executor | None]:
         yield None
         return
     with ProcessPoolExecutor(
-        max_workers=params.max_workers, mp_context=forkserver_context(params), initializer=start_worker, initargs=(dict(os.environ), os.getpid())
+        max_workers=params.max_workers,
+        mp_context=forkserver_context(params),
+        initializer=start_worker,
+        initargs=(dict(os.environ), os.getpid()),
     ) as pool:
         for _ in range(params.max_workers):
             pool.submit(int)  # start every worker now, in the background, not at the first group

@@ -70,7 +70,7 @@ class GateLimits(BaseModel):
     )
     max_failed_share_by_class: dict[str, Annotated[float, Field(**SHARE)]] = Field(
         default_factory=dict,
-        description="Failure class (`_ng_failure_class`) -> the most it may be, as a share of expected, e.g. {\"judge_failed\": 0.1}.",
+        description='Failure class (`_ng_failure_class`) -> the most it may be, as a share of expected, e.g. {"judge_failed": 0.1}.',
         examples=[{"judge_failed": 0.1}],
     )
     max_unhealthy_share: OptionalShare = Field(default=None, **SHARE, description="Unhealthy verdicts, as a share of main rows.")
@@ -78,7 +78,7 @@ class GateLimits(BaseModel):
     min_observed_share: Annotated[dict[str, Annotated[float, Field(**SHARE)]], AfterValidator(_known_checks)] = Field(
         default_factory=dict,
         description="Health check id -> the least share of rollouts (tasks, for a task check) it must be evaluated on,"
-        " e.g. {\"model_call_failed\": 0.5}.",
+        ' e.g. {"model_call_failed": 0.5}.',
         examples=[{"model_call_failed": 0.5}],
     )
     max_score_shift: OptionalNonNegative = Field(

@@ -52,7 +52,7 @@ IgnoredChecks = Annotated[list[str], AfterValidator(_ignored_checks)]
 """Health check ids, each entry one id or ids separated by commas; normalised, unknown ids refused."""
 
 
-class TaskRunnerKind(str, Enum):
+class TaskRunnerKind(str, Enum):  # noqa: UP042  # a StrEnum's str() differs, and is shown
     """Where attempt groups execute."""
 
     thread = "thread"
@@ -79,7 +79,7 @@ def check_dask_options(task_runner: TaskRunnerKind, dask_address: str | None, da
         )
 
 
-class ScoreMask(str, Enum):
+class ScoreMask(str, Enum):  # noqa: UP042  # as TaskRunnerKind
     """Which health verdicts the clean scores mask: ``evidence.models.run.SCORE_MASKS`` says
     (not imported here, which would load the evidence library with the CLI; a test pins the two)."""
 

@@ -174,7 +174,9 @@ def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool)
     try:
         rows = _group_rows(ctx, attempts)
         with WriteBehind(window=CAPTURE_WINDOW, budget=CAPTURE_BUDGET_BYTES) as writes:
-            segments = SegmentWriter(lambda name, data: writes.submit(functools.partial(folder.child(name).write_chunks, lambda: data), sum(map(len, data))))
+            segments = SegmentWriter(
+                lambda name, data: writes.submit(functools.partial(folder.child(name).write_chunks, lambda: data), sum(map(len, data)))
+            )
             read_ahead = io_window(CAPTURE_WINDOW, remote=not ctx.capture_dir.is_local)
             for fetched in ordered_prefetch(fetch, rows, window=read_ahead, cost=_fetch_cost, budget=CAPTURE_BUDGET_BYTES):
                 if fetched.inputs is None:

@@ -110,5 +110,3 @@ def input_fingerprint(job: FoundJob, options: dict[str, Any]) -> str:
     """The job fingerprint the stage would record, from listings only (no rows are read)."""
     urls = [job.rollouts] if isinstance(job.rollouts, str) else job.rollouts
     return fingerprint_inputs(list_inputs(find_shards(urls, options), Location(job.capture_dir, options)))
-
-

@@ -63,7 +63,14 @@ def stage_job(
 
 
 def summarise(
-    *, prefix: str, output: str, force: bool, batch_run_id: str, started_at: str, entries: list[dict[str, Any]], skipped_folders: list[dict[str, Any]]
+    *,
+    prefix: str,
+    output: str,
+    force: bool,
+    batch_run_id: str,
+    started_at: str,
+    entries: list[dict[str, Any]],
+    skipped_folders: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """The batch summary written to ``<output>/batches/<batch-run-id>.json``."""
     counts = {status: sum(1 for e in entries if e["status"] == status) for status in (PROCESSED, SKIPPED, FAILED)}

@@ -70,9 +70,7 @@ def read_run(run_dir: Location) -> RunEvidence:
         accounting=read_document(paths.accounting),
         rollouts=[rollout_facts(row) for row in _objects(paths.rollouts)],
         verdicts=[verdict_facts(line) for line in _objects(paths.verdicts)],
-        atif_accepted=[
-            f"{line.get('_ng_task_index')}-{line.get('_ng_rollout_index')}" for line in _objects(paths.atif_manifest)
-        ],
+        atif_accepted=[f"{line.get('_ng_task_index')}-{line.get('_ng_rollout_index')}" for line in _objects(paths.atif_manifest)],
         atif_rejections=list(_objects(paths.atif_rejections)),
         scores=read_document(paths.scores),
     )

@@ -23,7 +23,9 @@ compare_task = task(
 def publish_comparison(result: CompareResult, key: str = "evidence-stage-compare") -> None:
     """The comparison as a markdown artifact, and a link to its page."""
     verdict = f"{result.status}; {'trusted' if result.trusted else 'not to be trusted as is'}"
-    create_markdown_artifact(key=artifact_key(key), markdown=result.markdown, description=f"Comparison of two runs (compare.md): {verdict}.")
+    create_markdown_artifact(
+        key=artifact_key(key), markdown=result.markdown, description=f"Comparison of two runs (compare.md): {verdict}."
+    )
     page = Location(result.output).child(COMPARE_PAGE)
     publish_link(artifact_key(f"{key}-page"), page, COMPARE_PAGE, f"The comparison's page: {verdict}.")
 

@@ -1,5 +1,4 @@
-"""A job's input files: checking they exist, listing them (one HEAD each, one LIST of the capture folder), and their fingerprint.
-"""
+"""A job's input files: checking they exist, listing them (one HEAD each, one LIST of the capture folder), and their fingerprint."""
 
 from __future__ import annotations
 
@@ -29,7 +28,9 @@ def check_inputs(shards: Sequence[Shard], capture_dir: Location) -> None:
         if shard.failures is not None:  # an explicit --failures
             checks.append((shard.failures, "failures sidecar not found", shard.failures.is_file))
     checks.append((capture_dir, "capture directory not found", capture_dir.is_dir))
-    found = at_once([functools.partial(_outcome, check) for _, _, check in checks], remote=is_remote([location for location, _, _ in checks]))
+    found = at_once(
+        [functools.partial(_outcome, check) for _, _, check in checks], remote=is_remote([location for location, _, _ in checks])
+    )
     for (location, problem, _), outcome in zip(checks, found, strict=True):  # the first to fail, in order, says why
         if isinstance(outcome, Exception):
             raise outcome

@@ -64,20 +64,24 @@ def _attempt_fingerprint(line: bytes, capture: FileEntry | None, incomplete: boo
     return digest.hexdigest()
 
 
-def _shard_summaries(shards: Sequence[Shard], inputs: JobInputs, rows: Counter[tuple[int | None, str]], sharded: bool) -> list[dict[str, Any]]:
+def _shard_summaries(
+    shards: Sequence[Shard], inputs: JobInputs, rows: Counter[tuple[int | None, str]], sharded: bool
+) -> list[dict[str, Any]]:
     """What the manifest says of each rollouts file: its sidecars, rows per source, and a fingerprint of its files."""
     summaries = []
     for k, shard in enumerate(shards):
         files = sorted(loc.name for loc in (shard.main, shard.failures, shard.materialized) if loc is not None)
         index = k if sharded else None
-        summaries.append({
-            "file": shard.name,
-            "rollouts": shard.main.url,
-            "failures": shard.failures.url if shard.failures is not None else None,
-            "materialized_inputs": shard.materialized.url if shard.materialized is not None else None,
-            "rows": {MAIN: rows[(index, MAIN)], FAILURES: rows[(index, FAILURES)]},
-            "fingerprint": fingerprint_files((name, inputs.files[name]) for name in files),
-        })
+        summaries.append(
+            {
+                "file": shard.name,
+                "rollouts": shard.main.url,
+                "failures": shard.failures.url if shard.failures is not None else None,
+                "materialized_inputs": shard.materialized.url if shard.materialized is not None else None,
+                "rows": {MAIN: rows[(index, MAIN)], FAILURES: rows[(index, FAILURES)]},
+                "fingerprint": fingerprint_files((name, inputs.files[name]) for name in files),
+            }
+        )
     return summaries
 
 

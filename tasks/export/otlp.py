@@ -95,7 +95,9 @@ class OtlpSender:
         api = self.api
 
         def context(span_id: bytes) -> Any:
-            return api.SpanContext(trace_id, int.from_bytes(span_id, "big"), is_remote=False, trace_flags=api.TraceFlags(api.TraceFlags.SAMPLED))
+            return api.SpanContext(
+                trace_id, int.from_bytes(span_id, "big"), is_remote=False, trace_flags=api.TraceFlags(api.TraceFlags.SAMPLED)
+            )
 
         return [
             self.sdk.ReadableSpan(

@@ -41,7 +41,7 @@ def check_url(url: str) -> str:
     written = _SCHEME.match(url)
     if written and written.group(1).lower() in _WELL_KNOWN_SCHEMES:
         name = written.group(1)
-        raise UnsupportedUrl(f"malformed URL {url!r}: scheme {name!r} needs '://' ({name}://{url[written.end():].lstrip('/')})")
+        raise UnsupportedUrl(f"malformed URL {url!r}: scheme {name!r} needs '://' ({name}://{url[written.end() :].lstrip('/')})")
     return url
 
 

@@ -48,7 +48,13 @@ def run_completed(manifest: RunManifest, run_dir: Location, outputs: list[str]) 
     (``outputs``, the names the report found: asking again cost a request each)."""
     run = manifest.run
     urls = {name: run_dir.child(name).url for name in outputs}
-    payload = {"scope": run.scope, "run_dir": run_dir.url, "report": RunPaths(run_dir).report.url, "outputs": urls, "counts": manifest.counts.to_json()}
+    payload = {
+        "scope": run.scope,
+        "run_dir": run_dir.url,
+        "report": RunPaths(run_dir).report.url,
+        "outputs": urls,
+        "counts": manifest.counts.to_json(),
+    }
     return StageEvent(RUN_COMPLETED, run_resource(run.job_id, run.run_id), payload)
 
 

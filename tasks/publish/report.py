@@ -160,15 +160,25 @@ def scope_text(scope: str, params: dict[str, Any]) -> str:
 
 def artifact_tables(context: ReportContext) -> dict[str, Any]:
     """Prefect artifacts (key -> (what it shows, markdown text or table rows)) mirroring the report's tables."""
-    gate = {"evidence-stage-gate": ("Quality gate: each limit with its measured value", gate_markdown(context.gate))} if context.gate is not None else {}
+    gate = (
+        {"evidence-stage-gate": ("Quality gate: each limit with its measured value", gate_markdown(context.gate))}
+        if context.gate is not None
+        else {}
+    )
     scores = scores_markdown(context.scores, context.masked_rollouts, context.masked_verdicts, context.quality_summary)
     return {
         "evidence-stage-scores": ("Scores: raw against clean per group and key metric, the masked rollouts (scores.json)", scores),
         **gate,
-        "evidence-stage-accounting": ("Expected, landed, failed and lost rollouts per shard (accounting.json)", accounting_markdown(context.accounting)),
+        "evidence-stage-accounting": (
+            "Expected, landed, failed and lost rollouts per shard (accounting.json)",
+            accounting_markdown(context.accounting),
+        ),
         "evidence-stage-health": ("Health check summary (0.7.0's quality summary)", health_markdown(context.quality_summary)),
         "evidence-stage-perf-summary": ("Latency and token figures per group (perf_summary.json)", perf_markdown(context.perf_summary)),
-        "evidence-stage-capabilities": ("Capability matrix: one row per agent, one column per capability", capability_table_rows(context.capabilities)),
+        "evidence-stage-capabilities": (
+            "Capability matrix: one row per agent, one column per capability",
+            capability_table_rows(context.capabilities),
+        ),
         "evidence-stage-capabilities-md": ("Capability matrix as text", capabilities_markdown(context.capabilities)),
     }
 

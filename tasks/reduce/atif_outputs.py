@@ -1,4 +1,5 @@
-"""The run's ATIF outputs: each accepted file written as it is accepted (or held, for an all-or-nothing run), the rejections, 0.7.0's manifest or error.txt."""
+"""The run's ATIF outputs: each accepted file written as it is accepted (or held, for an
+all-or-nothing run), the rejections, 0.7.0's manifest or error.txt."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ class AtifOutputs:
     """Where the ATIF decisions (``evidence.folds.AtifAcceptance``) go, in input order.
 
     An accepted file is final when it is decided, so it is written at once (on an object store
-    behind the pass, a few at a time; locally in the pass, ``io_window``); only an all-or-nothing run, which may still publish none, spills the
+    behind the pass, a few at a time; locally in the pass, ``io_window``); only an all-or-nothing
+    run, which may still publish none, spills the
     accepted files to local disk until its last row is seen, with the texts its replay of
     0.7.0's batch export recorded (its ``error.txt`` says them).
     """

@@ -156,7 +156,7 @@ def write_health(ctx: RunContext, spill: Spill[RowDigest], masked: set[int], jud
             lines.add(verdict_order(reported), line)
         documents.put(ctx.paths.quality_summary, fold.summary_text().encode())
         with atomic_writer(ctx.paths.verdicts) as out:
-            for _, line in lines.items():
+            for _, line in lines.items():  # noqa: PERF102  # a SortedSpill, not a dict: items() is its merge
                 out.write(line.encode())
     return fold.verdicts
 

@@ -39,8 +39,21 @@ _TRANSPORT_ERRORS = (
 _TRANSIENT_ERRNOS = frozenset(
     getattr(errno, name)
     for name in (
-        "EAGAIN", "EBUSY", "EINTR", "EIO", "EREMOTEIO", "ETIMEDOUT", "ECONNRESET", "ECONNABORTED", "ECONNREFUSED",
-        "EPIPE", "ENETDOWN", "ENETUNREACH", "ENETRESET", "EHOSTDOWN", "EHOSTUNREACH",
+        "EAGAIN",
+        "EBUSY",
+        "EINTR",
+        "EIO",
+        "EREMOTEIO",
+        "ETIMEDOUT",
+        "ECONNRESET",
+        "ECONNABORTED",
+        "ECONNREFUSED",
+        "EPIPE",
+        "ENETDOWN",
+        "ENETUNREACH",
+        "ENETRESET",
+        "EHOSTDOWN",
+        "EHOSTUNREACH",
     )
     if hasattr(errno, name)
 )

@@ -92,7 +92,7 @@ def s3_files(fs: fsspec.AbstractFileSystem, path: str, folders: bool) -> list[Fi
     bucket, key, _ = fs.split_path(path)
 
     async def pages() -> list[FileEntry]:
-        infos = fs._iterdir(bucket, prefix=f"{key.rstrip('/')}/" if key else "")
+        infos = fs._iterdir(bucket, prefix=f"{key.rstrip('/')}/" if key else "")  # noqa: SLF001  # s3fs's only page-by-page listing
         try:
             return [entry_of(info) async for info in infos if listed(info, folders)]
         except ClientError as exc:  # reported as s3fs's ls reports it: OSError, FileNotFoundError, ...

@@ -43,7 +43,7 @@ def call_with_retries(url: str, fn: Callable[[], T], *, attempts: int = ATTEMPTS
     raise AssertionError("unreachable")
 
 
-def retry_on_transient(task: Any, task_run: Any, state: Any) -> bool:
+def retry_on_transient(_task: Any, _task_run: Any, state: Any) -> bool:
     """Prefect ``retry_condition_fn``: retry a task only when it failed on a transient storage error."""
     try:
         state.result()

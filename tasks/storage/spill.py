@@ -54,7 +54,7 @@ class Spill(TemporaryStore, Generic[T]):
     """
 
     def __init__(self, batch: int | None = None) -> None:
-        self._file = tempfile.NamedTemporaryFile(prefix="evidence-stage-spill-")
+        self._file = tempfile.NamedTemporaryFile(prefix="evidence-stage-spill-")  # noqa: SIM115  # open for the spill's life: close()
         # The wrapper's attribute access builds a new function on every call; the file it wraps does not.
         self._raw: IO[bytes] = self._file.file
         self._batch_size = SPILL_BATCH if batch is None else batch
@@ -181,7 +181,7 @@ def count_repeats(keys: Iterable[K], order: Callable[[K], Any]) -> dict[K, int]:
             spill.add(order(key), key)
         for _, run in itertools.groupby(spill.items(), key=_key):
             first = next(run)[1]
-            count = 1 + sum(1 for _ in run)
+            count = 1 + sum(1 for _ in run)  # noqa: B031  # the same group, read on: its first, then the rest
             if count > 1:
                 repeats[first] = count
     return repeats

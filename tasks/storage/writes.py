@@ -35,6 +35,7 @@ class Target(Protocol):
     @property
     def fs(self) -> Any: ...
 
+
 CONTENT_TYPES = MappingProxyType(
     {
         ".html": "text/html; charset=utf-8",
