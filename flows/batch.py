@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from prefect import get_run_logger, unmapped
@@ -43,7 +43,7 @@ def batch_flow(params: BatchParams) -> dict[str, Any]:
     logger.info("%d jobs under %s", len(search.jobs), params.prefix)
     output = Location(params.output, options)
     job_params = [params.job_params(job) for job in search.jobs]
-    with ThreadPoolTaskRunner(max_workers=params.max_concurrency) as runner:
+    with ThreadPoolTaskRunner[dict[str, Any]](max_workers=params.max_concurrency) as runner:
         futures = runner.map(
             stage_job,
             {
@@ -57,7 +57,8 @@ def batch_flow(params: BatchParams) -> dict[str, Any]:
                 "run_job": [partial(stage_flow, p) for p in job_params],
             },
         )
-        entries = [future.result() for future in futures]
+        # Prefect types map's futures as PrefectFutureList[future], so a result as a future.
+        entries = cast(list[dict[str, Any]], [future.result() for future in futures])
     summary = summarise(
         prefix=params.prefix,
         output=params.output,

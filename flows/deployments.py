@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
+from prefect import Flow
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.objects import StateType
 from prefect.deployments.runner import RunnerDeployment
@@ -177,12 +178,22 @@ def export_parameters(config: ServeConfig, target: MlflowTarget | OtelTarget) ->
     return {"params": {"run_dir": "{{ event.payload.run_dir }}", **target.model_dump(), "storage_options": config.storage_options}}
 
 
+def deployment(flow: Flow[..., Any], **options: Any) -> RunnerDeployment:
+    """``flow.to_deployment(**options)``: Prefect types it as the deployment or its coroutine
+    (it dispatches on the caller), and from this synchronous code it is the deployment."""
+    return cast(RunnerDeployment, flow.to_deployment(**options))
+
+
 def export_deployments(config: ServeConfig) -> list[RunnerDeployment]:
     """One deployment per configured export target, triggered by ``evidence-stage.run.completed``."""
     export = config.export or ExportConfig()
-    targets = [(export_mlflow_flow, export.mlflow, "MLflow"), (export_otel_flow, export.otel, "an OTLP endpoint")]
+    targets: list[tuple[Flow[..., Any], MlflowTarget | OtelTarget | None, str]] = [
+        (export_mlflow_flow, export.mlflow, "MLflow"),
+        (export_otel_flow, export.otel, "an OTLP endpoint"),
+    ]
     return [
-        flow.to_deployment(
+        deployment(
+            flow,
             name=ON_RUN_COMPLETED,
             triggers=[
                 DeploymentEventTrigger(
@@ -203,18 +214,21 @@ def build_deployments(config: ServeConfig) -> list[RunnerDeployment]:
         name="evidence-stage on gym.eval.completed", expect={EVAL_COMPLETED}, parameters=trigger_parameters(config)
     )
     deployments = [
-        stage_flow.to_deployment(
+        deployment(
+            stage_flow,
             name="on-eval-complete",
             triggers=[on_eval],
             description=f"Runs when `{EVAL_COMPLETED}` is emitted (evidence-stage notify).",
             entrypoint_type=EntrypointType.MODULE_PATH,
         ),
-        stage_flow.to_deployment(
+        deployment(
+            stage_flow,
             name="manual",
             description="Reruns with chosen parameters (UI form or prefect deployment run).",
             entrypoint_type=EntrypointType.MODULE_PATH,
         ),
-        compare_flow.to_deployment(
+        deployment(
+            compare_flow,
             name="compare",
             description="Compares two run directories (UI form or prefect deployment run).",
             entrypoint_type=EntrypointType.MODULE_PATH,
@@ -223,7 +237,8 @@ def build_deployments(config: ServeConfig) -> list[RunnerDeployment]:
     deployments += export_deployments(config)
     if config.sweep is not None:
         deployments.append(
-            batch_flow.to_deployment(
+            deployment(
+                batch_flow,
                 name="sweep",
                 cron=config.sweep.cron,
                 parameters=sweep_parameters(config, config.sweep),

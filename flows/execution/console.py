@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -63,7 +63,7 @@ def run_with_progress(params: StageParams, argv: Sequence[str] = ()) -> int:
     try:
         live = bar if console.is_terminal else nullcontext()  # off a terminal, rich's bar only left a blank line
         with live, heartbeat_thread_not_joined(), claims_told_to(told), quiet_console():
-            result = stage_flow(params)
+            result = cast(dict[str, Any], stage_flow(params))  # a Failed state it returns raises here
     except GateFailed as failed:
         print_summary(failed.result)
         console.print(f"evidence-stage: {failed}", markup=False, highlight=False, soft_wrap=True)

@@ -7,7 +7,7 @@ to workers only inside the task payloads (``Location.options``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 
 def block_storage_options(block_name: str) -> dict[str, Any]:
@@ -16,9 +16,15 @@ def block_storage_options(block_name: str) -> dict[str, Any]:
         from prefect_aws import AwsCredentials
     except ImportError as exc:
         raise RuntimeError("an AWS credentials block needs prefect-aws: pip install 'evidence-stage[aws]'") from exc
-    block = AwsCredentials.load(block_name, _sync=True)
+    # Prefect's async_dispatch: typed as the coroutine or the value, the value when _sync is passed.
+    block = cast("AwsCredentials", AwsCredentials.load(block_name, _sync=True))  # type: ignore[call-arg]
     secret = block.aws_secret_access_key.get_secret_value() if block.aws_secret_access_key else None
-    options = {"key": block.aws_access_key_id, "secret": secret, "token": block.aws_session_token, "profile": block.profile_name}
+    options: dict[str, Any] = {
+        "key": block.aws_access_key_id,
+        "secret": secret,
+        "token": block.aws_session_token,
+        "profile": block.profile_name,
+    }
     if block.region_name:
         options["client_kwargs"] = {"region_name": block.region_name}
     return {name: value for name, value in options.items() if value is not None}

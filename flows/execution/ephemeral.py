@@ -54,5 +54,5 @@ def shield_ephemeral_server() -> None:
         return
     from prefect.server.api import server
 
-    if not isinstance(server.subprocess, _Subprocess):
-        server.subprocess = _Subprocess()  # type: ignore[assignment]
+    if not isinstance(server.subprocess, _Subprocess):  # type: ignore[attr-defined]  # Prefect's module attribute, not exported
+        server.subprocess = _Subprocess()  # type: ignore[attr-defined,assignment]

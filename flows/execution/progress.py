@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
+from uuid import UUID
 
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
@@ -28,7 +30,9 @@ class Progress:
         self.total = total
         self.done = 0
         key = job_artifact_key("evidence-stage-progress", job_id)
-        self._artifact = create_progress_artifact(progress=0.0, key=key, description=f"Attempts processed (%) of job {job_id}")
+        # Prefect's async_dispatch: typed as the id or its coroutine; the id in synchronous code.
+        artifact = create_progress_artifact(progress=0.0, key=key, description=f"Attempts processed (%) of job {job_id}")
+        self._artifact = cast(UUID, artifact)
         self._notify()
 
     def advance(self, count: int) -> None:

@@ -39,7 +39,7 @@ def build_runner(params: StageParams) -> TaskRunner:
     if params.task_runner is TaskRunnerKind.process:
         return ThreadPoolTaskRunner(max_workers=params.max_workers * TASKS_PER_WORKER)
     if params.task_runner is TaskRunnerKind.dask:
-        from prefect_dask import DaskTaskRunner
+        from prefect_dask.task_runners import DaskTaskRunner
 
         if params.dask_address:
             return DaskTaskRunner(address=params.dask_address)
@@ -49,7 +49,7 @@ def build_runner(params: StageParams) -> TaskRunner:
     return ThreadPoolTaskRunner(max_workers=params.max_workers)
 
 
-def task_argument(params: StageParams, value: T) -> T | quote[T]:
+def task_argument(params: StageParams, value: T) -> T | quote:
     """``value`` as a group task's parameter: quoted for the runners of this process, as is on Dask.
 
     Prefect walks a parameter field by field looking for futures: about 70 ms of the flow's CPU

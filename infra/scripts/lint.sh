@@ -8,5 +8,5 @@ bash infra/scripts/bootstrap.sh
 paths=(evidence tasks flows)
 .venv/bin/ruff check "${paths[@]}"
 .venv/bin/ruff format --check "${paths[@]}"
-# mypy's own files setting (evidence); tasks/ and flows/ have their relaxed overrides for `mypy tasks flows`
+# mypy's own files setting (evidence, tasks, flows; the latter two with pyproject's overrides)
 .venv/bin/python -m mypy

@@ -68,13 +68,13 @@ def segment_folder(run_dir: Location, source: str) -> Location:
     return RunPaths(run_dir).attempts.child(source)
 
 
-def encode_segment(parts: list[tuple[AttemptRef, list[bytes]]]) -> list[bytes]:
+def encode_segment(parts: list[tuple[AttemptRef, list[bytes | memoryview]]]) -> list[bytes | memoryview]:
     """The segment of ``parts`` (attempt, encoded part), in line order, in pieces (the parts' own)."""
     index = [[attempt.line, attempt.fingerprint, sum(map(len, data))] for attempt, data in parts]
     return [_MAGIC + b"\n" + orjson.dumps(index) + b"\n", *(piece for _, data in parts for piece in data)]
 
 
-def segment_name(parts: list[tuple[AttemptRef, list[bytes]]]) -> str:
+def segment_name(parts: list[tuple[AttemptRef, list[bytes | memoryview]]]) -> str:
     """``<first line>-<last line>-<token>.seg``: the random token keeps a segment written by a
     resume from replacing an older one with the same first and last lines whose other parts are
     still current (only the changed attempts are redone)."""
@@ -84,12 +84,12 @@ def segment_name(parts: list[tuple[AttemptRef, list[bytes]]]) -> str:
 class SegmentWriter:
     """Collects a group's encoded parts and hands each full segment to ``write`` (name, pieces)."""
 
-    def __init__(self, write: Callable[[str, list[bytes]], None]) -> None:
+    def __init__(self, write: Callable[[str, list[bytes | memoryview]], None]) -> None:
         self._write = write
-        self._parts: list[tuple[AttemptRef, list[bytes]]] = []
+        self._parts: list[tuple[AttemptRef, list[bytes | memoryview]]] = []
         self._bytes = 0
 
-    def add(self, attempt: AttemptRef, data: list[bytes]) -> None:
+    def add(self, attempt: AttemptRef, data: list[bytes | memoryview]) -> None:
         self._parts.append((attempt, data))
         self._bytes += sum(map(len, data))
         if len(self._parts) >= SEGMENT_PARTS or self._bytes >= SEGMENT_BYTES:

@@ -15,8 +15,8 @@ from tasks.rundir import COMPARE_PAGE
 from tasks.storage import Location
 from tasks.storage.retry import retry_on_transient
 
-compare_task = task(
-    compare_run_dirs, name="compare-runs", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_condition_fn=retry_on_transient
+compare_task = task(name="compare-runs", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_condition_fn=retry_on_transient)(
+    compare_run_dirs
 )
 
 

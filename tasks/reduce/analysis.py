@@ -88,6 +88,7 @@ class RunAnalysis:
         for entry, waiting in zip(entries, self._waiting, strict=True):
             identity = identity_of(entry, self._ctx.job_id, self._ctx.run_id, shard_files, waiting.output_line, waiting.size)
             verdict = orjson.loads(next(verdicts)) if waiting.judged else None
+            atif: tuple[str | None, str | None, str | None]
             if waiting.atif is None:
                 atif = NO_ATIF
             else:

@@ -7,6 +7,7 @@ import functools
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
+from typing import Any
 
 from evidence import (
     AtifAcceptance,
@@ -43,8 +44,8 @@ class AtifOutputs:
 
     acceptance: AtifAcceptance
     accept: Callable[[AtifFile], None]  # each accepted main attempt's file, input order
-    manifest: Spill  # manifest lines, input order
-    rejections: Spill  # {"line", "rollout_id", "error"}, input order
+    manifest: Spill[bytes]  # manifest lines, input order
+    rejections: Spill[dict[str, Any]]  # {"line", "rollout_id", "error"}, input order
     held: Spill | None = None  # an all-or-nothing run's accepted files
     batch_refused: Spill | None = None  # an all-or-nothing run's recorded texts
     writes: WriteBehind | None = None  # the accepted files being written (any other run)
@@ -53,7 +54,8 @@ class AtifOutputs:
     @classmethod
     def open(cls, stack: ExitStack, folder: Location, all_or_nothing: bool) -> AtifOutputs:
         """Files written into ``folder``, or held until the end for an all-or-nothing run."""
-        manifest, rejections = stack.enter_context(Spill()), stack.enter_context(Spill())
+        manifest: Spill[bytes] = stack.enter_context(Spill())
+        rejections: Spill[dict[str, Any]] = stack.enter_context(Spill())
         acceptance = AtifAcceptance(all_or_nothing)
         if all_or_nothing:
             files: Spill[AtifFile] = stack.enter_context(Spill(batch=1))  # a file can be megabytes

@@ -125,7 +125,7 @@ def _reply_of(exc: BaseException) -> tuple[str | None, int | None]:
         status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         return response.get("Error", {}).get("Code"), int(status) if status is not None else None
     if isinstance(exc, _loaded(("aiohttp", "ClientResponseError"))):
-        return None, exc.status
+        return None, getattr(exc, "status", None)
     return None, None
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol, Self, TypeVar
 
@@ -29,7 +29,7 @@ def ordered_prefetch(
     window: int = 16,
     cost: Callable[[T], int] | None = None,
     budget: int = 0,
-) -> Iterator[R]:
+) -> Generator[R, None, None]:
     """``map(fn, items)`` in order, with at most ``window`` calls in flight (I/O-bound ``fn``).
 
     Memory stays bounded by ``window`` results, unlike ``Executor.map`` which submits everything.

@@ -263,7 +263,7 @@ class Location:
         """Write the whole object atomically (temp + rename locally, one PUT on object stores)."""
         self.write_chunks(lambda: (data,))
 
-    def write_chunks(self, chunks: Callable[[], Iterable[bytes]]) -> None:
+    def write_chunks(self, chunks: Callable[[], Iterable[bytes | memoryview]]) -> None:
         """Write the object atomically from ``chunks()``, called again for each retry of a failed write."""
 
         def put() -> None:

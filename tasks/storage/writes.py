@@ -13,7 +13,7 @@ import os
 import secrets
 from collections.abc import Iterator
 from types import MappingProxyType
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 from fsspec.implementations.local import LocalFileSystem
 
@@ -104,17 +104,17 @@ def create_local(path: str, data: bytes) -> bool:
 class Writer(Protocol):
     """What ``atomic_writer`` yields: something bytes can be written to."""
 
-    def write(self, data: bytes) -> int: ...
+    def write(self, data: bytes | memoryview, /) -> int: ...
 
 
 class _ClassifiedWriter:
     """An object-store upload whose write errors (a part upload failing) are StorageErrors."""
 
-    def __init__(self, url: str, upload: IO[bytes]) -> None:
+    def __init__(self, url: str, upload: Any) -> None:  # fsspec's AbstractBufferedFile (untyped)
         self._url = url
         self._upload = upload
 
-    def write(self, data: bytes) -> int:
+    def write(self, data: bytes | memoryview) -> int:
         try:
             return self._upload.write(data)
         except Exception as exc:  # any failure: mapped onto the storage tree
@@ -152,7 +152,7 @@ class _S3Upload:
         fs = self._location.fs
         return retry.call_with_retries(self._location.url, lambda: fs.call_s3(method, Bucket=self._bucket, Key=self._key, **kwargs))
 
-    def write(self, data: bytes) -> int:
+    def write(self, data: bytes | memoryview) -> int:
         self._buffer += data
         while len(self._buffer) >= PART_BYTES:
             self._send(bytes(memoryview(self._buffer)[:PART_BYTES]))
