@@ -115,13 +115,27 @@ def dask_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     dask = str(Path(sys.executable).parent / "dask")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     started = [
-        subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1], "--no-dashboard"], cwd=cwd, env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True),
+        subprocess.Popen(
+            [dask, "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1], "--no-dashboard"],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        ),
     ]
     try:
         time.sleep(1)
-        started.append(subprocess.Popen([dask, "worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard"], cwd=cwd, env=env,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+        started.append(
+            subprocess.Popen(
+                [dask, "worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard"],
+                cwd=cwd,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        )
         with Client(address, timeout=60) as client:
             client.wait_for_workers(1, timeout=120)
         yield address

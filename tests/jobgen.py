@@ -57,33 +57,107 @@ HUGE_LINE_BYTES = 5 * 1024 * 1024 + 4096
 _CAPTURE_DIR = "model-calls"
 _GENERATED = ("rollouts.jsonl", "rollouts_failures.jsonl", _CAPTURE_DIR)
 _ALNUM = string.ascii_letters + string.digits
-_WORDS = ["the", "a", "value", "index", "record", "schema", "tensor", "batch", "cache", "offset", "patch", "retry", "stream", "module", "request", "response", "token", "layer", "gradient", "import", "export", "client", "server", "thread", "queue", "table", "column", "matrix", "verify", "check", "fix", "tests", "fields", "keys", "method", "return", "option", "arguments", "error", "because", "however", "maybe", "should", "must", "could.", "again?", "only!", "first,\nnaïve", "résumé", "Größe", "λ", "∑", "µs", "模型", "训练", "проверка", "δοκιμή", "مرحبا", "한국어", "日本語", "📦", "données"]
+_WORDS = [
+    "the",
+    "a",
+    "value",
+    "index",
+    "record",
+    "schema",
+    "tensor",
+    "batch",
+    "cache",
+    "offset",
+    "patch",
+    "retry",
+    "stream",
+    "module",
+    "request",
+    "response",
+    "token",
+    "layer",
+    "gradient",
+    "import",
+    "export",
+    "client",
+    "server",
+    "thread",
+    "queue",
+    "table",
+    "column",
+    "matrix",
+    "verify",
+    "check",
+    "fix",
+    "tests",
+    "fields",
+    "keys",
+    "method",
+    "return",
+    "option",
+    "arguments",
+    "error",
+    "because",
+    "however",
+    "maybe",
+    "should",
+    "must",
+    "could.",
+    "again?",
+    "only!",
+    "first,\nnaïve",
+    "résumé",
+    "Größe",
+    "λ",
+    "∑",
+    "µs",
+    "模型",
+    "训练",
+    "проверка",
+    "δοκιμή",
+    "مرحبا",
+    "한국어",
+    "日本語",
+    "📦",
+    "données",
+]
 _POLICY, _ANTHROPIC, _JUDGE = "policy_model", "anthropic_model", "judge_model"
-_MODELS = {_POLICY: "Qwen/Qwen3-235B-A22B-Thinking-2507",
-           _ANTHROPIC: "claude-sonnet-4-5-20250929", _JUDGE: "gpt-4.1-2025-04-14"}
+_MODELS = {_POLICY: "Qwen/Qwen3-235B-A22B-Thinking-2507", _ANTHROPIC: "claude-sonnet-4-5-20250929", _JUDGE: "gpt-4.1-2025-04-14"}
 # name -> (dialect, model server, evidence the agent leaves in its row)
-_AGENTS = (("simple_agent", "responses", _POLICY, "producer"),
-           ("chat_agent", "chat", _POLICY, "hermes"),
-           ("harness_agent", "responses", _POLICY, "harness"),
-           ("plain_agent", "responses", _POLICY, "judge"),
-           ("claude_code_agent", "messages", _ANTHROPIC, "claude_code"),
-           ("claude_agent_sdk", "messages", _ANTHROPIC, "producer"))
+_AGENTS = (
+    ("simple_agent", "responses", _POLICY, "producer"),
+    ("chat_agent", "chat", _POLICY, "hermes"),
+    ("harness_agent", "responses", _POLICY, "harness"),
+    ("plain_agent", "responses", _POLICY, "judge"),
+    ("claude_code_agent", "messages", _ANTHROPIC, "claude_code"),
+    ("claude_agent_sdk", "messages", _ANTHROPIC, "producer"),
+)
 _TOOLS = {
-    "bash": ("Run a shell command inside the task sandbox and return combined stdout and stderr.",
-             {"command": {"type": "string", "description": "The command line to execute."},
-              "timeout": {"type": "integer", "description": "Seconds before the command is killed."}},
-             ["command"]),
-    "python": ("Execute a Python snippet in a persistent interpreter and return its output.",
-               {"code": {"type": "string"}}, ["code"]),
-    "read_file": ("Read a range of lines from a UTF-8 text file in the workspace.",
-                  {"path": {"type": "string"}, "start_line": {"type": "integer"},
-                   "end_line": {"type": "integer"}}, ["path"]),
-    "write_file": ("Create or overwrite a file in the workspace with the given content.",
-                   {"path": {"type": "string"}, "content": {"type": "string"}}, ["path", "content"]),
-    "search": ("Search the repository for a regular expression and return matching lines.",
-               {"query": {"type": "string"}, "path": {"type": "string"}}, ["query"]),
-    "web_fetch": ("Fetch a URL from the offline documentation mirror and return its text.",
-                  {"url": {"type": "string"}}, ["url"]),
+    "bash": (
+        "Run a shell command inside the task sandbox and return combined stdout and stderr.",
+        {
+            "command": {"type": "string", "description": "The command line to execute."},
+            "timeout": {"type": "integer", "description": "Seconds before the command is killed."},
+        },
+        ["command"],
+    ),
+    "python": ("Execute a Python snippet in a persistent interpreter and return its output.", {"code": {"type": "string"}}, ["code"]),
+    "read_file": (
+        "Read a range of lines from a UTF-8 text file in the workspace.",
+        {"path": {"type": "string"}, "start_line": {"type": "integer"}, "end_line": {"type": "integer"}},
+        ["path"],
+    ),
+    "write_file": (
+        "Create or overwrite a file in the workspace with the given content.",
+        {"path": {"type": "string"}, "content": {"type": "string"}},
+        ["path", "content"],
+    ),
+    "search": (
+        "Search the repository for a regular expression and return matching lines.",
+        {"query": {"type": "string"}, "path": {"type": "string"}},
+        ["query"],
+    ),
+    "web_fetch": ("Fetch a URL from the offline documentation mirror and return its text.", {"url": {"type": "string"}}, ["url"]),
 }
 
 
@@ -149,7 +223,7 @@ class _Source:
         if n >= len(self.corpus):
             return (self.corpus * (n // len(self.corpus) + 1))[:n]
         start = self.rng.randrange(len(self.corpus) - n)
-        return self.corpus[start:start + n]
+        return self.corpus[start : start + n]
 
     def hex(self, n: int) -> str:
         return f"{self.rng.getrandbits(4 * n):0{n}x}"
@@ -185,12 +259,14 @@ def _new_task(src: _Source, index: int) -> _Task:
 def _tool_args(src: _Source, name: str) -> dict[str, Any]:
     word = src.rng.choice(("core", "io", "net", "schema", "batch"))
     path = f"src/{word}/{src.rng.choice(('table', 'offset', 'keys'))}.py"
-    return {"bash": lambda: {"command": f"grep -rn \"{word}\" src | head -{src.rng.randint(5, 80)}"},
-            "python": lambda: {"code": "import json\n" + src.text(src.history_bytes // 8)},
-            "read_file": lambda: {"path": path, "start_line": 1, "end_line": src.rng.randint(20, 400)},
-            "write_file": lambda: {"path": path, "content": src.text(src.history_bytes // 4)},
-            "search": lambda: {"query": word, "path": "."},
-            "web_fetch": lambda: {"url": f"https://docs.mirror.internal/{word}/index.html"}}[name]()
+    return {
+        "bash": lambda: {"command": f'grep -rn "{word}" src | head -{src.rng.randint(5, 80)}'},
+        "python": lambda: {"code": "import json\n" + src.text(src.history_bytes // 8)},
+        "read_file": lambda: {"path": path, "start_line": 1, "end_line": src.rng.randint(20, 400)},
+        "write_file": lambda: {"path": path, "content": src.text(src.history_bytes // 4)},
+        "search": lambda: {"query": word, "path": "."},
+        "web_fetch": lambda: {"url": f"https://docs.mirror.internal/{word}/index.html"},
+    }[name]()
 
 
 def _tool_def(dialect: str, name: str) -> dict[str, Any]:
@@ -207,35 +283,65 @@ def _plan_turn(src: _Source, task: _Task, final: bool) -> dict[str, Any]:
     """One agent step: optional reasoning, then tool calls or the final answer (rendered per dialect)."""
     reasoning = src.text(src.sized(100 + src.history_bytes // 8)) if src.rng.random() < 0.6 else None
     prefix, size = ("toolu_01", 22) if task.agent[1] == "messages" else ("call_", 24)
-    calls = [] if final else [
-        {"call_id": prefix + src.alnum(size), "item_id": "fc_" + src.hex(32), "name": name,
-         "args": _tool_args(src, name), "output": src.text(src.sized(src.history_bytes))}
-        for name in src.rng.sample(task.tools, 2 if src.rng.random() < 0.2 else 1)]
-    return {"reasoning": reasoning, "reasoning_id": "rs_" + src.hex(32), "calls": calls,
-            "text": src.text(src.sized(100 + src.history_bytes // 5)) if final else None,
-            "message_id": "msg_" + src.hex(24), "signature": src.alnum(64)}
+    calls = (
+        []
+        if final
+        else [
+            {
+                "call_id": prefix + src.alnum(size),
+                "item_id": "fc_" + src.hex(32),
+                "name": name,
+                "args": _tool_args(src, name),
+                "output": src.text(src.sized(src.history_bytes)),
+            }
+            for name in src.rng.sample(task.tools, 2 if src.rng.random() < 0.2 else 1)
+        ]
+    )
+    return {
+        "reasoning": reasoning,
+        "reasoning_id": "rs_" + src.hex(32),
+        "calls": calls,
+        "text": src.text(src.sized(100 + src.history_bytes // 5)) if final else None,
+        "message_id": "msg_" + src.hex(24),
+        "signature": src.alnum(64),
+    }
 
 
 def _responses_items(turn: dict[str, Any], with_outputs: bool = True) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     if turn["reasoning"]:
-        items.append({"id": turn["reasoning_id"], "summary": [{"text": turn["reasoning"], "type": "summary_text"}],
-                      "type": "reasoning"})
+        items.append({"id": turn["reasoning_id"], "summary": [{"text": turn["reasoning"], "type": "summary_text"}], "type": "reasoning"})
     for c in turn["calls"]:
-        items.append({"arguments": orjson.dumps(c["args"]).decode(), "call_id": c["call_id"],
-                      "name": c["name"], "type": "function_call", "id": c["item_id"], "status": "completed"})
+        items.append(
+            {
+                "arguments": orjson.dumps(c["args"]).decode(),
+                "call_id": c["call_id"],
+                "name": c["name"],
+                "type": "function_call",
+                "id": c["item_id"],
+                "status": "completed",
+            }
+        )
     if turn["text"] is not None:
-        items.append({"type": "message", "role": "assistant", "id": turn["message_id"], "status": "completed",
-                      "content": [{"type": "output_text", "text": turn["text"], "annotations": []}]})
+        items.append(
+            {
+                "type": "message",
+                "role": "assistant",
+                "id": turn["message_id"],
+                "status": "completed",
+                "content": [{"type": "output_text", "text": turn["text"], "annotations": []}],
+            }
+        )
     if with_outputs:
-        items += [{"call_id": c["call_id"], "output": c["output"], "type": "function_call_output"}
-                  for c in turn["calls"]]
+        items += [{"call_id": c["call_id"], "output": c["output"], "type": "function_call_output"} for c in turn["calls"]]
     return items
 
 
 def _chat_message(turn: dict[str, Any]) -> dict[str, Any]:
-    calls = [{"id": c["call_id"], "type": "function",
-              "function": {"name": c["name"], "arguments": orjson.dumps(c["args"]).decode()}} for c in turn["calls"]]
+    calls = [
+        {"id": c["call_id"], "type": "function", "function": {"name": c["name"], "arguments": orjson.dumps(c["args"]).decode()}}
+        for c in turn["calls"]
+    ]
     return {"role": "assistant", "content": turn["text"], "tool_calls": calls, "reasoning_content": turn["reasoning"]}
 
 
@@ -243,8 +349,7 @@ def _anthropic_blocks(turn: dict[str, Any]) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     if turn["reasoning"]:
         blocks.append({"type": "thinking", "thinking": turn["reasoning"], "signature": turn["signature"]})
-    blocks += [{"type": "tool_use", "id": c["call_id"], "name": c["name"], "input": c["args"]}
-               for c in turn["calls"]]
+    blocks += [{"type": "tool_use", "id": c["call_id"], "name": c["name"], "input": c["args"]} for c in turn["calls"]]
     if turn["text"] is not None:
         blocks.append({"type": "text", "text": turn["text"]})
     return blocks
@@ -261,79 +366,170 @@ def _extend_history(history: list[dict[str, Any]], dialect: str, turn: dict[str,
         history += _responses_items(turn)
     elif dialect == "chat":
         history.append({k: v for k, v in _chat_message(turn).items() if k != "reasoning_content"})
-        history += [{"role": "tool", "tool_call_id": c["call_id"], "content": c["output"]}
-                    for c in turn["calls"]]
+        history += [{"role": "tool", "tool_call_id": c["call_id"], "content": c["output"]} for c in turn["calls"]]
     else:
         history.append({"role": "assistant", "content": _anthropic_blocks(turn)})
-        history.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": c["call_id"], "content": c["output"]}
-            for c in turn["calls"]]})
+        history.append(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": c["call_id"], "content": c["output"]} for c in turn["calls"]],
+            }
+        )
 
 
 def _request(task: _Task, dialect: str, history: list[dict[str, Any]]) -> dict[str, Any]:
     model, tools = _MODELS[task.agent[2]], [_tool_def(dialect, t) for t in task.tools]
     if dialect == "responses":
-        return {"model": model, "input": history[:], "tools": tools, "tool_choice": "auto",
-                "parallel_tool_calls": True, "temperature": task.temperature, "max_output_tokens": 32768}
+        return {
+            "model": model,
+            "input": history[:],
+            "tools": tools,
+            "tool_choice": "auto",
+            "parallel_tool_calls": True,
+            "temperature": task.temperature,
+            "max_output_tokens": 32768,
+        }
     if dialect == "chat":
-        return {"model": model, "messages": history[:], "tools": tools, "tool_choice": "auto",
-                "temperature": task.temperature, "max_tokens": 32768}
-    return {"model": model, "max_tokens": 16384, "system": [{"type": "text", "text": task.system,
-            "cache_control": {"type": "ephemeral"}}], "messages": history[:], "tools": tools}
+        return {
+            "model": model,
+            "messages": history[:],
+            "tools": tools,
+            "tool_choice": "auto",
+            "temperature": task.temperature,
+            "max_tokens": 32768,
+        }
+    return {
+        "model": model,
+        "max_tokens": 16384,
+        "system": [{"type": "text", "text": task.system, "cache_control": {"type": "ephemeral"}}],
+        "messages": history[:],
+        "tools": tools,
+    }
 
 
-def _response(src: _Source, task: _Task, dialect: str, turn: dict[str, Any],
-              tokens_in: int, cached: int, created: int) -> dict[str, Any]:
+def _response(src: _Source, task: _Task, dialect: str, turn: dict[str, Any], tokens_in: int, cached: int, created: int) -> dict[str, Any]:
     """The upstream reply in the dialect's shape, with token usage."""
     model, reasoning = _MODELS[task.agent[2]], len(turn["reasoning"] or "") // 4
     tokens_out = reasoning + 20 + sum(len(str(c["args"])) for c in turn["calls"]) // 4 + len(turn["text"] or "") // 4
     if dialect == "responses":
-        return {"id": "resp_" + src.hex(32), "created_at": created, "error": None, "incomplete_details": None,
-                "instructions": None, "metadata": None, "model": model, "object": "response",
-                "output": _responses_items(turn, with_outputs=False), "parallel_tool_calls": True,
-                "temperature": task.temperature, "tool_choice": "auto", "top_p": 1.0,
-                "max_output_tokens": 32768, "status": "completed",
-                "usage": {"input_tokens": tokens_in, "input_tokens_details": {"cached_tokens": cached},
-                          "output_tokens": tokens_out, "output_tokens_details": {"reasoning_tokens": reasoning},
-                          "total_tokens": tokens_in + tokens_out}}
+        return {
+            "id": "resp_" + src.hex(32),
+            "created_at": created,
+            "error": None,
+            "incomplete_details": None,
+            "instructions": None,
+            "metadata": None,
+            "model": model,
+            "object": "response",
+            "output": _responses_items(turn, with_outputs=False),
+            "parallel_tool_calls": True,
+            "temperature": task.temperature,
+            "tool_choice": "auto",
+            "top_p": 1.0,
+            "max_output_tokens": 32768,
+            "status": "completed",
+            "usage": {
+                "input_tokens": tokens_in,
+                "input_tokens_details": {"cached_tokens": cached},
+                "output_tokens": tokens_out,
+                "output_tokens_details": {"reasoning_tokens": reasoning},
+                "total_tokens": tokens_in + tokens_out,
+            },
+        }
     if dialect == "chat":
-        return {"id": "chatcmpl-" + src.hex(32), "object": "chat.completion", "created": created, "model": model,
-                "choices": [{"index": 0, "message": _chat_message(turn), "logprobs": None,
-                             "finish_reason": "tool_calls" if turn["calls"] else "stop", "stop_reason": None}],
-                "usage": {"prompt_tokens": tokens_in, "total_tokens": tokens_in + tokens_out,
-                          "completion_tokens": tokens_out, "prompt_tokens_details": {"cached_tokens": cached},
-                          "completion_tokens_details": {"reasoning_tokens": reasoning}}, "prompt_logprobs": None}
+        return {
+            "id": "chatcmpl-" + src.hex(32),
+            "object": "chat.completion",
+            "created": created,
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": _chat_message(turn),
+                    "logprobs": None,
+                    "finish_reason": "tool_calls" if turn["calls"] else "stop",
+                    "stop_reason": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": tokens_in,
+                "total_tokens": tokens_in + tokens_out,
+                "completion_tokens": tokens_out,
+                "prompt_tokens_details": {"cached_tokens": cached},
+                "completion_tokens_details": {"reasoning_tokens": reasoning},
+            },
+            "prompt_logprobs": None,
+        }
     created_tokens = src.rng.randint(0, max(0, tokens_in - cached))
-    return {"id": "msg_01" + src.alnum(22), "type": "message", "role": "assistant", "model": model,
-            "content": _anthropic_blocks(turn), "stop_reason": "tool_use" if turn["calls"] else "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": max(0, tokens_in - cached - created_tokens),
-                      "cache_creation_input_tokens": created_tokens, "cache_read_input_tokens": cached,
-                      "output_tokens": tokens_out, "service_tier": "standard"}}
+    return {
+        "id": "msg_01" + src.alnum(22),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": _anthropic_blocks(turn),
+        "stop_reason": "tool_use" if turn["calls"] else "end_turn",
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": max(0, tokens_in - cached - created_tokens),
+            "cache_creation_input_tokens": created_tokens,
+            "cache_read_input_tokens": cached,
+            "output_tokens": tokens_out,
+            "service_tier": "standard",
+        },
+    }
 
 
-_ERRORS = ((500, "upstream_error", {"message": "The server had an error while processing your request.",
-                                    "type": "server_error", "code": None, "param": None}),
-           (429, "rate_limit", {"message": "Rate limit reached for requests. Please retry after 1s.",
-                                "type": "rate_limit_error", "code": "rate_limit_exceeded", "param": None}),
-           (None, "timeout", None))
+_ERRORS = (
+    (
+        500,
+        "upstream_error",
+        {"message": "The server had an error while processing your request.", "type": "server_error", "code": None, "param": None},
+    ),
+    (
+        429,
+        "rate_limit",
+        {
+            "message": "Rate limit reached for requests. Please retry after 1s.",
+            "type": "rate_limit_error",
+            "code": "rate_limit_exceeded",
+            "param": None,
+        },
+    ),
+    (None, "timeout", None),
+)
 
 
-def _exchange(src: _Source, dialect: str, server: str, start: float, request: dict[str, Any],
-              response: dict[str, Any] | None, session: str | None, error: tuple[Any, ...] | None) -> dict[str, Any]:
+def _exchange(
+    src: _Source,
+    dialect: str,
+    server: str,
+    start: float,
+    request: dict[str, Any],
+    response: dict[str, Any] | None,
+    session: str | None,
+    error: tuple[Any, ...] | None,
+) -> dict[str, Any]:
     """A capture line as the model-server middleware writes it (writer key order)."""
     latency = round(src.rng.uniform(300, 6000), 2)
     status, category, body = error or (200, None, None)
-    line = {"model_call_id": src.hex(32), "dialect": dialect,
-            "model_ref": {"type": "responses_api_models", "name": server},
-            "started_at": round(start, 6), "completed_at": round(start + latency / 1000, 6),
-            "latency_ms": latency, "latency_ttft_ms": round(latency * src.rng.uniform(0.05, 0.9), 2),
-            "status_code": status, "error_category": category, "request": request,
-            "response": {"error": body} if error and body else response}
+    line = {
+        "model_call_id": src.hex(32),
+        "dialect": dialect,
+        "model_ref": {"type": "responses_api_models", "name": server},
+        "started_at": round(start, 6),
+        "completed_at": round(start + latency / 1000, 6),
+        "latency_ms": latency,
+        "latency_ttft_ms": round(latency * src.rng.uniform(0.05, 0.9), 2),
+        "status_code": status,
+        "error_category": category,
+        "request": request,
+        "response": {"error": body} if error and body else response,
+    }
     if session:
         line["client_session_id"] = session
-    line.update(upstream_attempted=True, response_source="upstream",
-                upstream_status_code=status if error else None, local_response_reason=None)
+    line.update(
+        upstream_attempted=True, response_source="upstream", upstream_status_code=status if error else None, local_response_reason=None
+    )
     if not error and src.rng.random() < 0.1:
         line["response_raw"] = "event: stream\ndata: " + orjson.dumps(response).decode() + "\n\n"
     return line
@@ -350,8 +546,7 @@ def _dump_item(item: dict[str, Any]) -> dict[str, Any]:
         return {**item, "id": None, "status": None}
     if item["role"] == "assistant":
         parts = [{**p, "logprobs": None} for p in item["content"]]
-        return {"id": item["id"], "content": parts, "role": "assistant", "status": "completed",
-                "type": "message", "phase": None}
+        return {"id": item["id"], "content": parts, "role": "assistant", "status": "completed", "type": "message", "phase": None}
     return {"content": item["content"], "role": item["role"], "type": "message", "phase": None}
 
 
@@ -369,29 +564,57 @@ class _Episode:
 
 def _judge_exchange(src: _Source, task: _Task, now: float) -> dict[str, Any]:
     """The grader call an environment makes after the agent finished (no agent owns it)."""
-    request = {"model": _MODELS[_JUDGE], "input": [
-        {"role": "system", "content": "You are a strict grader. Answer [[YES]] or [[NO]]."},
-        {"role": "user", "content": f"Reference: {task.expected_answer}\nCandidate: {src.text(200)}"}],
-        "temperature": 0.0, "max_output_tokens": 16}
-    verdict = {"id": "resp_" + src.hex(32), "created_at": int(now), "model": _MODELS[_JUDGE], "object": "response",
-               "status": "completed", "error": None, "incomplete_details": None,
-               "output": [{"id": "msg_" + src.hex(24), "content": [{"annotations": [], "text": "[[YES]]",
-                           "type": "output_text"}], "role": "assistant", "status": "completed", "type": "message"}],
-               "usage": {"input_tokens": 103, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 2,
-                         "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 105}}
+    request = {
+        "model": _MODELS[_JUDGE],
+        "input": [
+            {"role": "system", "content": "You are a strict grader. Answer [[YES]] or [[NO]]."},
+            {"role": "user", "content": f"Reference: {task.expected_answer}\nCandidate: {src.text(200)}"},
+        ],
+        "temperature": 0.0,
+        "max_output_tokens": 16,
+    }
+    verdict = {
+        "id": "resp_" + src.hex(32),
+        "created_at": int(now),
+        "model": _MODELS[_JUDGE],
+        "object": "response",
+        "status": "completed",
+        "error": None,
+        "incomplete_details": None,
+        "output": [
+            {
+                "id": "msg_" + src.hex(24),
+                "content": [{"annotations": [], "text": "[[YES]]", "type": "output_text"}],
+                "role": "assistant",
+                "status": "completed",
+                "type": "message",
+            }
+        ],
+        "usage": {
+            "input_tokens": 103,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 2,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 105,
+        },
+    }
     return _exchange(src, "responses", _JUDGE, now + 0.5, request, verdict, None, None)
 
 
-def _turn_record(dialect: str, history: list[dict[str, Any]], turn: dict[str, Any], line: dict[str, Any],
-                 steps: int) -> dict[str, Any]:
+def _turn_record(dialect: str, history: list[dict[str, Any]], turn: dict[str, Any], line: dict[str, Any], steps: int) -> dict[str, Any]:
     """What a producer trajectory says about one successful call (`steps` counts its own tools)."""
     question = [_dump_item(x) for x in history] if dialect == "responses" else history[:]
     answer = _responses_items(turn, False) if dialect == "responses" else _anthropic_blocks(turn)
-    return {"response_id": line["response"]["id"], "server": line["model_ref"]["name"],
-            "started_at": line["started_at"], "question": question, "steps": steps,
-            "answer": [a for a in answer if a.get("type") not in ("reasoning", "thinking")],
-            "reasoning": turn["reasoning"],
-            "reasoning_items": [_dump_item(a) for a in answer if a.get("type") == "reasoning"]}
+    return {
+        "response_id": line["response"]["id"],
+        "server": line["model_ref"]["name"],
+        "started_at": line["started_at"],
+        "question": question,
+        "steps": steps,
+        "answer": [a for a in answer if a.get("type") not in ("reasoning", "thinking")],
+        "reasoning": turn["reasoning"],
+        "reasoning_items": [_dump_item(a) for a in answer if a.get("type") == "reasoning"],
+    }
 
 
 def _simulate(src: _Source, task: _Task, n_calls: int) -> _Episode:
@@ -421,9 +644,16 @@ def _simulate(src: _Source, task: _Task, n_calls: int) -> _Episode:
         now = exchanges[-1]["completed_at"]
         for c in turn["calls"]:
             took = src.rng.uniform(0.005, 4.0)
-            tools.append({"call_id": c["call_id"], "name": c["name"], "started_at": round(now, 6),
-                          "completed_at": round(now + took, 6), "duration_ms": round(took * 1000, 3),
-                          "output": c["output"]})
+            tools.append(
+                {
+                    "call_id": c["call_id"],
+                    "name": c["name"],
+                    "started_at": round(now, 6),
+                    "completed_at": round(now + took, 6),
+                    "duration_ms": round(took * 1000, 3),
+                    "output": c["output"],
+                }
+            )
             now += took
         _extend_history(history, dialect, turn)
         conversation += _responses_items(turn)
@@ -435,42 +665,74 @@ def _simulate(src: _Source, task: _Task, n_calls: int) -> _Episode:
 
 
 def _ref(server: str, response_id: str) -> dict[str, Any]:
-    return {"model_call_id": None, "model_ref": {"type": "responses_api_models", "name": server},
-            "response_id": response_id}
+    return {"model_call_id": None, "model_ref": {"type": "responses_api_models", "name": server}, "response_id": response_id}
 
 
 def _token_numbers(response: dict[str, Any]) -> tuple[int, int, int, int]:
     """(prompt, cached, completion, reasoning) of one upstream reply, whatever its dialect."""
     u = response["usage"]
     if "prompt_tokens" in u:
-        return (u["prompt_tokens"], u["prompt_tokens_details"]["cached_tokens"], u["completion_tokens"],
-                u["completion_tokens_details"]["reasoning_tokens"])
+        return (
+            u["prompt_tokens"],
+            u["prompt_tokens_details"]["cached_tokens"],
+            u["completion_tokens"],
+            u["completion_tokens_details"]["reasoning_tokens"],
+        )
     if "cache_read_input_tokens" in u:
-        return (u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"],
-                u["cache_read_input_tokens"], u["output_tokens"], 0)
-    return (u["input_tokens"], u["input_tokens_details"]["cached_tokens"], u["output_tokens"],
-            u["output_tokens_details"]["reasoning_tokens"])
+        return (
+            u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"],
+            u["cache_read_input_tokens"],
+            u["output_tokens"],
+            0,
+        )
+    return (
+        u["input_tokens"],
+        u["input_tokens_details"]["cached_tokens"],
+        u["output_tokens"],
+        u["output_tokens_details"]["reasoning_tokens"],
+    )
 
 
 def _usage(responses: list[dict[str, Any]]) -> dict[str, Any]:
     """The agent's usage in Responses shape: summed over its successful calls, as harnesses report it."""
     numbers = [sum(column) for column in zip(*(_token_numbers(r) for r in responses), strict=False)]
-    return {"input_tokens": numbers[0], "input_tokens_details": {"cached_tokens": numbers[1]},
-            "output_tokens": numbers[2], "output_tokens_details": {"reasoning_tokens": numbers[3]},
-            "total_tokens": numbers[0] + numbers[2]}
+    return {
+        "input_tokens": numbers[0],
+        "input_tokens_details": {"cached_tokens": numbers[1]},
+        "output_tokens": numbers[2],
+        "output_tokens_details": {"reasoning_tokens": numbers[3]},
+        "total_tokens": numbers[0] + numbers[2],
+    }
 
 
 def _tool_record(invocation: str, tool: dict[str, Any], sandbox: str | None, timing: str) -> dict[str, Any]:
-    return {"kind": "tool_call", "invocation_id": invocation, "tool_call_id": tool["call_id"], "sandbox_id": sandbox,
-            "tool_name": tool["name"], "started_at": tool["started_at"], "completed_at": tool["completed_at"],
-            "duration_ms": tool["duration_ms"], "timing_source": timing, "status": "completed", "error_type": None}
+    return {
+        "kind": "tool_call",
+        "invocation_id": invocation,
+        "tool_call_id": tool["call_id"],
+        "sandbox_id": sandbox,
+        "tool_name": tool["name"],
+        "started_at": tool["started_at"],
+        "completed_at": tool["completed_at"],
+        "duration_ms": tool["duration_ms"],
+        "timing_source": timing,
+        "status": "completed",
+        "error_type": None,
+    }
 
 
-def _invocation(invocation: str, duration_ms: float, refs: list[dict[str, Any]],
-                conversation: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"kind": "agent_invocation", "invocation_id": invocation, "parent_invocation_id": None,
-            "spawned_by_tool_call_id": None, "status": "completed", "duration_ms": duration_ms,
-            "error_type": None, "model_calls": refs, "conversation": conversation}
+def _invocation(invocation: str, duration_ms: float, refs: list[dict[str, Any]], conversation: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "kind": "agent_invocation",
+        "invocation_id": invocation,
+        "parent_invocation_id": None,
+        "spawned_by_tool_call_id": None,
+        "status": "completed",
+        "duration_ms": duration_ms,
+        "error_type": None,
+        "model_calls": refs,
+        "conversation": conversation,
+    }
 
 
 def _observations(src: _Source, evidence: str, ep: _Episode, duration_ms: float) -> dict[str, Any]:
@@ -481,19 +743,36 @@ def _observations(src: _Source, evidence: str, ep: _Episode, duration_ms: float)
     if evidence == "claude_code":
         uid = src.hex(32)
         uid = f"{uid[:8]}-{uid[8:12]}-{uid[12:16]}-{uid[16:20]}-{uid[20:]}"
-        return {"source": "claude_code", "records": [_invocation(uid, duration_ms, refs, ep.conversation)]
-                + [_tool_record(uid, t, None, "artifact") for t in ep.tools], "gaps": []}
+        return {
+            "source": "claude_code",
+            "records": [_invocation(uid, duration_ms, refs, ep.conversation)] + [_tool_record(uid, t, None, "artifact") for t in ep.tools],
+            "gaps": [],
+        }
     sandbox = "sbx-" + src.hex(12)
-    return {"source": "harness", "records": [_invocation(ep.session, duration_ms, [], ep.conversation)]
-            + [_tool_record(ep.session, t, sandbox, "executor") for t in ep.tools]
-            + [{"kind": "sandbox", "role": "agent", "provider": "docker", "sandbox_id": sandbox, "outcome": "completed",
-                "exit_code": 0, "wall_time_s": round(duration_ms / 1000 + 1, 3),
-                "cpu_time_s": round(duration_ms / 2500, 3), "peak_memory_mib": round(src.rng.uniform(300, 4000), 1),
-                "resource_usage_source": "cgroup_v2", "error_type": None}], "gaps": []}
+    return {
+        "source": "harness",
+        "records": [_invocation(ep.session, duration_ms, [], ep.conversation)]
+        + [_tool_record(ep.session, t, sandbox, "executor") for t in ep.tools]
+        + [
+            {
+                "kind": "sandbox",
+                "role": "agent",
+                "provider": "docker",
+                "sandbox_id": sandbox,
+                "outcome": "completed",
+                "exit_code": 0,
+                "wall_time_s": round(duration_ms / 1000 + 1, 3),
+                "cpu_time_s": round(duration_ms / 2500, 3),
+                "peak_memory_mib": round(src.rng.uniform(300, 4000), 1),
+                "resource_usage_source": "cgroup_v2",
+                "error_type": None,
+            }
+        ],
+        "gaps": [],
+    }
 
 
-def _producer_trajectory(ep: _Episode, dialect: str, ids: tuple[str, str], duration_ms: float,
-                         turns_only: bool) -> dict[str, Any]:
+def _producer_trajectory(ep: _Episode, dialect: str, ids: tuple[str, str], duration_ms: float, turns_only: bool) -> dict[str, Any]:
     """The trajectory record an agent computes itself (0.7.0 JSON-mode shape).
 
     A harness reports only its turns (under its session invocation) and leaves invocations
@@ -502,38 +781,82 @@ def _producer_trajectory(ep: _Episode, dialect: str, ids: tuple[str, str], durat
     task_id, rollout_id = ids
     invocation = ep.session if turns_only else "root"
     refs = [_ref(t["server"], t["response_id"]) for t in ep.turns]
-    turns = [{"invocation_id": invocation, "task_id": task_id, "rollout_id": rollout_id, "turn_no": i + 1,
-              "timestamp": t["started_at"], "question": t["question"], "answer": t["answer"],
-              "reasoning_content": (t["reasoning_items"] or None) if dialect == "responses" else t["reasoning"],
-              "resolved": None, "step_count": t["steps"], "model_calls": [refs[i]]} for i, t in enumerate(ep.turns)]
-    invocations = [] if turns_only else [
-        _invocation(invocation, duration_ms, refs, [_dump_item(x) for x in ep.conversation])]
-    tools = [] if turns_only else [{**_tool_record(invocation, t, None, "executor"), "output": t["output"]}
-                                   for t in ep.tools]
-    return {"schema_version": "1.0", "task_id": task_id, "rollout_id": rollout_id, "invocations": invocations,
-            "turns": turns, "model_calls": [], "tool_calls": tools, "gaps": []}
+    turns = [
+        {
+            "invocation_id": invocation,
+            "task_id": task_id,
+            "rollout_id": rollout_id,
+            "turn_no": i + 1,
+            "timestamp": t["started_at"],
+            "question": t["question"],
+            "answer": t["answer"],
+            "reasoning_content": (t["reasoning_items"] or None) if dialect == "responses" else t["reasoning"],
+            "resolved": None,
+            "step_count": t["steps"],
+            "model_calls": [refs[i]],
+        }
+        for i, t in enumerate(ep.turns)
+    ]
+    invocations = [] if turns_only else [_invocation(invocation, duration_ms, refs, [_dump_item(x) for x in ep.conversation])]
+    tools = [] if turns_only else [{**_tool_record(invocation, t, None, "executor"), "output": t["output"]} for t in ep.tools]
+    return {
+        "schema_version": "1.0",
+        "task_id": task_id,
+        "rollout_id": rollout_id,
+        "invocations": invocations,
+        "turns": turns,
+        "model_calls": [],
+        "tool_calls": tools,
+        "gaps": [],
+    }
 
 
-def _row(src: _Source, task: _Task, ep: _Episode, ids: tuple[int, int, int],
-         failure: dict[str, Any] | None = None) -> dict[str, Any]:
+def _row(src: _Source, task: _Task, ep: _Episode, ids: tuple[int, int, int], failure: dict[str, Any] | None = None) -> dict[str, Any]:
     """A persisted rollout row as 0.7.0 writes it after an inline collection."""
     name, dialect, _, evidence = task.agent
     t, r, attempt = ids
     answered = [x["response"] for x in ep.exchanges if x["status_code"] == 200 and x["model_ref"]["name"] != _JUDGE]
     duration_ms = round((ep.end - ep.exchanges[0]["started_at"]) * 1000, 3)
-    row: dict[str, Any] = {"responses_create_params": {
-        "input": _history_start(task, "responses"), "tools": [_tool_def("responses", x) for x in task.tools],
-        "temperature": task.temperature, "max_output_tokens": 32768, "parallel_tool_calls": True}}
+    row: dict[str, Any] = {
+        "responses_create_params": {
+            "input": _history_start(task, "responses"),
+            "tools": [_tool_def("responses", x) for x in task.tools],
+            "temperature": task.temperature,
+            "max_output_tokens": 32768,
+            "parallel_tool_calls": True,
+        }
+    }
     if task.expected_answer is not None:
         row["expected_answer"] = task.expected_answer
     row["response"] = {
-        "id": "resp_" + src.hex(32), "created_at": round(ep.end, 6), "error": None, "incomplete_details": None,
-        "instructions": None, "metadata": None, "model": _MODELS[task.agent[2]], "object": "response",
-        "output": ep.conversation[2:], "parallel_tool_calls": True, "temperature": task.temperature,
-        "tool_choice": "auto", "tools": row["responses_create_params"]["tools"], "top_p": 1.0, "background": None,
-        "max_output_tokens": 32768, "max_tool_calls": None, "previous_response_id": None, "prompt": None,
-        "reasoning": None, "service_tier": None, "status": "completed", "text": None, "top_logprobs": None,
-        "truncation": None, "usage": _usage(answered) if answered else None, "user": None}
+        "id": "resp_" + src.hex(32),
+        "created_at": round(ep.end, 6),
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "metadata": None,
+        "model": _MODELS[task.agent[2]],
+        "object": "response",
+        "output": ep.conversation[2:],
+        "parallel_tool_calls": True,
+        "temperature": task.temperature,
+        "tool_choice": "auto",
+        "tools": row["responses_create_params"]["tools"],
+        "top_p": 1.0,
+        "background": None,
+        "max_output_tokens": 32768,
+        "max_tool_calls": None,
+        "previous_response_id": None,
+        "prompt": None,
+        "reasoning": None,
+        "service_tier": None,
+        "status": "completed",
+        "text": None,
+        "top_logprobs": None,
+        "truncation": None,
+        "usage": _usage(answered) if answered else None,
+        "user": None,
+    }
     resolved = failure is None and src.rng.random() < 0.5
     row.update(reward=1.0 if resolved else 0.0, resolved=resolved)
     if src.rng.random() < 0.85:
@@ -542,8 +865,7 @@ def _row(src: _Source, task: _Task, ep: _Episode, ids: tuple[int, int, int],
         row["ng_agent_observations"] = _observations(src, evidence, ep, duration_ms)
     if evidence == "producer" or (evidence == "harness" and src.rng.random() < 0.6):
         rollout_id = f"{t}-{r}" + (f"-a{attempt}" if attempt else "")
-        row["ng_trajectory"] = _producer_trajectory(ep, dialect, (str(t), rollout_id), duration_ms,
-                                                    turns_only=evidence == "harness")
+        row["ng_trajectory"] = _producer_trajectory(ep, dialect, (str(t), rollout_id), duration_ms, turns_only=evidence == "harness")
     row.update(failure or {})
     row.update(_ng_task_index=t, _ng_rollout_index=r, agent_ref={"type": "responses_api_agents", "name": name})
     if attempt:
@@ -555,30 +877,51 @@ def _row(src: _Source, task: _Task, ep: _Episode, ids: tuple[int, int, int],
 
 def _request_failure(src: _Source, cls: str, task: _Task, t: int, r: int) -> dict[str, Any]:
     """The small sidecar row of an attempt whose `/run` call itself failed."""
-    status, body = (503, None) if cls == "agent_request_failed" else (500, (
-        "Traceback (most recent call last):\n  File \"/opt/gym/agent/app.py\", line 412, in run\n"
-        "RuntimeError: Received an invalid response from model server"))
+    status, body = (
+        (503, None)
+        if cls == "agent_request_failed"
+        else (
+            500,
+            (
+                'Traceback (most recent call last):\n  File "/opt/gym/agent/app.py", line 412, in run\n'
+                "RuntimeError: Received an invalid response from model server"
+            ),
+        )
+    )
     url = f"http://10.0.{src.rng.randrange(256)}.{src.rng.randrange(256)}:{src.rng.randrange(20000, 60000)}/run"
     reason = "Service Unavailable" if status == 503 else "Internal Server Error"
-    return {"_ng_failure_class": cls, "_ng_failure_type": "ClientResponseError",
-            "_ng_failure_message": f"{status}, message='{reason}', url='{url}'", "_ng_failure_http_status": status,
-            "_ng_failure_response_body": body, "_ng_task_index": t, "_ng_rollout_index": r,
-            "agent_ref": {"type": "responses_api_agents", "name": task.agent[0]}}
+    return {
+        "_ng_failure_class": cls,
+        "_ng_failure_type": "ClientResponseError",
+        "_ng_failure_message": f"{status}, message='{reason}', url='{url}'",
+        "_ng_failure_http_status": status,
+        "_ng_failure_response_body": body,
+        "_ng_task_index": t,
+        "_ng_rollout_index": r,
+        "agent_ref": {"type": "responses_api_agents", "name": task.agent[0]},
+    }
 
 
-_FAILURES = {"agent_request_failed": None, "agent_run_error": None,
-             "timeout_exceeded": {"_ng_failure_class": "timeout_exceeded", "_ng_failure_terminal": False,
-                                  "error": "rollout exceeded the per-task timeout of 3600s"},
-             "judge_failed": {"_ng_failure_class": "judge_failed", "_ng_failure_judge_error":
-                              "judge response did not contain a verdict: 'I cannot determine'"}}
+_FAILURES = {
+    "agent_request_failed": None,
+    "agent_run_error": None,
+    "timeout_exceeded": {
+        "_ng_failure_class": "timeout_exceeded",
+        "_ng_failure_terminal": False,
+        "error": "rollout exceeded the per-task timeout of 3600s",
+    },
+    "judge_failed": {
+        "_ng_failure_class": "judge_failed",
+        "_ng_failure_judge_error": "judge response did not contain a verdict: 'I cannot determine'",
+    },
+}
 
 
 def _capture_lines(ep: _Episode) -> list[bytes]:
     return [orjson.dumps(x) + b"\n" for x in ep.exchanges]
 
 
-def _attempt(src: _Source, task: _Task, ids: tuple[int, int, int], n_calls: int,
-             failure: str | None = None) -> _Attempt:
+def _attempt(src: _Source, task: _Task, ids: tuple[int, int, int], n_calls: int, failure: str | None = None) -> _Attempt:
     t, r, attempt = ids
     rollout_id = f"{t}-{r}" + (f"-a{attempt}" if attempt else "")
     ep = _simulate(src, task, n_calls if failure is None else max(1, n_calls // 2))
@@ -602,8 +945,9 @@ def _insert_line(a: _Attempt, kind: str, line: bytes, src: _Source) -> None:
     a.line_plants.append((kind, line))
 
 
-def _plan_realistic(src: _Source, rollouts: int, calls: int, failures_fraction: float, repeats: int = REPEATS,
-                    first_task: int = 0) -> tuple[list[Any], list[Any], list[_Attempt], list[_Task]]:
+def _plan_realistic(
+    src: _Source, rollouts: int, calls: int, failures_fraction: float, repeats: int = REPEATS, first_task: int = 0
+) -> tuple[list[Any], list[Any], list[_Attempt], list[_Task]]:
     """Tasks x repeats, some failed first attempts retried, one marker, one damaged line, one orphan.
 
     Task indices (and so rollout ids) start at `first_task`; the orphan takes the index after the last task.
@@ -627,17 +971,21 @@ def _plan_realistic(src: _Source, rollouts: int, calls: int, failures_fraction: 
     several = [a for a in main if len(a.lines) > 1]  # a cut last line leaves records before it
     marked, damaged = src.rng.sample(several if len(several) >= 2 else [a for a in main if a.lines], 2)
     marked.marker = True
-    _damage_line(damaged, "truncated_capture_line", len(damaged.lines) - 1,
-                 damaged.lines[-1][: len(damaged.lines[-1]) // 2])
+    _damage_line(damaged, "truncated_capture_line", len(damaged.lines) - 1, damaged.lines[-1][: len(damaged.lines[-1]) // 2])
     return main, side, [orphan], tasks
 
 
 def _identity_rows(src: _Source, task: _Task, first_index: int, calls: int) -> list[_Attempt]:
     """Extra rows whose identity 0.7.0 cannot use (no capture file can belong to them)."""
-    edits = (("missing_identity", "_ng_task_index", None), ("invalid_identity", "_ng_rollout_id", 5),
-             ("invalid_identity", "_ng_attempt_index", "x"), ("invalid_identity", "_ng_task_index", "a b"),
-             ("path_traversal_id", "_ng_rollout_id", "../x"), ("path_traversal_id", "_ng_rollout_id", "/abs"),
-             ("path_traversal_id", "_ng_rollout_id", "a/b"))
+    edits = (
+        ("missing_identity", "_ng_task_index", None),
+        ("invalid_identity", "_ng_rollout_id", 5),
+        ("invalid_identity", "_ng_attempt_index", "x"),
+        ("invalid_identity", "_ng_task_index", "a b"),
+        ("path_traversal_id", "_ng_rollout_id", "../x"),
+        ("path_traversal_id", "_ng_rollout_id", "/abs"),
+        ("path_traversal_id", "_ng_rollout_id", "a/b"),
+    )
     rows = []
     for k, (kind, key, value) in enumerate(edits):
         row = _attempt(src, task, (first_index + k, 0, 0), calls).row
@@ -653,12 +1001,11 @@ def _damage_captures(src: _Source, victims: list[_Attempt]) -> None:
     """Lines a reader must count as unusable, a blank and a huge line, and one missing file."""
     _insert_line(victims[0], "non_object_capture_line", b"[]\n", src)
     _insert_line(victims[0], "non_object_capture_line", b"null\n", src)
-    _damage_line(victims[1], "invalid_utf8_capture_line", 0,
-                 victims[1].lines[0].replace(b'"upstream"', b'"up\xff\xfestream"', 1))
+    _damage_line(victims[1], "invalid_utf8_capture_line", 0, victims[1].lines[0].replace(b'"upstream"', b'"up\xff\xfestream"', 1))
     _insert_line(victims[1], "blank_capture_line", b" \t \n", src)
     _damage_line(victims[2], "bom_capture_line", 0, b"\xef\xbb\xbf" + victims[2].lines[0])
     head, _, tail = victims[3].lines[0].partition(b'"latency_ms":')
-    _damage_line(victims[3], "nan_capture_line", 0, head + b'"latency_ms":NaN' + tail[tail.index(b","):])
+    _damage_line(victims[3], "nan_capture_line", 0, head + b'"latency_ms":NaN' + tail[tail.index(b",") :])
     huge = orjson.loads(victims[4].lines[0])
     huge["response_raw"] = src.text(HUGE_LINE_BYTES)
     victims[4].lines[0] = orjson.dumps(huge) + b"\n"
@@ -672,9 +1019,12 @@ def _damage_rows(main: list[Any], twin_of: _Attempt, stale: _Attempt) -> None:
     twin["reward"] = 1.0 - twin["reward"]
     main.append(_Attempt(twin, twin_of.rollout_id, row_kinds=["duplicate_identity"]))
     stale.row["ng_model_call_capture"] = {
-        "rollout_id": stale.rollout_id, "metrics": dict.fromkeys(
-            ("tokens_in", "tokens_out", "tokens_reasoning", "tokens_total", "cached_tokens", "latency_total_ms"))
-        | {"num_calls": 0}, "calls": [], "gaps": [{"code": "model_call_capture_no_records"}]}
+        "rollout_id": stale.rollout_id,
+        "metrics": dict.fromkeys(("tokens_in", "tokens_out", "tokens_reasoning", "tokens_total", "cached_tokens", "latency_total_ms"))
+        | {"num_calls": 0},
+        "calls": [],
+        "gaps": [{"code": "model_call_capture_no_records"}],
+    }
     stale.row_kinds = ["stale_no_records"]
     bundles = [a for a in main if "ng_agent_observations" in (a.row or {}) and not a.row_kinds][:2]
     for a, drop_kind in zip(bundles, (False, True), strict=False):
@@ -697,17 +1047,22 @@ def _stray_captures(src: _Source, task: _Task, calls: int) -> list[_Attempt]:
 
 def _add_bad_lines(src: _Source, main: list[Any], side: list[Any], row: bytes) -> None:
     """Lines of the rollouts files that cannot become rows; the sidecar ends mid-row."""
-    raw = [("blank_line", b"  \n"), ("blank_line", b"\n"), ("non_object_line", b"[]\n"),
-           ("non_object_line", b"null\n"), ("non_object_line", b'"row"\n'), ("non_object_line", b"3\n"),
-           ("malformed_json_line", row[: len(row) // 2] + b"\n"),
-           ("invalid_utf8_line", row.replace(b'"responses_create_params"', b'"responses_\xc3(create"', 1))]
+    raw = [
+        ("blank_line", b"  \n"),
+        ("blank_line", b"\n"),
+        ("non_object_line", b"[]\n"),
+        ("non_object_line", b"null\n"),
+        ("non_object_line", b'"row"\n'),
+        ("non_object_line", b"3\n"),
+        ("malformed_json_line", row[: len(row) // 2] + b"\n"),
+        ("invalid_utf8_line", row.replace(b'"responses_create_params"', b'"responses_\xc3(create"', 1)),
+    ]
     for entry in raw:
         main.insert(src.rng.randint(0, len(main)), entry)
     side.append(("malformed_json_line", row[: len(row) // 3]))
 
 
-def _plant_hostile(src: _Source, main: list[Any], side: list[Any], extra: list[_Attempt],
-                   tasks: list[_Task], calls: int) -> None:
+def _plant_hostile(src: _Source, main: list[Any], side: list[Any], extra: list[_Attempt], tasks: list[_Task], calls: int) -> None:
     """Add the damage of a hostile job on top of a realistic plan (in place)."""
     victims = src.rng.sample([a for a in main if not a.marker and not a.line_plants and len(a.lines) > 1], 9)
     _damage_captures(src, victims[:6])
@@ -749,23 +1104,37 @@ def _write(root: Path, main: list[Any], side: list[Any], extra: list[_Attempt]) 
                 counts["files"] += 1
                 counts["exchanges"] += a.exchanges
             numbers = {id(line): i for i, line in enumerate(a.lines, start=1)}
-            planted += [PlantedInput(kind, f"{base}.capture.jsonl", numbers[id(line)], a.rollout_id)
-                        for kind, line in a.line_plants]
+            planted += [PlantedInput(kind, f"{base}.capture.jsonl", numbers[id(line)], a.rollout_id) for kind, line in a.line_plants]
         if a.marker:
             (root / f"{base}.capture.incomplete").write_bytes(b"")
             planted.append(PlantedInput("incomplete_marker", f"{base}.capture.incomplete", None, a.rollout_id))
-    return JobInfo(root, root / "rollouts.jsonl", root / "rollouts_failures.jsonl", capture_dir, counts["main"],
-                   counts["failures"], counts["files"], counts["exchanges"], counts["bytes"], tuple(planted))
+    return JobInfo(
+        root,
+        root / "rollouts.jsonl",
+        root / "rollouts_failures.jsonl",
+        capture_dir,
+        counts["main"],
+        counts["failures"],
+        counts["files"],
+        counts["exchanges"],
+        counts["bytes"],
+        tuple(planted),
+    )
 
 
 def _reward(rng: random.Random, kind: str, resolved: bool) -> float | int | bool | None:
     """A reward of one kind for a row (None: the row has no reward)."""
-    return {"float": lambda: round(rng.uniform(0.0, 1.0), rng.choice((1, 3, 17))), "int": lambda: int(resolved),
-            "bool": lambda: resolved, "missing": lambda: None}[kind]()
+    return {
+        "float": lambda: round(rng.uniform(0.0, 1.0), rng.choice((1, 3, 17))),
+        "int": lambda: int(resolved),
+        "bool": lambda: resolved,
+        "missing": lambda: None,
+    }[kind]()
 
 
-def _apply_score_options(main: list[Any], side: list[Any], seed: int, reward_kinds: tuple[str, ...],
-                         servers: int, mask_fraction: float) -> None:
+def _apply_score_options(
+    main: list[Any], side: list[Any], seed: int, reward_kinds: tuple[str, ...], servers: int, mask_fraction: float
+) -> None:
     """Rewrite rewards, server stamps and masks of the planned rows (in place, own generator)."""
     unknown = set(reward_kinds) - set(REWARD_KINDS)
     if unknown:
@@ -786,10 +1155,21 @@ def _apply_score_options(main: list[Any], side: list[Any], seed: int, reward_kin
             row["_ng_environment_server"] = f"env_server_{row['_ng_task_index'] % servers}"
 
 
-def generate_job(out_dir: Path, *, rollouts: int, calls_per_rollout: int = 8, history_bytes: int = 2000,
-                 mode: Literal["realistic", "hostile"] = "realistic", seed: int = 0,
-                 failures_fraction: float = 0.06, repeats: int = REPEATS, reward_kinds: tuple[str, ...] = (),
-                 servers: int = 0, mask_fraction: float = 0.0, first_task: int = 0) -> JobInfo:
+def generate_job(
+    out_dir: Path,
+    *,
+    rollouts: int,
+    calls_per_rollout: int = 8,
+    history_bytes: int = 2000,
+    mode: Literal["realistic", "hostile"] = "realistic",
+    seed: int = 0,
+    failures_fraction: float = 0.06,
+    repeats: int = REPEATS,
+    reward_kinds: tuple[str, ...] = (),
+    servers: int = 0,
+    mask_fraction: float = 0.0,
+    first_task: int = 0,
+) -> JobInfo:
     """Write a job under `out_dir` (same arguments -> same bytes) and say what it holds.
 
     Args:
@@ -848,6 +1228,7 @@ def shard_job(info: JobInfo, *, shards: int = 3, lost_per_shard: int = 2, failed
     `failed_per_shard` retried rollouts from its rollouts file only; the second shard's first
     row is written twice. The one-file `rollouts.jsonl` and sidecar are removed.
     """
+
     def rows(path: Path) -> list[dict[str, Any]]:
         return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
 
@@ -863,8 +1244,15 @@ def shard_job(info: JobInfo, *, shards: int = 3, lost_per_shard: int = 2, failed
         side = [r for r in side_rows if r["_ng_rollout_index"] % shards == k]
         owed = sorted({key(r): r for r in side + main}.items())
         stem = f"rollouts-rs{k}-chunk0"
-        inventory = [{"_ng_task_index": t, "_ng_rollout_index": r, "agent_ref": row["agent_ref"],
-                      "responses_create_params": row.get("responses_create_params", {})} for (t, r), row in owed]
+        inventory = [
+            {
+                "_ng_task_index": t,
+                "_ng_rollout_index": r,
+                "agent_ref": row["agent_ref"],
+                "responses_create_params": row.get("responses_create_params", {}),
+            }
+            for (t, r), row in owed
+        ]
         retried = sorted({key(r) for r in side} & {key(r) for r in main})
         failed[f"{stem}.jsonl"] = tuple(rng.sample(retried, min(failed_per_shard, len(retried))))
         landed_only = sorted({key(r) for r in main} - {key(r) for r in side})
@@ -922,17 +1310,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--servers", type=int, default=0)
     parser.add_argument("--mask-fraction", type=float, default=0.0)
     args = parser.parse_args(argv)
-    info = generate_job(args.out_dir, rollouts=args.rollouts, calls_per_rollout=args.calls_per_rollout,
-                        history_bytes=args.history_bytes, mode=args.mode, seed=args.seed,
-                        failures_fraction=args.failures_fraction, repeats=args.repeats,
-                        reward_kinds=tuple(k for k in args.reward_kinds.split(",") if k), servers=args.servers,
-                        mask_fraction=args.mask_fraction)
+    info = generate_job(
+        args.out_dir,
+        rollouts=args.rollouts,
+        calls_per_rollout=args.calls_per_rollout,
+        history_bytes=args.history_bytes,
+        mode=args.mode,
+        seed=args.seed,
+        failures_fraction=args.failures_fraction,
+        repeats=args.repeats,
+        reward_kinds=tuple(k for k in args.reward_kinds.split(",") if k),
+        servers=args.servers,
+        mask_fraction=args.mask_fraction,
+    )
     kinds: dict[str, int] = {}
     for p in info.planted:
         kinds[p.kind] = kinds.get(p.kind, 0) + 1
-    summary = {"root": str(info.root), "main_rows": info.main_rows, "failure_rows": info.failure_rows,
-               "capture_files": info.capture_files, "exchanges": info.exchanges,
-               "total_bytes": info.total_bytes, "planted": kinds}
+    summary = {
+        "root": str(info.root),
+        "main_rows": info.main_rows,
+        "failure_rows": info.failure_rows,
+        "capture_files": info.capture_files,
+        "exchanges": info.exchanges,
+        "total_bytes": info.total_bytes,
+        "planted": kinds,
+    }
     sys.stdout.write(orjson.dumps(summary, option=orjson.OPT_INDENT_2).decode() + "\n")
     return 0
 

@@ -458,7 +458,9 @@ def check_attempt(example: Example, config: AttemptConfig = CONFIG) -> AttemptOu
         parse(b"".join(outcome.main.atif.text))
         parse(outcome.main.atif.manifest_line)
     if outcome.main is not None:
-        assert outcome.main.health == health_of_line(outcome.line, example.main_line, config), "health: not the drop-in's digest of the written line"
+        assert outcome.main.health == health_of_line(outcome.line, example.main_line, config), (
+            "health: not the drop-in's digest of the written line"
+        )
     return back.outcome
 
 

@@ -17,16 +17,33 @@ EXAMPLE_ARGS = {"rollouts": 24, "calls_per_rollout": 4, "history_bytes": 200, "f
 SMALL = {"rollouts": 24, "calls_per_rollout": 3, "history_bytes": 200}
 SMALL_SHAPE = {"calls_per_rollout": 3, "history_bytes": 200}
 HOSTILE_KINDS = {
-    "failed_attempt", "incomplete_marker", "truncated_capture_line", "orphan_capture", "non_object_capture_line",
-    "invalid_utf8_capture_line", "bom_capture_line", "nan_capture_line", "blank_capture_line", "huge_capture_line",
-    "missing_capture", "missing_identity", "invalid_identity", "path_traversal_id", "traversal_bait",
-    "duplicate_identity", "invalid_observations", "stale_no_records", "blank_line", "non_object_line",
-    "malformed_json_line", "invalid_utf8_line"}
+    "failed_attempt",
+    "incomplete_marker",
+    "truncated_capture_line",
+    "orphan_capture",
+    "non_object_capture_line",
+    "invalid_utf8_capture_line",
+    "bom_capture_line",
+    "nan_capture_line",
+    "blank_capture_line",
+    "huge_capture_line",
+    "missing_capture",
+    "missing_identity",
+    "invalid_identity",
+    "path_traversal_id",
+    "traversal_bait",
+    "duplicate_identity",
+    "invalid_observations",
+    "stale_no_records",
+    "blank_line",
+    "non_object_line",
+    "malformed_json_line",
+    "invalid_utf8_line",
+}
 
 
 def _tree(root: Path, skip: tuple[str, ...] = ()) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes()
-            for p in sorted(root.rglob("*")) if p.is_file() and p.name not in skip}
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and p.name not in skip}
 
 
 def _loads(line: bytes) -> Any:
@@ -82,34 +99,39 @@ def _invalid_bundle(bundle: dict[str, Any]) -> bool:
 
 
 def _bad_identity(row: dict[str, Any]) -> bool:
-    return (not isinstance(row.get("_ng_rollout_id", ""), str) or not isinstance(row.get("_ng_attempt_index", 0), int)
-            or not isinstance(row.get("_ng_task_index"), int))
+    return (
+        not isinstance(row.get("_ng_rollout_id", ""), str)
+        or not isinstance(row.get("_ng_attempt_index", 0), int)
+        or not isinstance(row.get("_ng_task_index"), int)
+    )
 
 
 CHECKS: dict[str, Callable[[Path, PlantedInput], bool]] = {
     "failed_attempt": lambda root, p: isinstance(_row(root, p).get("_ng_failure_class"), str),
     "incomplete_marker": lambda root, p: (root / p.path).stat().st_size == 0,
-    "truncated_capture_line": lambda root, p: _loads(_line(root, p)) is orjson.JSONDecodeError
-    and not (root / p.path).read_bytes().endswith(b"\n"),
+    "truncated_capture_line": lambda root, p: (
+        _loads(_line(root, p)) is orjson.JSONDecodeError and not (root / p.path).read_bytes().endswith(b"\n")
+    ),
     "orphan_capture": lambda root, p: (root / p.path).is_file() and p.rollout_id not in _all_row_ids(root),
     "non_object_capture_line": lambda root, p: not isinstance(_loads(_line(root, p)), (dict, type)),
     "invalid_utf8_capture_line": lambda root, p: _undecodable(_line(root, p)),
-    "bom_capture_line": lambda root, p: _line(root, p).startswith(b"\xef\xbb\xbf")
-    and _loads(_line(root, p)) is orjson.JSONDecodeError,
+    "bom_capture_line": lambda root, p: _line(root, p).startswith(b"\xef\xbb\xbf") and _loads(_line(root, p)) is orjson.JSONDecodeError,
     "nan_capture_line": lambda root, p: b":NaN" in _line(root, p) and _loads(_line(root, p)) is orjson.JSONDecodeError,
     "blank_capture_line": lambda root, p: _line(root, p).strip() == b"",
-    "huge_capture_line": lambda root, p: len(_line(root, p)) >= HUGE_LINE_BYTES
-    and isinstance(_loads(_line(root, p)), dict),
+    "huge_capture_line": lambda root, p: len(_line(root, p)) >= HUGE_LINE_BYTES and isinstance(_loads(_line(root, p)), dict),
     "missing_capture": lambda root, p: not (root / f"model-calls/{_row_id(_row(root, p))}.capture.jsonl").exists(),
     "missing_identity": lambda root, p: not {"_ng_task_index", "_ng_rollout_id"} & set(_row(root, p)),
     "invalid_identity": lambda root, p: _bad_identity(_row(root, p)),
-    "path_traversal_id": lambda root, p: _row(root, p)["_ng_rollout_id"] == p.rollout_id
-    and ("/" in p.rollout_id or p.rollout_id.startswith("..")),
+    "path_traversal_id": lambda root, p: (
+        _row(root, p)["_ng_rollout_id"] == p.rollout_id and ("/" in p.rollout_id or p.rollout_id.startswith(".."))
+    ),
     "traversal_bait": lambda root, p: (root / p.path).is_file() and not p.path.startswith("model-calls/"),
     "duplicate_identity": _is_duplicate,
     "invalid_observations": lambda root, p: _invalid_bundle(_row(root, p)["ng_agent_observations"]),
-    "stale_no_records": lambda root, p: _row(root, p)["ng_model_call_capture"]["gaps"]
-    == [{"code": "model_call_capture_no_records"}] and (root / f"model-calls/{p.rollout_id}.capture.jsonl").is_file(),
+    "stale_no_records": lambda root, p: (
+        _row(root, p)["ng_model_call_capture"]["gaps"] == [{"code": "model_call_capture_no_records"}]
+        and (root / f"model-calls/{p.rollout_id}.capture.jsonl").is_file()
+    ),
     "blank_line": lambda root, p: _line(root, p).strip() == b"",
     "non_object_line": lambda root, p: not isinstance(_loads(_line(root, p)), (dict, type)),
     "malformed_json_line": lambda root, p: _loads(_line(root, p)) is orjson.JSONDecodeError,
@@ -153,8 +175,7 @@ def test_readme_names_the_generation_command() -> None:
 
 
 def test_cli_writes_what_the_api_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([str(tmp_path / "cli"), "--rollouts", "24", "--calls-per-rollout", "3", "--history-bytes", "200",
-                 "--seed", "4"]) == 0
+    assert main([str(tmp_path / "cli"), "--rollouts", "24", "--calls-per-rollout", "3", "--history-bytes", "200", "--seed", "4"]) == 0
     assert orjson.loads(capsys.readouterr().out)["main_rows"] == 24
     assert _tree(tmp_path / "cli") == _tree(generate_job(tmp_path / "api", seed=4, **SMALL).root)
 
@@ -175,14 +196,14 @@ def test_realistic_counts_match_the_files(realistic: JobInfo) -> None:
     exchanges = [v for p in captures for v in map(_loads, p.read_bytes().split(b"\n")) if isinstance(v, dict)]
     assert (realistic.main_rows, realistic.failure_rows) == (len(main_rows), len(failures)) == (24, 5)
     assert (realistic.capture_files, realistic.exchanges) == (len(captures), len(exchanges))
-    assert sorted((r["_ng_task_index"], r["_ng_rollout_index"]) for r in main_rows) == [
-        (t, r) for t in range(6) for r in range(4)]
+    assert sorted((r["_ng_task_index"], r["_ng_rollout_index"]) for r in main_rows) == [(t, r) for t in range(6) for r in range(4)]
 
 
 def test_realistic_covers_dialects_agents_and_evidence(realistic: JobInfo) -> None:
     rows = _rows(realistic.rollouts)
-    lines = [orjson.loads(x) for p in realistic.capture_dir.glob("*.jsonl") for x in p.read_bytes().split(b"\n")
-             if isinstance(_loads(x), dict)]
+    lines = [
+        orjson.loads(x) for p in realistic.capture_dir.glob("*.jsonl") for x in p.read_bytes().split(b"\n") if isinstance(_loads(x), dict)
+    ]
     assert {x["dialect"] for x in lines} == {"responses", "chat", "messages"}
     assert len({r["agent_ref"]["name"] for r in rows}) == 6
     assert any("ng_trajectory" in r for r in rows)
@@ -192,8 +213,7 @@ def test_realistic_covers_dialects_agents_and_evidence(realistic: JobInfo) -> No
 
 
 def test_failed_attempts_are_retried_in_the_main_file(realistic: JobInfo) -> None:
-    retried = {(r["_ng_task_index"], r["_ng_rollout_index"]) for r in _rows(realistic.rollouts)
-               if r.get("_ng_attempt_index") == 1}
+    retried = {(r["_ng_task_index"], r["_ng_rollout_index"]) for r in _rows(realistic.rollouts) if r.get("_ng_attempt_index") == 1}
     failed = {(r["_ng_task_index"], r["_ng_rollout_index"]) for r in _rows(realistic.failures)}
     assert failed == retried
     assert all((realistic.capture_dir / f"{t}-{r}-a1.capture.jsonl").is_file() for t, r in retried)
@@ -202,8 +222,11 @@ def test_failed_attempts_are_retried_in_the_main_file(realistic: JobInfo) -> Non
 
 def test_requests_carry_a_growing_history(realistic: JobInfo) -> None:
     capture = realistic.capture_dir / "0-0.capture.jsonl"
-    sizes = [len(orjson.dumps(x["request"]["input"])) for x in map(_loads, capture.read_bytes().splitlines())
-             if isinstance(x, dict) and x["model_ref"]["name"] == "policy_model"]
+    sizes = [
+        len(orjson.dumps(x["request"]["input"]))
+        for x in map(_loads, capture.read_bytes().splitlines())
+        if isinstance(x, dict) and x["model_ref"]["name"] == "policy_model"
+    ]
     assert len(sizes) >= 2
     assert sizes == sorted(sizes)
     assert sizes[-1] > sizes[0]
@@ -247,8 +270,14 @@ def test_shards_are_jobs_of_their_own_with_unique_rollout_ids(tmp_path: Path) ->
     paths = generate_shards(tmp_path / "job", rollouts=20, shard_rollouts=8, **SMALL_SHAPE)
     assert [p.name for p in paths] == ["shard-00.jsonl", "shard-01.jsonl", "shard-02.jsonl"]
     assert sorted(p.name for p in (tmp_path / "job").iterdir()) == [
-        "model-calls", "shard-00.jsonl", "shard-00_failures.jsonl", "shard-01.jsonl", "shard-01_failures.jsonl",
-        "shard-02.jsonl", "shard-02_failures.jsonl"]
+        "model-calls",
+        "shard-00.jsonl",
+        "shard-00_failures.jsonl",
+        "shard-01.jsonl",
+        "shard-01_failures.jsonl",
+        "shard-02.jsonl",
+        "shard-02_failures.jsonl",
+    ]
     ids = [_row_id(row) for path in paths for row in _rows(path)]
     assert len(ids) == 20
     assert len(set(ids)) == len(ids)

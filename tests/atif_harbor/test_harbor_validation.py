@@ -47,8 +47,22 @@ def _example_job_files(output: Path) -> dict[str, bytes]:
     from flows.cli.main import main
     from tests.conftest import EXAMPLE_JOB
 
-    assert main(["run", "--rollouts", str(EXAMPLE_JOB / "rollouts.jsonl"), "--capture-dir", str(EXAMPLE_JOB / "model-calls"),
-                 "--output", str(output), "--run-id", "harbor"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--rollouts",
+                str(EXAMPLE_JOB / "rollouts.jsonl"),
+                "--capture-dir",
+                str(EXAMPLE_JOB / "model-calls"),
+                "--output",
+                str(output),
+                "--run-id",
+                "harbor",
+            ]
+        )
+        == 0
+    )
     (atif,) = output.glob("*/runs/harbor/atif")
     return {f"example__{p.name}": p.read_bytes() for p in sorted(atif.glob("*.json"))}
 
@@ -59,9 +73,7 @@ def _harbor_errors(harbor: Path, directory: Path, files: dict[str, bytes]) -> di
         path = directory / name
         path.write_bytes(data)
         paths.append(str(path))
-    done = subprocess.run(
-        [str(harbor), str(VALIDATE)], input="\n".join(paths), capture_output=True, text=True, check=True
-    )
+    done = subprocess.run([str(harbor), str(VALIDATE)], input="\n".join(paths), capture_output=True, text=True, check=True)
     return {Path(path).name: errors for path, errors in json.loads(done.stdout).items()}
 
 

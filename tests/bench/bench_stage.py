@@ -160,25 +160,34 @@ def run_child(params_json: str) -> None:
         result = stage_flow(params)
     wall = time.perf_counter() - started
     manifest = json.loads((Path(result["run_dir"].removeprefix("file://")) / "manifest.json").read_text())
-    print(json.dumps({
-        "wall_s": wall,
-        "stage_process_rss_mb": own_peak_rss_kib() / 1024,
-        "timings": manifest["timings"],
-        "counts": manifest["counts"],
-    }))
+    print(
+        json.dumps(
+            {
+                "wall_s": wall,
+                "stage_process_rss_mb": own_peak_rss_kib() / 1024,
+                "timings": manifest["timings"],
+                "counts": manifest["counts"],
+            }
+        )
+    )
 
 
 def run_stage(job: Path, output: Path, args: argparse.Namespace, api_url: str) -> tuple[dict[str, Any], TreeSampler]:
     params: dict[str, Any] = {
-        "rollouts": str(job_rollouts(job)), "capture_dir": str(job / "model-calls"), "output": str(output),
-        "session_id": "bench", "agent_version": "1.0.0",
+        "rollouts": str(job_rollouts(job)),
+        "capture_dir": str(job / "model-calls"),
+        "output": str(output),
+        "session_id": "bench",
+        "agent_version": "1.0.0",
     }
     for name in ("task_runner", "max_workers", "attempts_per_task"):
         if getattr(args, name) is not None:
             params[name] = getattr(args, name)
     child = subprocess.Popen(
         [sys.executable, __file__, "--rollouts", "0", "--child", json.dumps(params)],
-        env=cli_env(api_url), cwd=REPO, stdout=subprocess.PIPE,
+        env=cli_env(api_url),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
     )
     with TreeSampler(child.pid, output.parent) as sampler:
         out, _ = child.communicate()
@@ -224,29 +233,38 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(scratch, ignore_errors=True)
     wall, timings = child["wall_s"], child["timings"]
     overhead = wall - in_task_seconds(timings)
-    print(json.dumps({
-        "rows": rows,
-        "input_mb": round(input_bytes / MB, 1),
-        "wall_s": round(wall, 2),
-        "rows_per_s": round(rows / wall, 1),
-        "mb_per_s": round(input_bytes / MB / wall, 1),
-        "peak_rss_mb": round(sampler.peak / MB, 1),
-        "stage_process_rss_mb": round(child["stage_process_rss_mb"], 1),
-        "prefect_overhead_s": round(overhead, 2),
-        "prefect_overhead_pct": round(100 * overhead / wall, 1),
-        "orjson_parse_s": round(parse_s, 2),
-        "stage_cpu_s": round(sum(sampler.cpu.values()), 1),
-        "peak_disk_mb": round(sampler.peak_disk / MB, 1),
-        "run_dir_mb": round(run_dir_bytes / MB, 1),
-        "server_cpu_s": None if server_cpu is None else round(server_cpu, 1),
-        "load_average_1m": round(os.getloadavg()[0], 2),
-        "server_start_s": None if server.start_s is None else round(server.start_s, 1),
-        "job_generation_s": None if generated_s is None else round(generated_s, 1),
-        "shape": {"rollouts": args.rollouts, "calls_per_rollout": args.calls_per_rollout, "history_bytes": args.history_bytes, "seed": args.seed},
-        "settings": {"task_runner": args.task_runner, "max_workers": args.max_workers, "attempts_per_task": args.attempts_per_task},
-        "timings": timings,
-        "counts": child["counts"]["by_status"],
-    }))
+    print(
+        json.dumps(
+            {
+                "rows": rows,
+                "input_mb": round(input_bytes / MB, 1),
+                "wall_s": round(wall, 2),
+                "rows_per_s": round(rows / wall, 1),
+                "mb_per_s": round(input_bytes / MB / wall, 1),
+                "peak_rss_mb": round(sampler.peak / MB, 1),
+                "stage_process_rss_mb": round(child["stage_process_rss_mb"], 1),
+                "prefect_overhead_s": round(overhead, 2),
+                "prefect_overhead_pct": round(100 * overhead / wall, 1),
+                "orjson_parse_s": round(parse_s, 2),
+                "stage_cpu_s": round(sum(sampler.cpu.values()), 1),
+                "peak_disk_mb": round(sampler.peak_disk / MB, 1),
+                "run_dir_mb": round(run_dir_bytes / MB, 1),
+                "server_cpu_s": None if server_cpu is None else round(server_cpu, 1),
+                "load_average_1m": round(os.getloadavg()[0], 2),
+                "server_start_s": None if server.start_s is None else round(server.start_s, 1),
+                "job_generation_s": None if generated_s is None else round(generated_s, 1),
+                "shape": {
+                    "rollouts": args.rollouts,
+                    "calls_per_rollout": args.calls_per_rollout,
+                    "history_bytes": args.history_bytes,
+                    "seed": args.seed,
+                },
+                "settings": {"task_runner": args.task_runner, "max_workers": args.max_workers, "attempts_per_task": args.attempts_per_task},
+                "timings": timings,
+                "counts": child["counts"]["by_status"],
+            }
+        )
+    )
     return 0
 
 

@@ -40,7 +40,8 @@ def add_job_arguments(parser: argparse.ArgumentParser, rollouts: int | None) -> 
 
 def add_server_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--api-url", default=os.environ.get("PREFECT_API_URL"),
+        "--api-url",
+        default=os.environ.get("PREFECT_API_URL"),
         help="a running Prefect server's API (default: $PREFECT_API_URL, else one is started here)",
     )
 
@@ -108,7 +109,10 @@ def start_server(home: Path) -> Server:
     started = time.perf_counter()
     process = subprocess.Popen(
         [str(CLI.with_name("prefect")), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}/api"
     while time.perf_counter() < started + SERVER_START_TIMEOUT_S:
@@ -147,8 +151,11 @@ def prefect_server(api_url: str | None, home: Path) -> Iterator[Server]:
 def cli_env(api_url: str, **extra: str) -> dict[str, str]:
     """The environment of a timed CLI run: this server, quiet logs, no analytics."""
     return {
-        **os.environ, "PREFECT_API_URL": api_url, "PREFECT_LOGGING_LEVEL": "WARNING",
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false", **extra,
+        **os.environ,
+        "PREFECT_API_URL": api_url,
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        **extra,
     }
 
 
@@ -164,7 +171,20 @@ def timed(command: list[str], env: dict[str, str]) -> float:
 
 def job_run_args(rollouts: str, capture_dir: str, output: str, run_id: str) -> list[str]:
     """``evidence-stage run`` over a job with a fixed job and run id, so its manifest is found without parsing output."""
-    return [str(CLI), "run", "--rollouts", rollouts, "--capture-dir", capture_dir, "--output", output, "--job-id", "bench", "--run-id", run_id]
+    return [
+        str(CLI),
+        "run",
+        "--rollouts",
+        rollouts,
+        "--capture-dir",
+        capture_dir,
+        "--output",
+        output,
+        "--job-id",
+        "bench",
+        "--run-id",
+        run_id,
+    ]
 
 
 def local_manifest(output: Path, run_id: str) -> dict[str, Any]:

@@ -39,7 +39,14 @@ def main() -> int:
         lines = sum(1 for line in (job / "rollouts.jsonl").open("rb") if line.strip())
         worst = 0.0
         for line in range(1, lines + 1):
-            command = [sys.executable, "-m", "tests.reliability.attempt_peak", str(job / "rollouts.jsonl"), str(job / "model-calls"), str(line)]
+            command = [
+                sys.executable,
+                "-m",
+                "tests.reliability.attempt_peak",
+                str(job / "rollouts.jsonl"),
+                str(job / "model-calls"),
+                str(line),
+            ]
             figures = json.loads(subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True).stdout)
             figures["ratio"] = round(figures["peak_mib"] / figures["bound_mib"], 3)
             worst = max(worst, figures["ratio"])

@@ -49,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     figures = {}
     with tempfile.TemporaryDirectory(prefix="evidence-stage-memory-") as scratch, prefect_api() as api:
         for size in (args.small, args.large):
-            job = generate_job(Path(scratch) / f"job{size}", rollouts=size, calls_per_rollout=args.calls_per_rollout, history_bytes=args.history_bytes)
+            job = generate_job(
+                Path(scratch) / f"job{size}", rollouts=size, calls_per_rollout=args.calls_per_rollout, history_bytes=args.history_bytes
+            )
             figures[size] = measure_run(job, Path(scratch) / f"out{size}", api)
             print(json.dumps({"rollouts": size, "job_bytes": job.total_bytes, **figures[size]}), flush=True)
     ratio = figures[args.large]["peak_mib"] / figures[args.small]["peak_mib"]

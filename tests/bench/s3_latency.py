@@ -119,7 +119,8 @@ def moto_server() -> Iterator[tuple[str, psutil.Process]]:
     port = free_port()
     server = subprocess.Popen(
         [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     endpoint = f"http://127.0.0.1:{port}"
     try:
@@ -143,11 +144,14 @@ def main(argv: list[str] | None = None) -> int:
     job, _ = ensure_job(args)
     warm_page_cache(job)
     with moto_server() as (endpoint, moto):
-        with tempfile.TemporaryDirectory(prefix="evidence-stage-s3-latency-") as scratch, prefect_server(
-            args.api_url, Path(scratch) / "prefect-home"
-        ) as server:
+        with (
+            tempfile.TemporaryDirectory(prefix="evidence-stage-s3-latency-") as scratch,
+            prefect_server(args.api_url, Path(scratch) / "prefect-home") as server,
+        ):
             local = Path(scratch) / "out"
-            local_s = round(timed(job_run_args(str(job / "rollouts.jsonl"), str(job / "model-calls"), str(local), RUN_ID), cli_env(server.api_url)), 2)
+            local_s = round(
+                timed(job_run_args(str(job / "rollouts.jsonl"), str(job / "model-calls"), str(local), RUN_ID), cli_env(server.api_url)), 2
+            )
             manifest = local_manifest(local, RUN_ID)
             attempts = manifest["counts"]["attempts"]
             emit({"side": "local", "wall_s": local_s, "timings": manifest["timings"]})
@@ -161,24 +165,40 @@ def main(argv: list[str] | None = None) -> int:
                 with FaultProxy(endpoint, plan) as proxy:
                     command = [
                         *job_run_args("s3://jobs/job/rollouts.jsonl", "s3://jobs/job/model-calls", f"s3://{output}", RUN_ID),
-                        "--storage-option", f"endpoint_url={proxy.url}",
+                        "--storage-option",
+                        f"endpoint_url={proxy.url}",
                     ]
                     cpu_before = store_cpu_s(moto)
                     walls[latency_ms] = round(timed(command, cli_env(server.api_url, AWS_ENDPOINT_URL=proxy.url, **CREDENTIALS)), 2)
                     store_s = round(store_cpu_s(moto) - cpu_before, 2)
                 requests = {kind: plan.by_method[kind] for kind in KINDS}
                 timings = json.loads(moto_client(endpoint).cat(f"{output}/bench/runs/{RUN_ID}/manifest.json"))["timings"]
-                emit({
-                    "side": "s3", "wall_s": walls[latency_ms], "latency_ms": latency_ms, "store_cpu_s": store_s,
-                    "requests": requests, "timings": timings,
-                })
+                emit(
+                    {
+                        "side": "s3",
+                        "wall_s": walls[latency_ms],
+                        "latency_ms": latency_ms,
+                        "store_cpu_s": store_s,
+                        "requests": requests,
+                        "timings": timings,
+                    }
+                )
     s3_s = walls[args.latency_ms]
     per_attempt = {kind: round(n / attempts, 2) for kind, n in requests.items()}
-    emit({
-        "local_s": local_s, "s3_0ms_s": walls[0.0], "s3_s": s3_s, "ratio": round(s3_s / local_s, 2), "inputs_read_s": inputs_read_s,
-        "latency_ratio": round(s3_s / walls[0.0], 2), "store_cpu_s": store_s, "rollouts": args.rollouts, "attempts": attempts,
-        "requests_per_attempt": {**per_attempt, "total": round(sum(requests.values()) / attempts, 2)},
-    })
+    emit(
+        {
+            "local_s": local_s,
+            "s3_0ms_s": walls[0.0],
+            "s3_s": s3_s,
+            "ratio": round(s3_s / local_s, 2),
+            "inputs_read_s": inputs_read_s,
+            "latency_ratio": round(s3_s / walls[0.0], 2),
+            "store_cpu_s": store_s,
+            "rollouts": args.rollouts,
+            "attempts": attempts,
+            "requests_per_attempt": {**per_attempt, "total": round(sum(requests.values()) / attempts, 2)},
+        }
+    )
     return 0
 
 

@@ -54,12 +54,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add_job_arguments(parser, 2000)
     add_server_argument(parser)
     parser.add_argument(
-        "--oracle", type=Path, default=Path(os.environ.get("EVIDENCE_STAGE_ORACLE", DEFAULT_ORACLE)),
+        "--oracle",
+        type=Path,
+        default=Path(os.environ.get("EVIDENCE_STAGE_ORACLE", DEFAULT_ORACLE)),
         help="0.7.0's baseline.sh (default: $EVIDENCE_STAGE_ORACLE, else ../shared/oracle/baseline.sh beside the repository)",
     )
     parser.add_argument("--pairs", type=int, default=1, help="oracle-then-stage pairs to time, back to back (default 1)")
     parser.add_argument(
-        "--oracle-venv", type=Path, default=Path(os.environ.get("ORACLE_VENV", DEFAULT_ORACLE_VENV)),
+        "--oracle-venv",
+        type=Path,
+        default=Path(os.environ.get("ORACLE_VENV", DEFAULT_ORACLE_VENV)),
         help="the oracle interpreter's venv (default: $ORACLE_VENV, else ../.venv-gym beside the repository)",
     )
     return parser.parse_args(argv)
@@ -68,8 +72,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def run_oracle(oracle: Path, venv: Path, job: Path, out: Path) -> dict[str, float]:
     """``baseline.sh`` times itself; its last stdout line is ``{"oracle_s": ..., "outputs": ...}``."""
     done = subprocess.run(
-        ["bash", str(oracle), str(job), str(out)], env={**os.environ, "ORACLE_VENV": str(venv)},
-        capture_output=True, text=True, check=True,
+        ["bash", str(oracle), str(job), str(out)],
+        env={**os.environ, "ORACLE_VENV": str(venv)},
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -101,12 +108,27 @@ def main(argv: list[str] | None = None) -> int:
                 stolen = steal_seconds()
                 stage_s = round(timed(command, cli_env(server.api_url)), 2)
                 manifest = local_manifest(out / "stage", "side-by-side")
-                emit({"side": "stage", "pair": pair, "stage_s": stage_s, "cpu_steal_s": round(steal_seconds() - stolen, 1), "timings": manifest["timings"]})
+                emit(
+                    {
+                        "side": "stage",
+                        "pair": pair,
+                        "stage_s": stage_s,
+                        "cpu_steal_s": round(steal_seconds() - stolen, 1),
+                        "timings": manifest["timings"],
+                    }
+                )
                 ratios.append(round(oracle_s / stage_s, 2))
-                emit({
-                    "pair": pair, "oracle_s": oracle_s, "stage_s": stage_s, "ratio": ratios[-1],
-                    "rollouts": args.rollouts, "attempts": manifest["counts"]["attempts"], "load_average_1m": round(os.getloadavg()[0], 2),
-                })
+                emit(
+                    {
+                        "pair": pair,
+                        "oracle_s": oracle_s,
+                        "stage_s": stage_s,
+                        "ratio": ratios[-1],
+                        "rollouts": args.rollouts,
+                        "attempts": manifest["counts"]["attempts"],
+                        "load_average_1m": round(os.getloadavg()[0], 2),
+                    }
+                )
                 shutil.rmtree(out)
     if args.pairs > 1:
         emit({"pairs": args.pairs, "ratios": ratios, "median_ratio": statistics.median(ratios)})

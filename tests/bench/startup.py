@@ -42,7 +42,15 @@ def main(argv: list[str] | None = None) -> int:
             rollouts, captures = str(EXAMPLE_JOB / "rollouts.jsonl"), str(EXAMPLE_JOB / "model-calls")
             example_s = [round(timed(job_run_args(rollouts, captures, str(root / "out"), f"run-{n}"), env), 2) for n in range(args.runs)]
             manifest = local_manifest(root / "out", f"run-{args.runs - 1}")
-    emit({"what": "example job", "best_s": min(example_s), "runs_s": example_s, "attempts": manifest["counts"]["attempts"], "timings": manifest["timings"]})
+    emit(
+        {
+            "what": "example job",
+            "best_s": min(example_s),
+            "runs_s": example_s,
+            "attempts": manifest["counts"]["attempts"],
+            "timings": manifest["timings"],
+        }
+    )
     return 0
 
 

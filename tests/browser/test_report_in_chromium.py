@@ -119,7 +119,6 @@ def test_chromium_renders_matrix_and_verdicts(tmp_path: Path) -> None:
     print(f"report screenshot: {screenshot}")
 
 
-
 def test_chromium_shows_the_example_job_run_report(tmp_path: Path, prefect_server: str) -> None:
     """The report the stage itself wrote for the bundled example job, read back from the browser."""
     from tests.conftest import EXAMPLE_JOB

@@ -89,9 +89,7 @@ def test_export_matches_reference_bytes(case: dict[str, Any]) -> None:
     assert [name for name, _ in files[:-1]] == manifest_order
 
 
-@pytest.mark.parametrize(
-    "case", [p for p in _cases("expected_error") if p.values[0]["error_class"] == "AtifExportError"]
-)
+@pytest.mark.parametrize("case", [p for p in _cases("expected_error") if p.values[0]["error_class"] == "AtifExportError"])
 def test_refusal_text_matches_reference(case: dict[str, Any]) -> None:
     with pytest.raises(AtifExportError) as raised:
         export_rollouts(
@@ -109,8 +107,7 @@ def test_blank_session_id_is_a_configuration_error() -> None:
     assert "must contain a non-whitespace character" in case["expected_error"]
     assert expected_outcome(case) == (
         2,
-        ("gym eval export: error: invalid configuration: session_id "
-        "(Value error, must contain a non-whitespace character)."),
+        ("gym eval export: error: invalid configuration: session_id (Value error, must contain a non-whitespace character)."),
     )
 
 

@@ -47,7 +47,9 @@ def _expected(case: dict[str, Any]) -> tuple[str, str, str]:
 @pytest.mark.parametrize(("name", "case"), CASES, ids=[name for name, _ in CASES])
 def test_drop_in_matches_golden_bytes(name: str, case: dict[str, Any]) -> None:
     files = health_check_bytes(
-        case["rollouts_jsonl"].encode(), rollouts_path=ROLLOUTS_PATH, output_dir=OUTPUT_DIR,
+        case["rollouts_jsonl"].encode(),
+        rollouts_path=ROLLOUTS_PATH,
+        output_dir=OUTPUT_DIR,
         ignored=case["ignored_checks"],
     )
     summary, verdicts, report = _expected(case)
@@ -62,7 +64,7 @@ def test_drop_in_matches_golden_bytes(name: str, case: dict[str, Any]) -> None:
 def test_grouped_digests_match_golden_bytes(name: str, case: dict[str, Any], group_size: int) -> None:
     ignored = normalize_ignored_checks(case["ignored_checks"])
     digests = list(digest_lines(case["rollouts_jsonl"].encode(), source=ROLLOUTS_PATH, ignored=ignored))
-    groups = [digests[i:i + group_size] for i in range(0, len(digests), group_size)]
+    groups = [digests[i : i + group_size] for i in range(0, len(digests), group_size)]
     stored = [json.dumps([digest.to_json() for digest in group]) for group in groups]
     restored = [RowDigest.from_json(item) for text in stored for item in json.loads(text)]
     result = reduce_digests(restored, ignored)
@@ -78,9 +80,7 @@ SAMPLES = Path(__file__).parents[1] / "data" / "samples"
 def test_sample_jobs_health_reports(job: str) -> None:
     """0.7.0's reports over each sample job's enriched main rows, byte for byte."""
     expected = SAMPLES / f"{job}.expected"
-    files = health_check_bytes(
-        (expected / "rollouts.jsonl").read_bytes(), rollouts_path="rollouts.jsonl", output_dir="health"
-    )
+    files = health_check_bytes((expected / "rollouts.jsonl").read_bytes(), rollouts_path="rollouts.jsonl", output_dir="health")
     assert files.quality_summary == (expected / "health" / "quality_summary.json").read_text(encoding="utf-8")
     assert files.rollout_verdicts == (expected / "health" / "rollout_verdicts.jsonl").read_text(encoding="utf-8")
 
@@ -90,8 +90,16 @@ def test_stage_reduce_matches_golden_bytes(name: str, case: dict[str, Any], tmp_
     monkeypatch.setattr(tasks.storage.spill, "SORT_BUFFER", 2)
     ignored = normalize_ignored_checks(case["ignored_checks"])
     ctx = RunContext(
-        run_dir=Location(str(tmp_path)), job_id="job", run_id="run", shards=(Shard(Location(ROLLOUTS_PATH)),), capture_dir=Location("/c"),
-        session_id="s", agent_version="1", exporter_version="0", ignored_checks=ignored, masked_verdicts=(),
+        run_dir=Location(str(tmp_path)),
+        job_id="job",
+        run_id="run",
+        shards=(Shard(Location(ROLLOUTS_PATH)),),
+        capture_dir=Location("/c"),
+        session_id="s",
+        agent_version="1",
+        exporter_version="0",
+        ignored_checks=ignored,
+        masked_verdicts=(),
     )
     with Spill() as spill:
         for digest in digest_lines(case["rollouts_jsonl"].encode(), source=ROLLOUTS_PATH, ignored=ignored):

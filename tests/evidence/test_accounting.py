@@ -22,8 +22,14 @@ def test_landed_failed_lost_duplicates_and_unexpected_of_one_shard() -> None:
     account.fail(_row(1, 0, _ng_failure_class="judge_failed"))  # the latest row for a key stands
     account.fail(_row(2, 0))
     assert account.summary() == {
-        "expected": 6, "landed": 3, "failed": 2, "failed_by_class": {"judge_failed": 1, "unknown": 1},
-        "lost": 2, "duplicates": 1, "unexpected": 1, "unreadable_inputs": 1,
+        "expected": 6,
+        "landed": 3,
+        "failed": 2,
+        "failed_by_class": {"judge_failed": 1, "unknown": 1},
+        "lost": 2,
+        "duplicates": 1,
+        "unexpected": 1,
+        "unreadable_inputs": 1,
     }
     assert account.lost_keys() == [(3, 0), (4, 0)]
 
@@ -35,12 +41,23 @@ def test_a_shard_without_materialized_inputs_has_an_unknown_debt() -> None:
     unknown.fail(_row(1, 0, _ng_failure_class="agent_run_error"))
     document = run_accounting([known, unknown])
     assert document["shards"]["b.jsonl"] == {
-        "expected": None, "landed": 1, "failed": 1, "failed_by_class": {"agent_run_error": 1},
-        "lost": None, "duplicates": 0, "unexpected": None, "unreadable_inputs": 0,
+        "expected": None,
+        "landed": 1,
+        "failed": 1,
+        "failed_by_class": {"agent_run_error": 1},
+        "lost": None,
+        "duplicates": 0,
+        "unexpected": None,
+        "unreadable_inputs": 0,
     }
     assert (document["expected"], document["expected_unknown"]) == (None, ["b.jsonl"])
     assert {k: document[k] for k in ("landed", "failed", "lost", "duplicates", "unexpected")} == {
-        "landed": 1, "failed": 1, "lost": None, "duplicates": 0, "unexpected": None}  # issue 35: unknown stays unknown
+        "landed": 1,
+        "failed": 1,
+        "lost": None,
+        "duplicates": 0,
+        "unexpected": None,
+    }  # issue 35: unknown stays unknown
 
 
 def test_lost_keys_are_listed_up_to_the_bound_then_counted() -> None:

@@ -69,8 +69,11 @@ def test_an_unhashable_failure_class_is_rejected_with_0_7_0s_message(value: Any,
 
 @pytest.mark.parametrize(("latency", "expected"), [(7, 7), (2.5, 2.5), (True, None), ("9", None)])
 def test_rollout_latency_comes_from_the_persisted_perf_and_excludes_bools(latency: Any, expected: Any) -> None:
-    row = {**ROW, "ng_perf": {"total_latency_ms": latency}, "ng_agent_observations": {
-        "source": "x", "records": [{"kind": "agent_invocation", "invocation_id": "root"}]}}
+    row = {
+        **ROW,
+        "ng_perf": {"total_latency_ms": latency},
+        "ng_agent_observations": {"source": "x", "records": [{"kind": "agent_invocation", "invocation_id": "root"}]},
+    }
 
     perf = collect_row(row, with_capture).row["ng_perf"]
 
@@ -105,9 +108,32 @@ JSONISH = st.recursive(
     max_leaves=12,
 )
 FIELD_NAMES = st.sampled_from(
-    ["model_call_id", "response_id", "model_ref", "request", "response", "response_raw", "started_at",
-     "latency_total_ms", "tokens_in", "kind", "invocation_id", "model_calls", "conversation", "records",
-     "source", "gaps", "calls", "turns", "invocations", "task_id", "rollout_id", "code", "choices", "output"]
+    [
+        "model_call_id",
+        "response_id",
+        "model_ref",
+        "request",
+        "response",
+        "response_raw",
+        "started_at",
+        "latency_total_ms",
+        "tokens_in",
+        "kind",
+        "invocation_id",
+        "model_calls",
+        "conversation",
+        "records",
+        "source",
+        "gaps",
+        "calls",
+        "turns",
+        "invocations",
+        "task_id",
+        "rollout_id",
+        "code",
+        "choices",
+        "output",
+    ]
 )
 SHAPED = st.recursive(
     JSONISH,
@@ -164,10 +190,7 @@ def _idempotent(output: dict[str, Any]) -> bool:
     observations = output.get("ng_agent_observations")
     observed_gaps = observations.get("gaps") or [] if isinstance(observations, dict) else []
     return (
-        not any(
-            gap.get("code") == "model_call_ownership_unavailable" and gap.get("invocation_id") is not None
-            for gap in observed_gaps
-        )
+        not any(gap.get("code") == "model_call_ownership_unavailable" and gap.get("invocation_id") is not None for gap in observed_gaps)
         and all(isinstance(call, dict) and call.get("model_call_id") for call in calls)
         and turns == sorted(turns)
         and not any(gap["code"] == "trajectory_projection_failed" for gap in trajectory["gaps"])

@@ -24,9 +24,15 @@ GAP_SHAPE = re.compile(
 )
 # Gap-shaped words of other vocabularies: rollout failure classes, capability reason codes and
 # run-comparison trust issues (health check ids are read from their registry).
-NOT_GAP_CODES = frozenset({
-    "agent_request_failed", "environment_server_failed", "gate_failed", "sandbox_unavailable", "trajectory_unavailable",
-})
+NOT_GAP_CODES = frozenset(
+    {
+        "agent_request_failed",
+        "environment_server_failed",
+        "gate_failed",
+        "sandbox_unavailable",
+        "trajectory_unavailable",
+    }
+)
 
 
 def _string_literals(path: Path) -> list[tuple[int, str]]:

@@ -10,10 +10,7 @@ from evidence.errors import RowRejected
 from evidence.identity import capture_rollout_id, check_capture_file_id, trajectory_identity
 from tests.conformance.conftest import load_cases
 
-EXPLICIT_MESSAGE = (
-    "_ng_rollout_id must be a string of letters, digits, dots, dashes or underscores "
-    "starting with a letter or digit; got "
-)
+EXPLICIT_MESSAGE = "_ng_rollout_id must be a string of letters, digits, dots, dashes or underscores starting with a letter or digit; got "
 
 
 @pytest.mark.parametrize(
@@ -44,12 +41,21 @@ def test_capture_rollout_id(record: dict[str, Any], expected: str | None) -> Non
         ({"_ng_rollout_id": "../etc"}, "ValueError", EXPLICIT_MESSAGE + "'../etc'"),
         ({"_ng_rollout_id": 12}, "ValueError", EXPLICIT_MESSAGE + "12"),
         ({"_ng_rollout_id": ""}, "ValueError", EXPLICIT_MESSAGE + "''"),
-        ({"_ng_task_index": 0, "_ng_rollout_index": 0, "_ng_attempt_index": "1.5"}, "ValueError",
-         "invalid literal for int() with base 10: '1.5'"),
-        ({"_ng_task_index": 0, "_ng_rollout_index": 0, "_ng_attempt_index": {}}, "TypeError",
-         "int() argument must be a string, a bytes-like object or a real number, not 'dict'"),
-        ({"_ng_task_index": 0, "_ng_rollout_index": 0, "_ng_attempt_index": float("inf")}, "OverflowError",
-         "cannot convert float infinity to integer"),
+        (
+            {"_ng_task_index": 0, "_ng_rollout_index": 0, "_ng_attempt_index": "1.5"},
+            "ValueError",
+            "invalid literal for int() with base 10: '1.5'",
+        ),
+        (
+            {"_ng_task_index": 0, "_ng_rollout_index": 0, "_ng_attempt_index": {}},
+            "TypeError",
+            "int() argument must be a string, a bytes-like object or a real number, not 'dict'",
+        ),
+        (
+            {"_ng_task_index": 0, "_ng_rollout_index": 0, "_ng_attempt_index": float("inf")},
+            "OverflowError",
+            "cannot convert float infinity to integer",
+        ),
     ],
 )
 def test_capture_rollout_id_rejections(record: dict[str, Any], kind: str, message: str) -> None:
@@ -95,8 +101,10 @@ def test_collect_errors_identity_rules(name: str, case: dict[str, Any]) -> None:
     [
         ({"task_id": "t-1", "_ng_task_index": 0, "_ng_rollout_index": 1}, ("t-1", "0-1")),
         ({"task_id": None, "problem_id": 17.0, "_ng_task_index": -1, "_ng_rollout_index": 2}, ("17.0", "-1-2")),
-        ({"instance_id": {"repo": "octo/widgets", "n": 3}, "_ng_task_index": 9, "_ng_rollout_index": 1,
-          "_ng_attempt_index": 1.9}, ("{'repo': 'octo/widgets', 'n': 3}", "9-1-a1")),
+        (
+            {"instance_id": {"repo": "octo/widgets", "n": 3}, "_ng_task_index": 9, "_ng_rollout_index": 1, "_ng_attempt_index": 1.9},
+            ("{'repo': 'octo/widgets', 'n': 3}", "9-1-a1"),
+        ),
         ({"id": "ignored", "_ng_task_index": 4, "_ng_rollout_index": None}, ("4", "4-None")),
         ({"_ng_rollout_id": "run.x", "_ng_task_index": 5}, ("5", "run.x")),
     ],

@@ -29,8 +29,7 @@ def test_turns_fall_back_to_owned_calls_then_one_and_tools_need_a_present_invoca
     record = trajectory(
         invocations=[inv("A", {"model_call_id": "a1"}), inv("B", {"model_call_id": "b1"}, {"model_call_id": "b2"}), inv("C")],
         turns=[
-            {"invocation_id": "A", "task_id": "1", "rollout_id": "1-0", "turn_no": n, "timestamp": 1.0, "step_count": 0}
-            for n in (1, 2, 3)
+            {"invocation_id": "A", "task_id": "1", "rollout_id": "1-0", "turn_no": n, "timestamp": 1.0, "step_count": 0} for n in (1, 2, 3)
         ],
         model_calls=[call("a1", prompt_tokens=10), call("b1", prompt_tokens=1), call("b2", completion_tokens=4)],
         tool_calls=[{"invocation_id": "A", "tool_call_id": "t"}, {"invocation_id": "ghost", "tool_call_id": "g"}],

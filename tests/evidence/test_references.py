@@ -74,9 +74,7 @@ EMPTY_RESPONSE_ID_CASES = [
 
 
 @pytest.mark.parametrize(("ref_response_id", "call_response_id", "matches"), EMPTY_RESPONSE_ID_CASES)
-def test_ng_perf_ownership_filters_on_any_non_null_response_id(
-    ref_response_id: str | None, call_response_id: str, matches: bool
-) -> None:
+def test_ng_perf_ownership_filters_on_any_non_null_response_id(ref_response_id: str | None, call_response_id: str, matches: bool) -> None:
     ref = {"model_call_id": "c1", "response_id": ref_response_id}
     perf = build_ng_perf(_trajectory(ref, call_response_id), None)
     assert perf is not None
@@ -85,9 +83,7 @@ def test_ng_perf_ownership_filters_on_any_non_null_response_id(
 
 
 @pytest.mark.parametrize(("ref_response_id", "call_response_id", "matches"), EMPTY_RESPONSE_ID_CASES)
-def test_health_binding_filters_on_any_non_null_response_id(
-    ref_response_id: str | None, call_response_id: str, matches: bool
-) -> None:
+def test_health_binding_filters_on_any_non_null_response_id(ref_response_id: str | None, call_response_id: str, matches: bool) -> None:
     ref = {"model_call_id": "c1", "response_id": ref_response_id}
     view = build_view({"ng_trajectory": _trajectory(ref, call_response_id)})
     for binding in (view.turn_view, view.owned_view):
@@ -126,11 +122,12 @@ EXPECTED = [[0], [], [], [0, 1], [2], [2], [], []]
 
 
 def test_the_collection_rule_reads_models_and_json_alike() -> None:
-    typed_calls = CallIndex([
-        typed_name(call["model_call_id"], None if call["model_ref"] is None else ModelRef(**call["model_ref"]),
-                   call["response_id"])
-        for call in CALLS
-    ])
+    typed_calls = CallIndex(
+        [
+            typed_name(call["model_call_id"], None if call["model_ref"] is None else ModelRef(**call["model_ref"]), call["response_id"])
+            for call in CALLS
+        ]
+    )
     json_calls = CallIndex([json_name(call["model_call_id"], call["model_ref"], call["response_id"]) for call in CALLS])
     assert [typed_calls.candidates(ref_name(ModelCallRef.model_validate(ref))) for ref in REFS] == EXPECTED
     assert [json_calls.candidates(json_ref_name(ref)) for ref in REFS] == EXPECTED
@@ -186,15 +183,18 @@ _MODEL_REFS = st.sampled_from([None, MODEL_REF, {"type": "responses_api_models",
     calls=st.lists(st.tuples(_IDS, _MODEL_REFS, _RESPONSE_IDS), max_size=6),
     refs=st.lists(st.tuples(_IDS, _MODEL_REFS, _RESPONSE_IDS), max_size=6),
 )
-def test_typed_and_json_names_resolve_alike(
-    calls: list[tuple[Any, Any, Any]], refs: list[tuple[Any, Any, Any]]
-) -> None:
+def test_typed_and_json_names_resolve_alike(calls: list[tuple[Any, Any, Any]], refs: list[tuple[Any, Any, Any]]) -> None:
     """Health and the capability matrix read JSON, the join and ng_perf read models: one answer."""
     typed = CallIndex([typed_name(i, None if m is None else ModelRef(**m), r) for i, m, r in calls])
     as_json = CallIndex([json_name(i, m, r) for i, m, r in calls])
     for call_id, model_ref, response_id in refs:
         ref = {"model_call_id": call_id, "model_ref": model_ref, "response_id": response_id}
-        assert typed.candidates(ref_name(ModelCallRef.model_construct(
-            model_call_id=call_id, model_ref=None if model_ref is None else ModelRef(**model_ref),
-            response_id=response_id,
-        ))) == as_json.candidates(json_ref_name(ref))
+        assert typed.candidates(
+            ref_name(
+                ModelCallRef.model_construct(
+                    model_call_id=call_id,
+                    model_ref=None if model_ref is None else ModelRef(**model_ref),
+                    response_id=response_id,
+                )
+            )
+        ) == as_json.candidates(json_ref_name(ref))

@@ -42,17 +42,24 @@ def test_health_call_view_uses_the_rule(metadata: tuple[Any, Any, Any], expected
 
 
 @pytest.mark.parametrize(("metadata", "expected"), CASES)
-def test_token_count_dimension_owes_counts_only_for_successful_calls(
-    metadata: tuple[Any, Any, Any], expected: tuple[bool, bool]
-) -> None:
+def test_token_count_dimension_owes_counts_only_for_successful_calls(metadata: tuple[Any, Any, Any], expected: tuple[bool, bool]) -> None:
     status_code, error_category, response_status = metadata
     meta = {"status_code": status_code, "error_category": error_category, "response_status": response_status}
     counted = {"response_metadata": {}, "token_stats": {"prompt_tokens": 1, "completion_tokens": 1}}
     uncounted = {"response_metadata": meta, "token_stats": {}}
     evidence = RolloutEvidence(
-        trajectory={}, invocations=[], turns=[], calls=[], owned_calls=[counted, uncounted],
-        invocations_owning_calls=frozenset(), tool_records=[], requested_tool_call_ids=frozenset(),
-        requested_tool_calls_without_id=0, captured_call_count=0, sandbox_records=[], gap_codes=frozenset(),
+        trajectory={},
+        invocations=[],
+        turns=[],
+        calls=[],
+        owned_calls=[counted, uncounted],
+        invocations_owning_calls=frozenset(),
+        tool_records=[],
+        requested_tool_call_ids=frozenset(),
+        requested_tool_calls_without_id=0,
+        captured_call_count=0,
+        sandbox_records=[],
+        gap_codes=frozenset(),
         rebuilt_turns=[],
     )
     measure, _ = MEASURES["token_counts"]

@@ -14,7 +14,10 @@ from tests.flows.test_deployments import prefect_client, wait_for
 CONFIG = {
     "output": "s3://evals/evidence-stage",
     "storage_options": {"endpoint_url": "http://127.0.0.1:9000"},
-    "export": {"mlflow": {"tracking_uri": "http://mlflow:5000", "experiment": "evals"}, "otel": {"endpoint": "http://collector:4318", "headers": {"a": "b"}}},
+    "export": {
+        "mlflow": {"tracking_uri": "http://mlflow:5000", "experiment": "evals"},
+        "otel": {"endpoint": "http://collector:4318", "headers": {"a": "b"}},
+    },
 }
 
 
@@ -25,7 +28,12 @@ def test_each_configured_target_gets_a_deployment_on_run_completed() -> None:
         (trigger,) = deployment.triggers
         assert trigger.expect == {RUN_COMPLETED}
     assert exports[MLFLOW_FLOW].triggers[0].parameters == {
-        "params": {"run_dir": "{{ event.payload.run_dir }}", "tracking_uri": "http://mlflow:5000", "experiment": "evals", "storage_options": CONFIG["storage_options"]}
+        "params": {
+            "run_dir": "{{ event.payload.run_dir }}",
+            "tracking_uri": "http://mlflow:5000",
+            "experiment": "evals",
+            "storage_options": CONFIG["storage_options"],
+        }
     }
     assert exports[OTEL_FLOW].triggers[0].parameters["params"]["headers"] == {"a": "b"}
     assert not [d for d in build_deployments(ServeConfig(output="out")) if d.name == ON_RUN_COMPLETED]
@@ -38,12 +46,16 @@ def _runs_of(url: str, deployment_id: Any) -> list[Any]:
         return client.read_flow_runs(deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment_id])))
 
 
-def test_the_event_starts_an_export_whose_artifact_links_the_mlflow_run(prefect_server: str, mlflow_server: str, example_run_dir: Path) -> None:
+def test_the_event_starts_an_export_whose_artifact_links_the_mlflow_run(
+    prefect_server: str, mlflow_server: str, example_run_dir: Path
+) -> None:
     """The server's automation turns the event into a flow run with the payload's run_dir; that
     run's parameters export the run, and the flow links the MLflow run in an artifact."""
     from prefect.events import emit_event
 
-    config = ServeConfig.model_validate({"output": str(example_run_dir.parent), "export": {"mlflow": {"tracking_uri": mlflow_server, "experiment": "triggered"}}})
+    config = ServeConfig.model_validate(
+        {"output": str(example_run_dir.parent), "export": {"mlflow": {"tracking_uri": mlflow_server, "experiment": "triggered"}}}
+    )
     (deployment,) = [d for d in build_deployments(config) if d.name == ON_RUN_COMPLETED]
     deployment_id = deployment.apply()
     with prefect_client(prefect_server) as client:

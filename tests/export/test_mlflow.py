@@ -43,7 +43,12 @@ def _event_shape(spans: list[dict[str, Any]]) -> list[tuple[str, str, int, tuple
         return inner
 
     return sorted(
-        (base64.b64decode(s["span_id"]).hex(), e["name"], int(e["time_unix_nano"]), tuple(sorted((a["key"], value(a["value"])) for a in e.get("attributes", []))))
+        (
+            base64.b64decode(s["span_id"]).hex(),
+            e["name"],
+            int(e["time_unix_nano"]),
+            tuple(sorted((a["key"], value(a["value"])) for a in e.get("attributes", []))),
+        )
         for s in spans
         for e in s.get("events", [])
     )
@@ -55,9 +60,16 @@ def _model_events(trace: TraceModel) -> list[tuple[str, str, int, tuple[tuple[st
 
 def _traces_of(base: str, experiment_id: str, filter_string: str = "") -> dict[str, list[dict[str, Any]]]:
     """Trace id -> its spans as the server returns them (search, then one get per trace)."""
-    body = {"locations": [{"type": "MLFLOW_EXPERIMENT", "mlflow_experiment": {"experiment_id": experiment_id}}], "max_results": 500, "filter": filter_string}
+    body = {
+        "locations": [{"type": "MLFLOW_EXPERIMENT", "mlflow_experiment": {"experiment_id": experiment_id}}],
+        "max_results": 500,
+        "filter": filter_string,
+    }
     infos = _api(base, "POST", "/api/3.0/mlflow/traces/search", json=body).get("traces", [])
-    return {info["trace_id"]: _api(base, "GET", "/api/3.0/mlflow/traces/get", params={"trace_id": info["trace_id"]})["trace"]["spans"] for info in infos}
+    return {
+        info["trace_id"]: _api(base, "GET", "/api/3.0/mlflow/traces/get", params={"trace_id": info["trace_id"]})["trace"]["spans"]
+        for info in infos
+    }
 
 
 def _span_shape(spans: list[dict[str, Any]]) -> list[tuple[str, str | None, str, int, int]]:
@@ -67,11 +79,16 @@ def _span_shape(spans: list[dict[str, Any]]) -> list[tuple[str, str | None, str,
     def hexed(value: str | None) -> str | None:
         return base64.b64decode(value).hex() if value else None
 
-    return sorted((hexed(s["span_id"]), hexed(s.get("parent_span_id")), s["name"], int(s["start_time_unix_nano"]), int(s["end_time_unix_nano"])) for s in spans)
+    return sorted(
+        (hexed(s["span_id"]), hexed(s.get("parent_span_id")), s["name"], int(s["start_time_unix_nano"]), int(s["end_time_unix_nano"]))
+        for s in spans
+    )
 
 
 def _model_shape(trace: TraceModel) -> list[tuple[str, str | None, str, int, int]]:
-    return sorted((s.span_id.hex(), s.parent_id.hex() if s.parent_id else None, s.name, s.start_ns or 0, s.end_ns or 0) for s in trace.spans)
+    return sorted(
+        (s.span_id.hex(), s.parent_id.hex() if s.parent_id else None, s.name, s.start_ns or 0, s.end_ns or 0) for s in trace.spans
+    )
 
 
 def _export(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
@@ -82,15 +99,28 @@ def _export(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
 
 
 def _read_back(base: str, run_dir: Path, experiment_name: str) -> dict[str, Any]:
-    experiment_id = _api(base, "GET", "/api/2.0/mlflow/experiments/get-by-name", params={"experiment_name": experiment_name})["experiment"]["experiment_id"]
+    experiment_id = _api(base, "GET", "/api/2.0/mlflow/experiments/get-by-name", params={"experiment_name": experiment_name})["experiment"][
+        "experiment_id"
+    ]
     manifest = orjson.loads((run_dir / "manifest.json").read_bytes())
     key = f"{manifest['run']['job_id']}/{manifest['run']['run_id']}"
-    runs = _api(base, "POST", "/api/2.0/mlflow/runs/search", json={"experiment_ids": [experiment_id], "filter": f"tags.`{RUN_KEY_TAG}` = '{key}'"})["runs"]
+    runs = _api(
+        base, "POST", "/api/2.0/mlflow/runs/search", json={"experiment_ids": [experiment_id], "filter": f"tags.`{RUN_KEY_TAG}` = '{key}'"}
+    )["runs"]
     run = _api(base, "GET", "/api/2.0/mlflow/runs/get", params={"run_id": runs[0]["info"]["run_id"]})["run"]
     run_id = run["info"]["run_id"]
-    artifacts = {f["path"]: f.get("file_size") for f in _api(base, "GET", "/api/2.0/mlflow/artifacts/list", params={"run_id": run_id}).get("files", []) if not f["is_dir"]}
-    artifacts |= {f["path"]: f.get("file_size") for f in _api(base, "GET", "/api/2.0/mlflow/artifacts/list", params={"run_id": run_id, "path": "health"}).get("files", [])}
-    history = _api(base, "GET", "/api/2.0/mlflow/metrics/get-history", params={"run_id": run_id, "metric_key": "verdicts/healthy"})["metrics"]
+    artifacts = {
+        f["path"]: f.get("file_size")
+        for f in _api(base, "GET", "/api/2.0/mlflow/artifacts/list", params={"run_id": run_id}).get("files", [])
+        if not f["is_dir"]
+    }
+    artifacts |= {
+        f["path"]: f.get("file_size")
+        for f in _api(base, "GET", "/api/2.0/mlflow/artifacts/list", params={"run_id": run_id, "path": "health"}).get("files", [])
+    }
+    history = _api(base, "GET", "/api/2.0/mlflow/metrics/get-history", params={"run_id": run_id, "metric_key": "verdicts/healthy"})[
+        "metrics"
+    ]
     return {
         "experiment_id": experiment_id,
         "runs_with_key": len(runs),
@@ -105,7 +135,9 @@ def _read_back(base: str, run_dir: Path, experiment_name: str) -> dict[str, Any]
     }
 
 
-def test_export_mlflow_creates_one_run_then_updates_it(mlflow_server: str, example_run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_mlflow_creates_one_run_then_updates_it(
+    mlflow_server: str, example_run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     argv = ("export", "mlflow", str(example_run_dir), "--tracking-uri", mlflow_server, "--experiment", "evidence-stage-test")
     first = _export(capsys, *argv)
     after_first = _read_back(mlflow_server, example_run_dir, "evidence-stage-test")
@@ -129,7 +161,9 @@ def test_export_mlflow_creates_one_run_then_updates_it(mlflow_server: str, examp
             "package_version": manifest["run"]["package_version"],
         }
         assert back["metrics"]["verdicts/healthy"] == manifest["counts"]["verdicts"]["healthy"]
-        assert back["metrics"]["verdict_shares/unhealthy"] == pytest.approx(manifest["counts"]["verdicts"]["unhealthy"] / manifest["counts"]["rows"]["main"])
+        assert back["metrics"]["verdict_shares/unhealthy"] == pytest.approx(
+            manifest["counts"]["verdicts"]["unhealthy"] / manifest["counts"]["rows"]["main"]
+        )
         assert back["metrics"]["atif/rejections"] == manifest["counts"]["atif_rejections"]
         assert back["metrics"]["findings/agent_turn_hollow"] == 11
         assert back["metrics"]["perf/total_prompt_tokens"] == perf["run"]["total_prompt_tokens"]
@@ -146,15 +180,34 @@ def test_export_mlflow_creates_one_run_then_updates_it(mlflow_server: str, examp
         for trace_id, spans in back["traces"].items():
             assert _span_shape(spans) == _model_shape(expected[trace_id]), trace_id
             assert _event_shape(spans) == _model_events(expected[trace_id]), trace_id
-        health = [dict(a) for spans in back["traces"].values() for *_, a in _event_shape(spans) if dict(a)["gen_ai.evaluation.name"] == "health"]
+        health = [
+            dict(a) for spans in back["traces"].values() for *_, a in _event_shape(spans) if dict(a)["gen_ai.evaluation.name"] == "health"
+        ]
         assert len(health) == len(expected)  # every trace's verdict arrived
         assert {a["gen_ai.evaluation.score.label"] for a in health} <= {"healthy", "unhealthy", "unobserved"}
     assert len(after_second["healthy_history"]) == 1, "a second export must not add metric points"
-    assert first["traces"] == second["traces"] == {"traces": len(expected), "spans": sum(len(t.spans) for t in expected.values()), "skipped": {"ng_trajectory has no invocations": 4}}
-    print("\nMLflow read-back after the second export:", json.dumps({k: v if k != "traces" else {"count": len(v), "spans": sum(map(len, v.values()))} for k, v in after_second.items()}, indent=1, sort_keys=True))
+    assert (
+        first["traces"]
+        == second["traces"]
+        == {
+            "traces": len(expected),
+            "spans": sum(len(t.spans) for t in expected.values()),
+            "skipped": {"ng_trajectory has no invocations": 4},
+        }
+    )
+    print(
+        "\nMLflow read-back after the second export:",
+        json.dumps(
+            {k: v if k != "traces" else {"count": len(v), "spans": sum(map(len, v.values()))} for k, v in after_second.items()},
+            indent=1,
+            sort_keys=True,
+        ),
+    )
 
 
-def test_export_otel_sends_the_same_ids_to_an_otlp_receiver(mlflow_server: str, example_run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_otel_sends_the_same_ids_to_an_otlp_receiver(
+    mlflow_server: str, example_run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """MLflow's /v1/traces is a real OTLP/HTTP receiver; a fresh experiment holds only what we sent."""
     experiment_id = _api(mlflow_server, "POST", "/api/2.0/mlflow/experiments/create", json={"name": "evidence-stage-otel"})["experiment_id"]
     argv = ("export", "otel", str(example_run_dir), "--endpoint", mlflow_server, "--header", f"x-mlflow-experiment-id={experiment_id}")
@@ -171,7 +224,10 @@ def test_export_otel_sends_the_same_ids_to_an_otlp_receiver(mlflow_server: str, 
 def test_a_missing_extra_is_one_line_naming_it(tmp_path: Path) -> None:
     """Without the export extra's packages (import blocked), the CLI refuses in one line, before reading anything."""
     code = "import sys; sys.modules['mlflow'] = None; sys.modules['opentelemetry.exporter'] = None; from flows.cli.main import main; sys.exit(main(sys.argv[1:]))"
-    for argv in (["export", "mlflow", str(tmp_path), "--tracking-uri", "http://127.0.0.1:9"], ["export", "otel", str(tmp_path), "--endpoint", "http://127.0.0.1:9"]):
+    for argv in (
+        ["export", "mlflow", str(tmp_path), "--tracking-uri", "http://127.0.0.1:9"],
+        ["export", "otel", str(tmp_path), "--endpoint", "http://127.0.0.1:9"],
+    ):
         done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
         assert done.returncode == 2
         assert done.stderr.strip().splitlines() == [done.stderr.strip()]
@@ -185,7 +241,9 @@ def test_an_unfinished_run_directory_is_refused_in_one_line(tmp_path: Path, caps
     assert capsys.readouterr().err == f"evidence-stage: error: {tmp_path}/_SUCCESS: no _SUCCESS: not a finished run directory\n"
 
 
-def test_an_unreachable_tracking_server_is_one_line_within_seconds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unreachable_tracking_server_is_one_line_within_seconds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Nothing listening, and a server that accepts and never answers: one line, in seconds (MLflow's own retries took 4 minutes)."""
     import socket
     import time
@@ -203,13 +261,19 @@ def test_an_unreachable_tracking_server_is_one_line_within_seconds(tmp_path: Pat
         silent.listen()
         assert main(["export", "mlflow", str(tmp_path), "--tracking-uri", f"http://127.0.0.1:{silent.getsockname()[1]}"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("evidence-stage: error: the MLflow server at http://127.0.0.1:") and err.endswith("is not reachable: timed out\n"), err
+    assert err.startswith("evidence-stage: error: the MLflow server at http://127.0.0.1:") and err.endswith(
+        "is not reachable: timed out\n"
+    ), err
     assert time.monotonic() - started < 20
 
 
 @pytest.mark.parametrize("endpoint", ["ftp://collector:4318", "collector:4318", "http://"])
-def test_an_otlp_endpoint_that_is_not_http_is_refused_before_sending(endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_otlp_endpoint_that_is_not_http_is_refused_before_sending(
+    endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "_SUCCESS").write_text("")
     assert main(["export", "otel", str(tmp_path), "--endpoint", endpoint]) == 2
-    assert capsys.readouterr().err == f"evidence-stage: error: --endpoint must be an http:// or https:// URL such as http://collector:4318, not {endpoint!r}\n"
-
+    assert (
+        capsys.readouterr().err
+        == f"evidence-stage: error: --endpoint must be an http:// or https:// URL such as http://collector:4318, not {endpoint!r}\n"
+    )

@@ -27,7 +27,8 @@ def artifacts_of(flow_run_id: UUID) -> dict[str, Any]:
     with get_client(sync_client=True) as client:
         found = client.read_artifacts(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
         progress = client.read_artifacts(
-            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])), artifact_filter=ArtifactFilter(type=ArtifactFilterType(any_=["progress"]))
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])),
+            artifact_filter=ArtifactFilter(type=ArtifactFilterType(any_=["progress"])),
         )
     by_key = {a.key: a for a in sorted(found, key=lambda a: a.updated or a.created) if a.key}
     by_key.update({f"progress:{a.id}": a for a in progress})
@@ -36,12 +37,17 @@ def artifacts_of(flow_run_id: UUID) -> dict[str, Any]:
 
 def test_job_run_has_verdict_table_perf_markdown_links_and_finished_progress(tmp_path: Path) -> None:
     params = StageParams(
-        rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output=str(tmp_path), attempts_per_task=6
+        rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"),
+        capture_dir=str(EXAMPLE_JOB / "model-calls"),
+        output=str(tmp_path),
+        attempts_per_task=6,
     )
     state = stage_flow(params, return_state=True)
     result = state.result()
     job_id = result["run_dir"].rstrip("/").split("/")[-3]
-    artifacts = {key.removesuffix(f"-{job_artifact_key('', job_id)}"): a for key, a in artifacts_of(state.state_details.flow_run_id).items()}
+    artifacts = {
+        key.removesuffix(f"-{job_artifact_key('', job_id)}"): a for key, a in artifacts_of(state.state_details.flow_run_id).items()
+    }
     assert "evidence-stage-verdicts" in artifacts
     assert "evidence-stage-progress" in artifacts
 
@@ -77,7 +83,10 @@ def test_s3_outputs_link_to_presigned_urls_a_browser_opens(s3: str, tmp_path: Pa
 
     s3fs.S3FileSystem().mkdir("results")
     params = StageParams(
-        rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output="s3://results/out", attempts_per_task=6
+        rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"),
+        capture_dir=str(EXAMPLE_JOB / "model-calls"),
+        output="s3://results/out",
+        attempts_per_task=6,
     )
     state = stage_flow(params, return_state=True)
     job_id = state.result()["run_dir"].rstrip("/").split("/")[-3]

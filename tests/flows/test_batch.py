@@ -83,7 +83,9 @@ def test_batch_reprocesses_changed_inputs_and_config_and_everything_when_forced(
     assert {(e["status"], e["reason"]) for e in forced["jobs"]} == {("processed", "forced")}
 
 
-def test_batch_reports_ambiguous_folders_and_a_failing_job_without_failing(bucket: s3fs.S3FileSystem, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_batch_reports_ambiguous_folders_and_a_failing_job_without_failing(
+    bucket: s3fs.S3FileSystem, monkeypatch: pytest.MonkeyPatch
+) -> None:
     good, bad = upload_job(bucket, "good"), upload_job(bucket, "bad")
     upload_job(bucket, "two")
     bucket.pipe("evals/jobs/two/second.jsonl", b"{}\n")
@@ -97,14 +99,18 @@ def test_batch_reports_ambiguous_folders_and_a_failing_job_without_failing(bucke
     monkeypatch.setattr(flows.batch, "stage_flow", failing_for_bad)
     result = batch_flow(BatchParams(prefix=f"{BUCKET}/jobs", output=f"{BUCKET}/out"))
 
-    assert result["skipped_folders"] == [{"folder": "two", "reason": "ambiguous: 2 rollouts files", "candidates": ["rollouts.jsonl", "second.jsonl"]}]
+    assert result["skipped_folders"] == [
+        {"folder": "two", "reason": "ambiguous: 2 rollouts files", "candidates": ["rollouts.jsonl", "second.jsonl"]}
+    ]
     assert result["counts"] == {"jobs": 2, "processed": 1, "skipped": 0, "failed": 1, "skipped_folders": 1}
     by_job = {entry["job_id"]: entry for entry in read_summary(result)["jobs"]}
     assert by_job[job_id_for(bad)]["reason"] == "RuntimeError: storage exploded"
     assert by_job[job_id_for(good)]["status"] == "processed"
 
 
-def test_batch_command_prints_each_job_and_exits_1_only_when_a_job_failed(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_batch_command_prints_each_job_and_exits_1_only_when_a_job_failed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     shutil.copytree(JOB, tmp_path / "jobs" / "local-job")
     args = ["batch", str(tmp_path / "jobs"), "--output", str(tmp_path / "out"), "--max-concurrency", "1"]
     assert main(args) == 0

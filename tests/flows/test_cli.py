@@ -60,13 +60,19 @@ def test_usage_errors_are_one_line(argv: list[str], capsys: pytest.CaptureFixtur
 
 @pytest.mark.parametrize(
     ("argv", "command"),
-    [(["health", "only-one-argument"], "health"), (["health", "r", "o", "--ignore-check", "a,,b"], "health"), (["export-atif", "--rollouts", "r"], "export-atif")],
+    [
+        (["health", "only-one-argument"], "health"),
+        (["health", "r", "o", "--ignore-check", "a,,b"], "health"),
+        (["export-atif", "--rollouts", "r"], "export-atif"),
+    ],
 )
 def test_dropin_usage_errors_are_one_line_with_0_7_0_prefix(argv: list[str], command: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert "usage" not in _refusal(argv, capsys, prefix=f"evidence-stage {command}: error: ")
 
 
-def test_a_missing_failures_sidecar_is_refused_before_the_run_is_claimed(job: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_missing_failures_sidecar_is_refused_before_the_run_is_claimed(
+    job: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
     reason = _refusal(_run(job, str(out), "--failures", str(job / "typo_failures.jsonl"), "--run-id", "r1"), capsys)
     assert reason.endswith(f"{job / 'typo_failures.jsonl'}: failures sidecar not found")
@@ -96,7 +102,9 @@ def test_a_whitespace_atif_identity_is_refused_as_0_7_0_refuses_its_configuratio
 
 
 @pytest.mark.parametrize("ignored", [["bogus_check"], ["model_call_failed,bogus_check"], ["model_call_failed", "zzz,bogus_check"]])
-def test_unknown_ignored_checks_are_refused_with_0_7_0_message(ignored: list[str], job: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_ignored_checks_are_refused_with_0_7_0_message(
+    ignored: list[str], job: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     options = [arg for value in ignored for arg in ("--ignore-check", value)]
     reason = _refusal(_run(job, str(tmp_path / "out"), *options), capsys)
     unknown = sorted(part for value in ignored for part in value.split(",") if part != "model_call_failed")
@@ -129,7 +137,9 @@ def test_an_output_among_the_inputs_is_refused(where: str, job: Path, capsys: py
     assert _files(job) == before
 
 
-def test_an_output_beside_relative_inputs_is_refused(job: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_output_beside_relative_inputs_is_refused(
+    job: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Run from inside the job folder, ``--output results`` is inside the rollouts' folder."""
     monkeypatch.chdir(job)
     argv = ["run", "--rollouts", "rollouts.jsonl", "--capture-dir", "model-calls", "--output", "results"]
@@ -149,7 +159,15 @@ def test_an_s3_output_among_the_inputs_is_refused(s3: str, capsys: pytest.Captur
     fs.put(str(EXAMPLE_JOB) + "/", "jobs/evals/job", recursive=True)
     before = sorted(fs.find("jobs"))
     for output in ("s3://jobs/evals/job/model-calls/out", "s3://jobs/evals/job", "s3://jobs//evals/job/results/"):
-        argv = ["run", "--rollouts", "s3://jobs/evals/job/rollouts.jsonl", "--capture-dir", "s3://jobs/evals/job/model-calls", "--output", output]
+        argv = [
+            "run",
+            "--rollouts",
+            "s3://jobs/evals/job/rollouts.jsonl",
+            "--capture-dir",
+            "s3://jobs/evals/job/model-calls",
+            "--output",
+            output,
+        ]
         assert "overlap (inputs are read-only)" in _refusal(argv, capsys)
     fs.invalidate_cache()
     assert sorted(fs.find("jobs")) == before

@@ -64,10 +64,14 @@ def change(a: Any, b: Any) -> dict[str, Any]:
 
 
 def models(rows: list[dict[str, Any]]) -> list[str]:
-    return sorted({c["model"] for r in rows for c in r.get("ng_model_call_capture", {}).get("calls", []) if isinstance(c.get("model"), str)})
+    return sorted(
+        {c["model"] for r in rows for c in r.get("ng_model_call_capture", {}).get("calls", []) if isinstance(c.get("model"), str)}
+    )
 
 
-def expected_group(rows_a: list[dict], rows_b: list[dict], pairs: list[tuple[dict, dict]], regrouped: int, perf_a: dict, perf_b: dict) -> dict:
+def expected_group(
+    rows_a: list[dict], rows_b: list[dict], pairs: list[tuple[dict, dict]], regrouped: int, perf_a: dict, perf_b: dict
+) -> dict:
     def mean_reward(rows: list[dict]) -> float | None:
         values = [number(r, "reward") for r in rows if number(r, "reward") is not None]
         return statistics.fmean(values) if values else None
@@ -79,7 +83,13 @@ def expected_group(rows_a: list[dict], rows_b: list[dict], pairs: list[tuple[dic
             if number(x, metric) is not None and number(y, metric) is not None:
                 by_task.setdefault(json.dumps(x["_ng_task_index"]), []).append(number(y, metric) - number(x, metric))
         interval = paired_bootstrap(by_task, seed=0)
-        intervals[metric] = {"pairs": interval.pairs, "tasks": interval.tasks, "delta": interval.delta, "low": interval.low, "high": interval.high}
+        intervals[metric] = {
+            "pairs": interval.pairs,
+            "tasks": interval.tasks,
+            "delta": interval.delta,
+            "low": interval.low,
+            "high": interval.high,
+        }
     return {
         "rollouts": change(len(rows_a), len(rows_b)),
         "paired": len(pairs),
@@ -112,7 +122,9 @@ def expected_scores(a: dict, b: dict) -> dict:
     groups_a, groups_b = a["scores"]["groups"], b["scores"]["groups"]
     expected: dict[str, Any] = {}
     for group in dict.fromkeys([*groups_a, *groups_b]):
-        inside = [(x, y) for x, y in pairs if score_group(x) == score_group(y) == group and not x.get("mask_sample") and not y.get("mask_sample")]
+        inside = [
+            (x, y) for x, y in pairs if score_group(x) == score_group(y) == group and not x.get("mask_sample") and not y.get("mask_sample")
+        ]
         trusted = [(x, y) for x, y in inside if label(x) not in bad_a and label(y) not in bad_b]
         metrics_a, metrics_b = groups_a.get(group, {}).get("metrics", {}), groups_b.get(group, {}).get("metrics", {})
         expected[group] = {}
@@ -121,7 +133,7 @@ def expected_scores(a: dict, b: dict) -> dict:
             for side, chosen in (("raw", inside), ("clean", trusted)):
                 by_task: dict[str, list[float]] = {}
                 for x, y in chosen:
-                    before, after = field_value(x, metric[len("mean/"):]), field_value(y, metric[len("mean/"):])
+                    before, after = field_value(x, metric[len("mean/") :]), field_value(y, metric[len("mean/") :])
                     if before is not None and after is not None:
                         by_task.setdefault(json.dumps(x["_ng_task_index"]), []).append(after - before)
                 interval = paired_bootstrap(by_task, seed=0)
@@ -129,7 +141,13 @@ def expected_scores(a: dict, b: dict) -> dict:
                 excludes_zero = interval.low is not None and (interval.low > 0 or interval.high < 0)
                 entry[side] = {
                     "scores": change(metrics_a.get(metric, {}).get(side), metrics_b.get(metric, {}).get(side)),
-                    "paired": {"pairs": interval.pairs, "tasks": interval.tasks, "delta": interval.delta, "low": interval.low, "high": interval.high},
+                    "paired": {
+                        "pairs": interval.pairs,
+                        "tasks": interval.tasks,
+                        "delta": interval.delta,
+                        "low": interval.low,
+                        "high": interval.high,
+                    },
                     "untrusted_pairs": untrusted,
                     "change": untrusted == 0 and excludes_zero,
                 }
@@ -151,14 +169,22 @@ def expected_health(a: dict, b: dict) -> dict:
         flagged += [f"task {t}" for t in tasks if check in flags(b, t) - flags(a, t)]
         cleared += [f"task {t}" for t in tasks if check in flags(a, t) - flags(b, t)]
         counts = change(run_a["issues"][check], run_b["issues"][check])
-        checks[check] = {**counts, "flagged": len(flagged), "cleared": len(cleared), "flagged_rollouts": flagged[:20], "cleared_rollouts": cleared[:20]}
+        checks[check] = {
+            **counts,
+            "flagged": len(flagged),
+            "cleared": len(cleared),
+            "flagged_rollouts": flagged[:20],
+            "cleared_rollouts": cleared[:20],
+        }
     return {
         "verdicts": {v: change(run_a["verdicts"][v], run_b["verdicts"][v]) for v in VERDICTS},
         "transitions": {v: {w: sum(1 for x, y in pairs if (x["verdict"], y["verdict"]) == (v, w)) for w in VERDICTS} for v in VERDICTS},
         "paired_verdicts": len(pairs),
         "checks": checks,
         "ignored_checks": {"a": run_a["ignored_checks"], "b": run_b["ignored_checks"]},
-        "coverage": {c: {"a": run_a["artifacts"]["coverage"][c], "b": run_b["artifacts"]["coverage"][c]} for c in run_a["artifacts"]["coverage"]},
+        "coverage": {
+            c: {"a": run_a["artifacts"]["coverage"][c], "b": run_b["artifacts"]["coverage"][c]} for c in run_a["artifacts"]["coverage"]
+        },
     }
 
 
@@ -188,7 +214,14 @@ def expected_comparison(first: Path, changed: Path) -> dict[str, Any]:
             y = b["capabilities"]["agents"].get(agent, {}).get("dimensions", {}).get(dimension, {})
             if x.get("status") != y.get("status"):
                 capabilities.append(
-                    {"agent": agent, "dimension": dimension, "a": x.get("status"), "b": y.get("status"), "a_complete": x.get("complete"), "b_complete": y.get("complete")}
+                    {
+                        "agent": agent,
+                        "dimension": dimension,
+                        "a": x.get("status"),
+                        "b": y.get("status"),
+                        "a_complete": x.get("complete"),
+                        "b_complete": y.get("complete"),
+                    }
                 )
     reasons_a, reasons_b = Counter(r["error"] for r in a["rejections"]), Counter(r["error"] for r in b["rejections"])
     refused_a, refused_b = {r["rollout_id"] for r in a["rejections"]}, {r["rollout_id"] for r in b["rejections"]}
@@ -197,30 +230,45 @@ def expected_comparison(first: Path, changed: Path) -> dict[str, Any]:
     def side(run: Path, data: dict) -> dict:
         manifest = data["manifest"]
         return {
-            "run_dir": str(run), "job_id": manifest["run"]["job_id"], "run_id": manifest["run"]["run_id"],
-            "config_fingerprint": manifest["config_fingerprint"], "gate": "unknown", "landed_share": None,
+            "run_dir": str(run),
+            "job_id": manifest["run"]["job_id"],
+            "run_id": manifest["run"]["run_id"],
+            "config_fingerprint": manifest["config_fingerprint"],
+            "gate": "unknown",
+            "landed_share": None,
         }
 
     return {
         "a": side(first, a),
         "b": side(changed, b),
         "pairing": {
-            "paired": len(pairs), "only_in_a": len(only_a), "only_in_b": len(only_b), "repeated_keys_a": 0, "repeated_keys_b": 0,
-            "only_in_a_rollouts": only_a, "only_in_b_rollouts": only_b,
+            "paired": len(pairs),
+            "only_in_a": len(only_a),
+            "only_in_b": len(only_b),
+            "repeated_keys_a": 0,
+            "repeated_keys_b": 0,
+            "only_in_a_rollouts": only_a,
+            "only_in_b_rollouts": only_b,
         },
         "scores": expected_scores(a, b),
         "health": expected_health(a, b),
-        "run": expected_group(a["rows"], b["rows"], pairs, sum(1 for x, y in pairs if group_of(x) != group_of(y)), a["perf"]["run"], b["perf"]["run"]),
+        "run": expected_group(
+            a["rows"], b["rows"], pairs, sum(1 for x, y in pairs if group_of(x) != group_of(y)), a["perf"]["run"], b["perf"]["run"]
+        ),
         "groups": groups,
         "capabilities": capabilities,
         "atif": {
             "accepted": change(len(a["accepted"]), len(b["accepted"])),
             "rejected": change(len(a["rejections"]), len(b["rejections"])),
             "reasons": [
-                {"reason": r, "a": reasons_a[r], "b": reasons_b[r]} for r in sorted({*reasons_a, *reasons_b}) if reasons_a[r] != reasons_b[r]
+                {"reason": r, "a": reasons_a[r], "b": reasons_b[r]}
+                for r in sorted({*reasons_a, *reasons_b})
+                if reasons_a[r] != reasons_b[r]
             ],
-            "newly_rejected": len(newly_rejected), "newly_accepted": len(newly_accepted),
-            "newly_rejected_rollouts": newly_rejected[:20], "newly_accepted_rollouts": newly_accepted[:20],
+            "newly_rejected": len(newly_rejected),
+            "newly_accepted": len(newly_accepted),
+            "newly_rejected_rollouts": newly_rejected[:20],
+            "newly_accepted_rollouts": newly_accepted[:20],
         },
         "bootstrap": {"seed": 0, "resamples": RESAMPLES, "confidence": CONFIDENCE, "unit": "task"},
     }
@@ -231,7 +279,9 @@ def compare_cli(run_a: Path, run_b: Path, output: Path, capsys: pytest.CaptureFi
     return json.loads((output / "compare.json").read_text(encoding="utf-8")), capsys.readouterr().out
 
 
-def test_a_rerun_of_the_same_inputs_compares_as_no_change(compared_runs: ComparedRuns, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_rerun_of_the_same_inputs_compares_as_no_change(
+    compared_runs: ComparedRuns, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     document, out = compare_cli(compared_runs.first, compared_runs.rerun, tmp_path, capsys)
 
     assert (document["status"], document["changed"], document["trust"]) == ("no change", [], {"trusted": True, "issues": []})
@@ -265,8 +315,15 @@ def test_every_figure_of_a_known_change(compared_runs: ComparedRuns, tmp_path: P
     assert document["pairing"]["only_in_b"] == 0
     simple = document["groups"]["simple_agent"]
     assert simple["mean_reward"]["b"] == 1.0
-    assert simple["rewards_changed"] == sum(1 for r in read(compared_runs.first)["rows"] if r["agent_ref"]["name"] == "simple_agent" and r["reward"] != 1.0)
-    assert simple["intervals"]["reward"]["low"] <= simple["intervals"]["reward"]["delta"] == simple["mean_reward"]["delta"] <= simple["intervals"]["reward"]["high"]
+    assert simple["rewards_changed"] == sum(
+        1 for r in read(compared_runs.first)["rows"] if r["agent_ref"]["name"] == "simple_agent" and r["reward"] != 1.0
+    )
+    assert (
+        simple["intervals"]["reward"]["low"]
+        <= simple["intervals"]["reward"]["delta"]
+        == simple["mean_reward"]["delta"]
+        <= simple["intervals"]["reward"]["high"]
+    )
     assert [g for g, v in document["groups"].items() if v["rewards_changed"]] == ["simple_agent"]
     assert document["groups"]["harness_agent"]["models"] == {"a": [POLICY_MODEL], "b": [SWAPPED_MODEL]}
     assert [g for g, v in document["groups"].items() if v["models"]["a"] != v["models"]["b"]] == ["harness_agent"]
@@ -300,7 +357,12 @@ def test_the_compare_flow_writes_the_default_folder_and_attaches_the_comparison(
     state = compare_flow(CompareParams(run_a=str(compared_runs.first), run_b=str(compared_runs.changed)), return_state=True)
     result = state.result()
     folder = compared_runs.changed.parent.parent / "compare" / f"{compared_runs.first.name}--{compared_runs.changed.name}"
-    assert result == {"status": "changed", "trusted": False, "changed": json.loads((folder / "compare.json").read_text())["changed"], "output": f"file://{folder}"}  # run directories are file:// URLs
+    assert result == {
+        "status": "changed",
+        "trusted": False,
+        "changed": json.loads((folder / "compare.json").read_text())["changed"],
+        "output": f"file://{folder}",
+    }  # run directories are file:// URLs
     assert sorted(p.name for p in folder.iterdir()) == ["compare.html", "compare.json", "compare.md"]
     artifacts = artifacts_of(state.state_details.flow_run_id)
     assert artifacts["evidence-stage-compare"].data == (folder / "compare.md").read_text(encoding="utf-8")
@@ -335,4 +397,6 @@ def test_the_sweep_compares_a_reprocessed_job_with_its_previous_complete_run(tmp
     document = json.loads((folder / "compare.json").read_text(encoding="utf-8"))
     assert document["run"]["rewards_changed"] == 1
     artifacts = artifacts_of(state.state_details.flow_run_id)
-    assert artifacts[f"evidence-stage-compare-{entry['job_id'].lower().replace('_', '-')}"].data == (folder / "compare.md").read_text(encoding="utf-8")
+    assert artifacts[f"evidence-stage-compare-{entry['job_id'].lower().replace('_', '-')}"].data == (folder / "compare.md").read_text(
+        encoding="utf-8"
+    )

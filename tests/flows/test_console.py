@@ -20,7 +20,10 @@ COUNTS = {
 
 def test_the_summary_shows_each_groups_key_metrics_raw_and_clean(capsys: pytest.CaptureFixture[str]) -> None:
     scores = {
-        "math_with_judge": {"mean/reward": {"raw": 0.5, "clean": 0.6666666666666666}, "mean/input_tokens": {"raw": 1163.5, "clean": 1200.25}},
+        "math_with_judge": {
+            "mean/reward": {"raw": 0.5, "clean": 0.6666666666666666},
+            "mean/input_tokens": {"raw": 1163.5, "clean": 1200.25},
+        },
         "claude_code_agent": {"mean/reward": {"raw": 0.25, "clean": None}},
     }
     print_summary({"run_id": "r1", "run_dir": "file:///out/job/runs/r1", "counts": COUNTS, "scores": scores, "already_complete": False})

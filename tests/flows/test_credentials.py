@@ -17,12 +17,23 @@ pytestmark = pytest.mark.usefixtures("prefect_server")
 SECRET = "block-secret-3f9a"
 
 
-@pytest.mark.parametrize("option", ["secret=abc", "key=AKIA1", "client_kwargs={\"aws_session_token\": \"t\"}"])
-def test_credential_keys_in_storage_options_are_refused_in_one_line(option: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main([
-        "run", "--rollouts", str(EXAMPLE_JOB / "rollouts.jsonl"), "--capture-dir", str(EXAMPLE_JOB / "model-calls"),
-        "--output", str(tmp_path), "--storage-option", option,
-    ])
+@pytest.mark.parametrize("option", ["secret=abc", "key=AKIA1", 'client_kwargs={"aws_session_token": "t"}'])
+def test_credential_keys_in_storage_options_are_refused_in_one_line(
+    option: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "run",
+            "--rollouts",
+            str(EXAMPLE_JOB / "rollouts.jsonl"),
+            "--capture-dir",
+            str(EXAMPLE_JOB / "model-calls"),
+            "--output",
+            str(tmp_path),
+            "--storage-option",
+            option,
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert err.count("\n") == 1
@@ -47,8 +58,11 @@ def test_a_block_s_credentials_reach_s3_but_never_the_server(s3: str, prefect_se
     with pytest.raises(Exception, match="credentials"):  # the environment no longer authenticates
         Location("s3://jobs/example_job/rollouts.jsonl").exists()
     result = run_stage(
-        rollouts="s3://jobs/example_job/rollouts.jsonl", capture_dir="s3://jobs/example_job/model-calls", output="s3://jobs/out",
-        job_id="with-block", aws_credentials_block="stage-s3",
+        rollouts="s3://jobs/example_job/rollouts.jsonl",
+        capture_dir="s3://jobs/example_job/model-calls",
+        output="s3://jobs/out",
+        job_id="with-block",
+        aws_credentials_block="stage-s3",
     )
     assert Location(result["run_dir"], {"key": "AKIABLOCK", "secret": SECRET}).child("_SUCCESS").exists()
     with SyncPrefectClient(prefect_server) as client:

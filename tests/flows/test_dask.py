@@ -34,10 +34,14 @@ def test_dask_cluster_outputs_equal_thread_runner_outputs(cluster: LocalCluster,
     job = {"rollouts": str(EXAMPLE_JOB / "rollouts.jsonl"), "capture_dir": str(EXAMPLE_JOB / "model-calls"), "attempts_per_task": 4}
     threaded = run_stage(**job, output=str(tmp_path / "thread"), task_runner="thread", job_id="example")
     with Client(cluster) as client, get_task_stream(client) as stream:
-        on_dask = run_stage(**job, output=str(tmp_path / "dask"), task_runner="dask", dask_address=cluster.scheduler_address, job_id="example")
+        on_dask = run_stage(
+            **job, output=str(tmp_path / "dask"), task_runner="dask", dask_address=cluster.scheduler_address, job_id="example"
+        )
 
     assert run_outputs(on_dask["run_dir"]) == run_outputs(threaded["run_dir"])
-    assert {"rollouts.jsonl", "perf_summary.json", "health/quality_summary.json", "atif/manifest.jsonl"} <= set(run_outputs(on_dask["run_dir"]))
+    assert {"rollouts.jsonl", "perf_summary.json", "health/quality_summary.json", "atif/manifest.jsonl"} <= set(
+        run_outputs(on_dask["run_dir"])
+    )
     assert (local_path(on_dask["run_dir"]) / "_SUCCESS").exists()
     worker_addresses = set(cluster.scheduler_info["workers"])
     ran_on = {record["worker"] for record in stream.data}
@@ -89,7 +93,12 @@ def test_a_worker_killed_after_writing_its_parts_loses_nothing(tmp_path: Path) -
     """kill -9 of a Dask worker holding a group task (its segment already written): Dask runs the
     group again on a live worker, the reduce reads the two segments of those lines as one, and
     the run publishes the thread runner's outputs."""
-    job = {"rollouts": str(EXAMPLE_JOB / "rollouts.jsonl"), "capture_dir": str(EXAMPLE_JOB / "model-calls"), "attempts_per_task": 4, "job_id": "example"}
+    job = {
+        "rollouts": str(EXAMPLE_JOB / "rollouts.jsonl"),
+        "capture_dir": str(EXAMPLE_JOB / "model-calls"),
+        "attempts_per_task": 4,
+        "job_id": "example",
+    }
     threaded = run_stage(**job, output=str(tmp_path / "thread"))
     marker, killed = tmp_path / "hung-worker", []
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local, Client(local) as client:
@@ -107,7 +116,12 @@ def test_a_worker_killed_after_writing_its_parts_loses_nothing(tmp_path: Path) -
 
 
 def test_local_dask_cluster_from_dask_workers_gives_the_same_outputs(tmp_path: Path) -> None:
-    job = {"rollouts": str(EXAMPLE_JOB / "rollouts.jsonl"), "capture_dir": str(EXAMPLE_JOB / "model-calls"), "attempts_per_task": 8, "job_id": "example"}
+    job = {
+        "rollouts": str(EXAMPLE_JOB / "rollouts.jsonl"),
+        "capture_dir": str(EXAMPLE_JOB / "model-calls"),
+        "attempts_per_task": 8,
+        "job_id": "example",
+    }
     threaded = run_stage(**job, output=str(tmp_path / "thread"))
     on_dask = run_stage(**job, output=str(tmp_path / "dask"), task_runner="dask", dask_workers=2)
     assert run_outputs(on_dask["run_dir"]) == run_outputs(threaded["run_dir"])
@@ -120,11 +134,18 @@ def test_relative_paths_reach_workers_in_another_directory_as_absolute_urls(
     shutil.copytree(EXAMPLE_JOB, tmp_path / "jobs" / "example")
     monkeypatch.chdir(tmp_path)
     result = run_stage(
-        rollouts="jobs/example/rollouts.jsonl", capture_dir="jobs/example/model-calls", output="out",
-        task_runner="dask", dask_address=dask_cluster, attempts_per_task=8,
+        rollouts="jobs/example/rollouts.jsonl",
+        capture_dir="jobs/example/model-calls",
+        output="out",
+        task_runner="dask",
+        dask_address=dask_cluster,
+        attempts_per_task=8,
     )
     run_dir = tmp_path / "out" / job_id_for(str(tmp_path / "jobs" / "example" / "rollouts.jsonl")) / "runs" / result["run_id"]
     assert result["run_dir"] == f"file://{run_dir}"
     assert (run_dir / "_SUCCESS").exists()
     recorded = json.loads((run_dir / "params.json").read_text())
-    assert (recorded["rollouts"], recorded["capture_dir"]) == (f"file://{tmp_path}/jobs/example/rollouts.jsonl", f"file://{tmp_path}/jobs/example/model-calls")
+    assert (recorded["rollouts"], recorded["capture_dir"]) == (
+        f"file://{tmp_path}/jobs/example/rollouts.jsonl",
+        f"file://{tmp_path}/jobs/example/model-calls",
+    )

@@ -86,7 +86,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     root = tmp_path_factory.mktemp("deployments")
     url = f"http://127.0.0.1:{free_port()}/api"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    env.update(PREFECT_HOME=str(root / "home"), PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_API_URL=url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY=str(HEARTBEAT_S))
+    env.update(
+        PREFECT_HOME=str(root / "home"),
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        PREFECT_API_URL=url,
+        PREFECT_FLOWS_HEARTBEAT_FREQUENCY=str(HEARTBEAT_S),
+    )
     server_env = {**env, "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{root / 'prefect.db'}", "PREFECT_UI_ENABLED": "false"}
     port = url.rsplit(":", 1)[1].split("/", maxsplit=1)[0]
     server = start([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", port], server_env, root / "server.log")
@@ -96,7 +101,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         assert server.poll() is None, (root / "server.log").read_text()[-3000:]
         config = root / "stage.yaml"
         config.write_text(
-            yaml.safe_dump({"output": str(root / "out"), "sweep": {"cron": "0 0 1 1 *", "prefix": str(root / "sweep-jobs"), "max_concurrency": 1}})
+            yaml.safe_dump(
+                {"output": str(root / "out"), "sweep": {"cron": "0 0 1 1 *", "prefix": str(root / "sweep-jobs"), "max_concurrency": 1}}
+            )
         )
         serve_cwd = crowded_directory(root / "serve-cwd")
         serve = start([str(BIN / "evidence-stage"), "serve", "--config", str(config)], env, root / "serve.log", cwd=serve_cwd)
@@ -144,8 +151,19 @@ def logs_of(served: dict[str, Any]) -> str:
 def test_notify_triggers_the_job_flow_and_its_outputs_appear(served: dict[str, Any]) -> None:
     copy_job(served["root"] / "jobs" / "night-eval")
     result = subprocess.run(
-        [str(BIN / "evidence-stage"), "notify", "--rollouts", "jobs/night-eval/rollouts.jsonl", "--capture-dir", "jobs/night-eval/model-calls"],
-        env=served["env"], cwd=served["root"], capture_output=True, text=True, timeout=120,
+        [
+            str(BIN / "evidence-stage"),
+            "notify",
+            "--rollouts",
+            "jobs/night-eval/rollouts.jsonl",
+            "--capture-dir",
+            "jobs/night-eval/model-calls",
+        ],
+        env=served["env"],
+        cwd=served["root"],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     runs = wait_for(lambda: finished_runs(served["url"], "evidence-stage/on-eval-complete"), "the triggered flow run")
@@ -163,8 +181,21 @@ def run_manual(served: dict[str, Any], job: Path, **params: Any) -> subprocess.C
     """``prefect deployment run evidence-stage/manual`` over ``job`` with these parameters, watched to the end."""
     params = {"rollouts": str(job / "rollouts.jsonl"), "capture_dir": str(job / "model-calls"), "output": str(served["output"]), **params}
     return subprocess.run(
-        [str(BIN / "prefect"), "deployment", "run", "evidence-stage/manual", "--params", json.dumps({"params": params}), "--watch", "--watch-timeout", str(WAIT_S)],
-        env=served["env"], capture_output=True, text=True, timeout=WAIT_S + 60,
+        [
+            str(BIN / "prefect"),
+            "deployment",
+            "run",
+            "evidence-stage/manual",
+            "--params",
+            json.dumps({"params": params}),
+            "--watch",
+            "--watch-timeout",
+            str(WAIT_S),
+        ],
+        env=served["env"],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S + 60,
     )
 
 
@@ -172,7 +203,12 @@ def test_manual_deployment_run_uses_the_given_parameters(served: dict[str, Any])
     job = copy_job(served["root"] / "manual-job")
     first_id = capture_file_id(orjson.loads((job / "rollouts.jsonl").read_bytes().splitlines()[0]))
     result = run_manual(
-        served, job, job_id="chosen-job", run_id="chosen-run", rollout_ids=[first_id], attempts_per_task=1,
+        served,
+        job,
+        job_id="chosen-job",
+        run_id="chosen-run",
+        rollout_ids=[first_id],
+        attempts_per_task=1,
         ignored_checks=["model_call_failed,record_unreadable"],  # the form's entries follow the health drop-in's rule
     )
     assert result.returncode == 0, result.stdout[-3000:] + logs_of(served)
@@ -197,7 +233,10 @@ def test_sweep_deployment_processes_the_configured_prefix(served: dict[str, Any]
     copy_job(served["root"] / "sweep-jobs" / "job-1")
     result = subprocess.run(
         [str(BIN / "prefect"), "deployment", "run", "evidence-stage/sweep", "--watch", "--watch-timeout", str(WAIT_S)],
-        env=served["env"], capture_output=True, text=True, timeout=WAIT_S + 60,
+        env=served["env"],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S + 60,
     )
     assert result.returncode == 0, result.stdout[-3000:] + logs_of(served)
     summaries = sorted((served["output"] / "batches").glob("*.json"))
@@ -244,17 +283,42 @@ def test_prefect_yaml_deploys_to_a_process_pool_whose_worker_runs_it(served: dic
     prefect_file = served["root"] / "prefect.yaml"
     prefect_file.write_text(yaml.safe_dump(declared))
     env = {**served["env"], "EVIDENCE_STAGE_HOME": str(REPO)}
-    for command in (["work-pool", "create", "evidence-stage", "--type", "process", "--overwrite"], ["deploy", "--all", "--prefect-file", str(prefect_file)]):
-        done = subprocess.run([str(BIN / "prefect"), "--no-prompt", *command], env=env, cwd=REPO, capture_output=True, text=True, timeout=WAIT_S)
+    for command in (
+        ["work-pool", "create", "evidence-stage", "--type", "process", "--overwrite"],
+        ["deploy", "--all", "--prefect-file", str(prefect_file)],
+    ):
+        done = subprocess.run(
+            [str(BIN / "prefect"), "--no-prompt", *command], env=env, cwd=REPO, capture_output=True, text=True, timeout=WAIT_S
+        )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     job = copy_job(served["root"] / "pool-job")
-    params = {"rollouts": str(job / "rollouts.jsonl"), "capture_dir": str(job / "model-calls"), "output": str(served["output"]), "job_id": "pool-job"}
+    params = {
+        "rollouts": str(job / "rollouts.jsonl"),
+        "capture_dir": str(job / "model-calls"),
+        "output": str(served["output"]),
+        "job_id": "pool-job",
+    }
     params.update(task_runner="dask", dask_address=dask_cluster)
-    worker = start([str(BIN / "prefect"), "worker", "start", "--pool", "evidence-stage", "--type", "process"], env, served["root"] / "worker.log")
+    worker = start(
+        [str(BIN / "prefect"), "worker", "start", "--pool", "evidence-stage", "--type", "process"], env, served["root"] / "worker.log"
+    )
     try:
         result = subprocess.run(
-            [str(BIN / "prefect"), "deployment", "run", "evidence-stage/manual-pool", "--params", json.dumps({"params": params}), "--watch", "--watch-timeout", str(WAIT_S)],
-            env=env, capture_output=True, text=True, timeout=WAIT_S + 60,
+            [
+                str(BIN / "prefect"),
+                "deployment",
+                "run",
+                "evidence-stage/manual-pool",
+                "--params",
+                json.dumps({"params": params}),
+                "--watch",
+                "--watch-timeout",
+                str(WAIT_S),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=WAIT_S + 60,
         )
     finally:
         stop(worker)
@@ -272,7 +336,11 @@ def test_infra_runs_the_pinned_prefect_and_the_declared_work_pool() -> None:
     services = compose["services"]
     assert "--pool evidence-stage " in services["worker"]["command"] + " "
     assert "--prefect-file configs/prefect.yaml" in services["deploy"]["command"]
-    pinned = next(dep.split("==")[1] for dep in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"] if dep.startswith("prefect=="))
+    pinned = next(
+        dep.split("==")[1]
+        for dep in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+        if dep.startswith("prefect==")
+    )
     assert declared["prefect-version"] == pinned
     assert services["prefect-server"]["image"].startswith(f"prefecthq/prefect:{pinned}-")
     assert worker_values["worker"]["image"]["prefectTag"].startswith(f"{pinned}-")
@@ -301,9 +369,26 @@ def test_kill_9_of_the_cli_stops_its_workers_and_its_flow_run_ends_crashed(serve
     generate_job(job, rollouts=400, calls_per_rollout=2, history_bytes=200)
     run_dir = served["output"] / "killed" / "runs" / "r1"
     cli = start(
-        [str(BIN / "evidence-stage"), "run", "--rollouts", str(job / "rollouts.jsonl"), "--capture-dir", str(job / "model-calls"),
-         "--output", str(served["output"]), "--job-id", "killed", "--run-id", "r1", "--attempts-per-task", "1", "--max-workers", "2"],
-        served["env"], served["root"] / "killed.log",
+        [
+            str(BIN / "evidence-stage"),
+            "run",
+            "--rollouts",
+            str(job / "rollouts.jsonl"),
+            "--capture-dir",
+            str(job / "model-calls"),
+            "--output",
+            str(served["output"]),
+            "--job-id",
+            "killed",
+            "--run-id",
+            "r1",
+            "--attempts-per-task",
+            "1",
+            "--max-workers",
+            "2",
+        ],
+        served["env"],
+        served["root"] / "killed.log",
     )
     try:
         wait_for(lambda: any(run_dir.glob("attempts/**/*.seg*")) or cli.poll() is not None, "the first parts")
@@ -316,7 +401,8 @@ def test_kill_9_of_the_cli_stops_its_workers_and_its_flow_run_ends_crashed(serve
         assert not (run_dir / "_SUCCESS").exists()
         run = wait_for(lambda: _flow_run_of_job(served["url"], "killed"), "the killed run's flow run")
         crashed = wait_for(
-            lambda: (current := _flow_run_of_job(served["url"], "killed")).state.is_final() and current, "the flow run's final state",
+            lambda: (current := _flow_run_of_job(served["url"], "killed")).state.is_final() and current,
+            "the flow run's final state",
             timeout=HEARTBEAT_S * 6 + WAIT_S,
         )
         assert crashed.state.type.value == "CRASHED", (run.id, crashed.state)

@@ -44,7 +44,9 @@ def test_health_dropin_refuses_unknown_check_and_missing_file(tmp_path: Path, ca
     assert "Rollout JSONL not found" in capsys.readouterr().err
 
 
-def test_health_dropin_quotes_relative_paths_as_given(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_health_dropin_quotes_relative_paths_as_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """0.7.0 quotes the paths it was given through pathlib, relative ones relative."""
     (tmp_path / "rollouts.jsonl").write_text("x\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
@@ -58,7 +60,17 @@ def test_health_dropin_quotes_relative_paths_as_given(tmp_path: Path, capsys: py
 
 
 def _atif_args(case: dict[str, Any], rollouts: Path, out: Path) -> list[str]:
-    return ["export-atif", "--rollouts", str(rollouts), "--output-dir", str(out), "--session-id", case["session_id"], "--agent-version", case["agent_version"]]
+    return [
+        "export-atif",
+        "--rollouts",
+        str(rollouts),
+        "--output-dir",
+        str(out),
+        "--session-id",
+        case["session_id"],
+        "--agent-version",
+        case["agent_version"],
+    ]
 
 
 @pytest.mark.parametrize(("name", "case"), ATIF, ids=[n for n, _ in ATIF])
@@ -71,7 +83,11 @@ def test_export_atif_dropin_matches_golden(name: str, case: dict[str, Any], tmp_
         out.mkdir()
         (out / "sentinel").write_text("keep")
     code, message = expected_outcome(case) if "setup" not in case else (1, "Error: " + case["expected_error"])
-    message = message.replace("{output_dir}", str(out)).replace("{rollouts_path}", str(rollouts)).replace("gym eval export", "evidence-stage export-atif")
+    message = (
+        message.replace("{output_dir}", str(out))
+        .replace("{rollouts_path}", str(rollouts))
+        .replace("gym eval export", "evidence-stage export-atif")
+    )
     try:
         result = main(_atif_args(case, rollouts, out))
     except SystemExit as exit_:
@@ -131,4 +147,3 @@ def test_health_says_a_folder_is_not_a_rollouts_file(tmp_path: Path, capsys: pyt
         main(["health", str(tmp_path), str(tmp_path / "reports")])
     assert folder.value.code == 2
     assert capsys.readouterr().err == f"evidence-stage health: error: {tmp_path} is a folder, not a rollouts file\n"
-

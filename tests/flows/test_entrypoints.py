@@ -29,7 +29,8 @@ def test_a_flow_loaded_from_its_file_unpickles_in_another_process(entrypoint: st
 
 
 @pytest.mark.parametrize(
-    "entrypoint", ["flows/stage.py:stage_flow", "flows/batch.py:batch_flow", "flows/compare.py:compare_flow", "flows/export.py:export_mlflow_flow"]
+    "entrypoint",
+    ["flows/stage.py:stage_flow", "flows/batch.py:batch_flow", "flows/compare.py:compare_flow", "flows/export.py:export_mlflow_flow"],
 )
 def test_the_name_prefect_reads_from_a_flow_files_source_is_the_flows_name(entrypoint: str) -> None:
     """A worker or ``prefect deploy`` that cannot import the file names its placeholder flow from the source."""

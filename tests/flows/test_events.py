@@ -37,8 +37,11 @@ def events_of(resource_prefix: str, expected: int) -> list[Any]:
 
 def test_a_completed_run_emits_its_counts_and_output_urls(tmp_path: Path) -> None:
     result = run_stage(
-        rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output=str(tmp_path),
-        job_id="evented", run_id="r1",
+        rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"),
+        capture_dir=str(EXAMPLE_JOB / "model-calls"),
+        output=str(tmp_path),
+        job_id="evented",
+        run_id="r1",
     )
     (event,) = events_of("evidence-stage.run.evented.r1", 1)
     assert event.event == RUN_COMPLETED
@@ -51,7 +54,9 @@ def test_a_completed_run_emits_its_counts_and_output_urls(tmp_path: Path) -> Non
 
 def test_a_failed_run_emits_what_stopped_it(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="capture"):
-        run_stage(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(tmp_path / "missing"), output=str(tmp_path), job_id="broken")
+        run_stage(
+            rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(tmp_path / "missing"), output=str(tmp_path), job_id="broken"
+        )
     (event,) = events_of("evidence-stage.run.broken.", 1)
     assert event.event == RUN_FAILED
     assert event.resource["evidence-stage.run-id"] == "unclaimed"

@@ -61,7 +61,10 @@ def test_groups_are_contiguous_per_source_and_bounded() -> None:
     attempts = [_attempt(MAIN, i) for i in range(1, 6)] + [_attempt(FAILURES, i) for i in range(1, 3)]
     groups = make_groups(iter(attempts), GroupSizes(len(attempts), 2, workers=2))
     assert [[(a.source, a.line) for a in g] for g in groups] == [
-        [(MAIN, 1), (MAIN, 2)], [(MAIN, 3), (MAIN, 4)], [(MAIN, 5)], [(FAILURES, 1), (FAILURES, 2)],
+        [(MAIN, 1), (MAIN, 2)],
+        [(MAIN, 3), (MAIN, 4)],
+        [(MAIN, 5)],
+        [(FAILURES, 1), (FAILURES, 2)],
     ]
 
 

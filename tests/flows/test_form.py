@@ -24,12 +24,16 @@ def test_the_job_form_reads_urls_then_subset_then_settings() -> None:
 
 @pytest.mark.parametrize(("flow", "model"), [(stage_flow, "StageParams"), (batch_flow, "BatchParams"), (compare_flow, "CompareParams")])
 def test_optional_fields_are_plain_fields_not_null_toggles(flow: object, model: str) -> None:
-    toggles = [name for name, field in _properties(flow, model).items() if any(choice.get("type") == "null" for choice in field.get("anyOf", []))]
+    toggles = [
+        name for name, field in _properties(flow, model).items() if any(choice.get("type") == "null" for choice in field.get("anyOf", []))
+    ]
     assert toggles == []
 
 
 def test_blank_optional_fields_take_their_defaults() -> None:
-    params = StageParams(rollouts="s3://b/r.jsonl", capture_dir="s3://b/c", output="s3://b/o", job_id="", failures="", attempts_per_task="", dask_address="")
+    params = StageParams(
+        rollouts="s3://b/r.jsonl", capture_dir="s3://b/c", output="s3://b/o", job_id="", failures="", attempts_per_task="", dask_address=""
+    )
     assert (params.job_id, params.failures, params.attempts_per_task, params.dask_address) == (None, None, None, None)
 
 
@@ -49,4 +53,3 @@ def test_the_form_opens_with_what_the_user_fills_in_and_maps_show_an_example() -
     for name, example in (("max_failed_share_by_class", {"judge_failed": 0.1}), ("min_observed_share", {"model_call_failed": 0.5})):
         assert gate["properties"][name]["examples"] == [example]
         assert "e.g. {" in gate["properties"][name]["description"]
-

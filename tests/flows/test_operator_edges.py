@@ -25,7 +25,10 @@ SUPPORTED = "(supported: a local path, file://, memory://, s3://, s3a://)"
 
 def cli(*argv: str, cwd: Path = REPO, api_url: str | None = None, timeout: float = 180, **env: str) -> subprocess.CompletedProcess[str]:
     """``evidence-stage ARGV`` in a fresh process; the session's Prefect server only when ``api_url`` is given."""
-    environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {"PYTHONPATH": str(REPO), "PREFECT_LOGGING_LEVEL": "ERROR"}
+    environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {
+        "PYTHONPATH": str(REPO),
+        "PREFECT_LOGGING_LEVEL": "ERROR",
+    }
     environment |= ({"PREFECT_API_URL": api_url} if api_url else {}) | env
     command = [sys.executable, "-m", "flows.cli.main", *argv]
     return subprocess.run(command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout)
@@ -75,7 +78,12 @@ def test_a_mistyped_or_unsupported_url_scheme_is_refused_naming_it(option: str, 
 
 @pytest.mark.parametrize(
     "argv",
-    [["report", "s3:/b/run"], ["compare", "s3:/b/a", "s3://b/b"], ["export", "otel", "s3:/b/run", "--endpoint", "http://c:4318"], ["batch", "ftp://h/jobs", "--output", "o"]],
+    [
+        ["report", "s3:/b/run"],
+        ["compare", "s3:/b/a", "s3://b/b"],
+        ["export", "otel", "s3:/b/run", "--endpoint", "http://c:4318"],
+        ["batch", "ftp://h/jobs", "--output", "o"],
+    ],
 )
 def test_every_command_refuses_a_mistyped_url(argv: list[str]) -> None:
     reason = refusal(cli(*argv))
@@ -93,7 +101,11 @@ def _read_only(folder: Path, argv: list[str]) -> subprocess.CompletedProcess[str
     environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {"PYTHONPATH": str(REPO)}
     return subprocess.run(
         ["unshare", "-m", "sh", "-c", mount, "sh", sys.executable, "-m", "flows.cli.main", *argv],
-        cwd=REPO, env=environment, capture_output=True, text=True, timeout=180,
+        cwd=REPO,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
 
 
@@ -102,7 +114,9 @@ def test_an_output_that_cannot_be_written_is_refused_before_anything(job: Path, 
     locked.mkdir()
     reason = refusal(_read_only(locked, run_args(job, str(locked / "out"))))
     assert reason.startswith(f"{locked}/out/job-"), reason
-    assert reason.endswith((f": cannot be written: Read-only file system ({locked})", f": cannot be written: Permission denied ({locked})")), reason
+    assert reason.endswith(
+        (f": cannot be written: Read-only file system ({locked})", f": cannot be written: Permission denied ({locked})")
+    ), reason
     assert files(locked) == []
     not_a_folder = tmp_path / "file"
     not_a_folder.write_text("")
@@ -115,14 +129,19 @@ def test_a_missing_bucket_is_refused_before_anything(job: Path, s3: str) -> None
     assert reason.endswith(": cannot be written: no such bucket")
 
 
-@pytest.mark.parametrize(("content", "reason"), [(b"", "no rollout rows (empty): nothing to run"), (None, "no rollout rows: {n} non-blank lines, none a JSON object")])
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [(b"", "no rollout rows (empty): nothing to run"), (None, "no rollout rows: {n} non-blank lines, none a JSON object")],
+)
 def test_rollouts_without_a_row_are_refused_saying_how_many_lines_were_not_rows(content: bytes | None, reason: str, tmp_path: Path) -> None:
     (tmp_path / "job" / "model-calls").mkdir(parents=True)
     rollouts = tmp_path / "job" / "rollouts.jsonl"
     data = content if content is not None else bytes(range(256)) * 800  # 200 KB of every byte
     rollouts.write_bytes(data)
     lines = sum(1 for line in data.split(b"\n") if line.strip())
-    got = refusal(cli("run", "--rollouts", str(rollouts), "--capture-dir", str(tmp_path / "job" / "model-calls"), "--output", str(tmp_path / "out")))
+    got = refusal(
+        cli("run", "--rollouts", str(rollouts), "--capture-dir", str(tmp_path / "job" / "model-calls"), "--output", str(tmp_path / "out"))
+    )
     assert got == f"{rollouts}: " + reason.format(n=lines)
     assert not (tmp_path / "out").exists()
 
@@ -135,12 +154,17 @@ def test_notify_refuses_a_job_that_is_not_there(tmp_path: Path) -> None:
 
 
 def test_batch_refuses_a_prefix_that_holds_no_jobs(tmp_path: Path, s3: str) -> None:
-    assert refusal(cli("batch", str(tmp_path / "missing"), "--output", str(tmp_path / "out"))) == f"{tmp_path}/missing: no such folder: no jobs to process"
+    assert (
+        refusal(cli("batch", str(tmp_path / "missing"), "--output", str(tmp_path / "out")))
+        == f"{tmp_path}/missing: no such folder: no jobs to process"
+    )
     (tmp_path / "rollouts.jsonl").write_text("{}\n")
     assert refusal(cli("batch", str(tmp_path / "rollouts.jsonl"), "--output", str(tmp_path / "out"))).endswith(
         "rollouts.jsonl is a file: batch takes the folder its job folders are under (run takes one job)"
     )
-    assert refusal(cli("batch", "s3://no-such-bucket/evals", "--output", str(tmp_path / "out"))) == "s3://no-such-bucket/evals: no such bucket"
+    assert (
+        refusal(cli("batch", "s3://no-such-bucket/evals", "--output", str(tmp_path / "out"))) == "s3://no-such-bucket/evals: no such bucket"
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -164,8 +188,14 @@ def test_batch_reports_a_folder_with_rollouts_but_no_captures(tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("extra", "reason"),
     [
-        (["--dask-address", "tcp://127.0.0.1:8786"], "dask_address applies to the dask task runner only (task_runner is process): add --task-runner dask"),
-        (["--dask-workers", "4", "--task-runner", "thread"], "dask_workers applies to the dask task runner only (task_runner is thread): add --task-runner dask"),
+        (
+            ["--dask-address", "tcp://127.0.0.1:8786"],
+            "dask_address applies to the dask task runner only (task_runner is process): add --task-runner dask",
+        ),
+        (
+            ["--dask-workers", "4", "--task-runner", "thread"],
+            "dask_workers applies to the dask task runner only (task_runner is thread): add --task-runner dask",
+        ),
     ],
 )
 def test_dask_options_without_the_dask_runner_are_refused(extra: list[str], reason: str, job: Path, tmp_path: Path) -> None:
@@ -184,7 +214,10 @@ def test_an_existing_dask_cluster_must_be_reachable_and_share_the_flows_server(j
 
 
 def test_a_subset_that_selects_nothing_is_refused_and_not_kept(job: Path, tmp_path: Path, prefect_server: str) -> None:
-    done = cli(*run_args(job, str(tmp_path / "out"), "--rollout-id", "nope", "--rollout-glob", "zz*", "--task-runner", "thread"), api_url=prefect_server)
+    done = cli(
+        *run_args(job, str(tmp_path / "out"), "--rollout-id", "nope", "--rollout-glob", "zz*", "--task-runner", "thread"),
+        api_url=prefect_server,
+    )
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.splitlines()) == 2, done.stderr
     claimed, error = done.stderr.splitlines()
@@ -207,10 +240,18 @@ def slow_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _start(argv: list[str], api_url: str | None) -> subprocess.Popen[str]:
-    environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {"PYTHONPATH": str(REPO), "PREFECT_LOGGING_LEVEL": "WARNING"}
+    environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {
+        "PYTHONPATH": str(REPO),
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+    }
     environment |= {"PREFECT_API_URL": api_url} if api_url else {}
     return subprocess.Popen(
-        [sys.executable, "-m", "flows.cli.main", *argv], cwd=REPO, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-m", "flows.cli.main", *argv],
+        cwd=REPO,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         start_new_session=True,  # its own process group, signalled as a terminal signals its foreground group
     )
 
@@ -264,7 +305,9 @@ def _servers_owned_by(pid: int) -> list[int]:
     return owned
 
 
-def test_a_second_resume_is_refused_at_once_and_a_killed_run_is_resumed_at_once(slow_job: Path, tmp_path: Path, prefect_server: str) -> None:
+def test_a_second_resume_is_refused_at_once_and_a_killed_run_is_resumed_at_once(
+    slow_job: Path, tmp_path: Path, prefect_server: str
+) -> None:
     argv = run_args(slow_job, str(tmp_path / "out"), "--task-runner", "thread", "--max-workers", "1", "--attempts-per-task", "20")
     first = _start(argv, prefect_server)
     run_id = _claimed(first)
@@ -301,7 +344,9 @@ def test_a_refused_flow_run_logs_its_reason_in_one_line(tmp_path: Path, prefect_
     from flows.params.stage import StageParams
     from flows.stage import stage_flow
 
-    state = stage_flow(StageParams(rollouts=str(tmp_path / "missing.jsonl"), capture_dir=str(tmp_path), output=str(tmp_path / "out")), return_state=True)
+    state = stage_flow(
+        StageParams(rollouts=str(tmp_path / "missing.jsonl"), capture_dir=str(tmp_path), output=str(tmp_path / "out")), return_state=True
+    )
     assert state.is_failed()
     assert state.message == f"file://{tmp_path}/missing.jsonl: rollouts file not found"
     deadline = time.monotonic() + 30  # logs reach the server in batches
@@ -344,7 +389,9 @@ def test_a_run_of_no_rows_never_moves_latest(tmp_path: Path, prefect_server: str
     (tmp_path / "job" / "model-calls").mkdir(parents=True)
     (tmp_path / "job" / "rollouts.jsonl").write_text("not a row\n")
     monkeypatch.setattr(resolve, "check_rows", lambda shards: None)
-    result = run_stage(rollouts=str(tmp_path / "job" / "rollouts.jsonl"), capture_dir=str(tmp_path / "job" / "model-calls"), output=str(tmp_path / "out"))
+    result = run_stage(
+        rollouts=str(tmp_path / "job" / "rollouts.jsonl"), capture_dir=str(tmp_path / "job" / "model-calls"), output=str(tmp_path / "out")
+    )
     assert result["counts"]["rows"] == {"main": 0}
     assert not list((tmp_path / "out").glob("*/LATEST"))
 

@@ -50,7 +50,11 @@ def make_sharded_job(root: Path) -> ShardedJob:
 def sharded(tmp_path_factory: pytest.TempPathFactory, prefect_server: str) -> ShardedRun:
     job = make_sharded_job(tmp_path_factory.mktemp("sharded") / "job")
     params = StageParams(
-        rollouts=f"{job.root}/rollouts-*.jsonl", capture_dir=str(job.capture_dir), output=str(job.root.parent / "out"), task_runner="thread", keep_parts=True
+        rollouts=f"{job.root}/rollouts-*.jsonl",
+        capture_dir=str(job.capture_dir),
+        output=str(job.root.parent / "out"),
+        task_runner="thread",
+        keep_parts=True,
     )
     state = stage_flow(params, return_state=True)
     return ShardedRun(job, state.result(), state.state_details.flow_run_id)
@@ -84,13 +88,24 @@ def test_enriched_outputs_keep_shard_order_and_the_manifest_describes_each_shard
     assert keys[0] == "0:main:1"
     assert keys[-1].startswith("2:failures:")
     assert sorted(p.relative_to(sharded.run / "attempts").parts[0] for p in (sharded.run / "attempts").glob("*/*")) == [
-        "shard-0000", "shard-0000", "shard-0001", "shard-0001", "shard-0002", "shard-0002"]
+        "shard-0000",
+        "shard-0000",
+        "shard-0001",
+        "shard-0001",
+        "shard-0002",
+        "shard-0002",
+    ]
 
 
 def test_repeated_rollouts_options_are_the_same_job_as_the_glob(sharded: ShardedRun, tmp_path: Path) -> None:
     args = [arg for shard in sharded.job.shards for arg in ("--rollouts", str(shard))]
     out = tmp_path / "out"
-    assert main(["run", *args, "--capture-dir", str(sharded.job.capture_dir), "--output", str(out), "--run-id", "r1", "--task-runner", "thread"]) == 0
+    assert (
+        main(
+            ["run", *args, "--capture-dir", str(sharded.job.capture_dir), "--output", str(out), "--run-id", "r1", "--task-runner", "thread"]
+        )
+        == 0
+    )
     again = out / sharded.manifest()["run"]["job_id"] / "runs" / "r1"
     assert run_outputs(str(again)) == run_outputs(sharded.result["run_dir"])
 
@@ -143,7 +158,9 @@ def test_a_shard_without_materialized_inputs_is_expected_unknown(tmp_path: Path)
     job = make_sharded_job(tmp_path / "job")
     missing = job.shards[2]
     missing.with_name(missing.stem + "_materialized_inputs.jsonl").unlink()
-    result = run_stage(rollouts=",".join(str(s) for s in job.shards), capture_dir=str(job.capture_dir), output=str(tmp_path / "out"), task_runner="thread")
+    result = run_stage(
+        rollouts=",".join(str(s) for s in job.shards), capture_dir=str(job.capture_dir), output=str(tmp_path / "out"), task_runner="thread"
+    )
     accounting = json.loads((local_path(result["run_dir"]) / "accounting.json").read_text())
     assert (accounting["expected"], accounting["expected_unknown"]) == (None, [missing.name])
     assert (accounting["shards"][missing.name]["expected"], accounting["shards"][missing.name]["lost"]) == (None, None)

@@ -176,9 +176,7 @@ def test_verdicts_of_an_unreadable_record_do_not_depend_on_the_run(tmp_path: Pat
     row["_ng_task_index"] = [row["_ng_task_index"]]  # an identity health cannot type: record_unreadable
     with (job / "rollouts.jsonl").open("a", encoding="utf-8") as rollouts:
         rollouts.write(json.dumps(row) + "\n")
-    common = {
-        "rollouts": str(job / "rollouts.jsonl"), "capture_dir": str(job / "model-calls"), "output": str(tmp_path / "out")
-    }
+    common = {"rollouts": str(job / "rollouts.jsonl"), "capture_dir": str(job / "model-calls"), "output": str(tmp_path / "out")}
 
     first, second = run_stage(**common), run_stage(**common)
 
@@ -193,7 +191,12 @@ def test_verdicts_of_an_unreadable_record_do_not_depend_on_the_run(tmp_path: Pat
 
 def test_latest_follows_finish_time_not_run_id_order(tmp_path: Path) -> None:
     """Custom run ids: ``dask2`` sorts before ``default1``, and a timestamped id before ``r4``."""
-    common = {"rollouts": str(EXAMPLE_JOB / "rollouts.jsonl"), "capture_dir": str(EXAMPLE_JOB / "model-calls"), "output": str(tmp_path), "job_id": "example"}
+    common = {
+        "rollouts": str(EXAMPLE_JOB / "rollouts.jsonl"),
+        "capture_dir": str(EXAMPLE_JOB / "model-calls"),
+        "output": str(tmp_path),
+        "job_id": "example",
+    }
     latest = tmp_path / "example" / "LATEST"
     for run_id in ("default1", "dask2", "r4", "20261201T000000Z-0a1b2c"):
         run_stage(**common, run_id=run_id)
@@ -229,7 +232,9 @@ def test_all_or_nothing_publishes_every_accepted_file_or_none(tmp_path: Path) ->
     """Accepted files are written as the reduce decides them, except in an all-or-nothing run,
     which publishes them only where 0.7.0's batch export of its rollouts.jsonl succeeds, and
     otherwise that export's error, word for word."""
-    common = dict(rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output=str(tmp_path), **_IDENTITY)
+    common = dict(
+        rollouts=str(EXAMPLE_JOB / "rollouts.jsonl"), capture_dir=str(EXAMPLE_JOB / "model-calls"), output=str(tmp_path), **_IDENTITY
+    )
     default_run = local_path(run_stage(**common, run_id="default")["run_dir"])
     default = default_run / "atif"
     files = sorted(path.name for path in default.glob("*.json"))
@@ -239,7 +244,10 @@ def test_all_or_nothing_publishes_every_accepted_file_or_none(tmp_path: Path) ->
     assert sorted(path.name for path in (refused_run / "atif").iterdir()) == ["error.txt", "rejections.jsonl"]
     assert (refused_run / "atif" / "error.txt").read_text() == _batch_error(refused_run)
 
-    accepted = {(entry["_ng_task_index"], entry["_ng_rollout_index"]) for entry in map(json.loads, (default / "manifest.jsonl").read_text().splitlines())}
+    accepted = {
+        (entry["_ng_task_index"], entry["_ng_rollout_index"])
+        for entry in map(json.loads, (default / "manifest.jsonl").read_text().splitlines())
+    }
     rows = [json.loads(line) for line in (default_run / "rollouts.jsonl").read_text().splitlines()]
     by_agent: dict[str, list[str]] = {}
     for row in rows:
@@ -247,7 +255,11 @@ def test_all_or_nothing_publishes_every_accepted_file_or_none(tmp_path: Path) ->
             by_agent.setdefault(row["agent_ref"]["name"], []).append(row["ng_model_call_capture"]["rollout_id"])
     assert len(by_agent) == 2, "the accepted rows come from two agents"
 
-    both = local_path(run_stage(**common, run_id="both", atif_all_or_nothing=True, rollout_ids=functools.reduce(operator.iadd, by_agent.values(), []))["run_dir"])
+    both = local_path(
+        run_stage(**common, run_id="both", atif_all_or_nothing=True, rollout_ids=functools.reduce(operator.iadd, by_agent.values(), []))[
+            "run_dir"
+        ]
+    )
     assert (both / "atif" / "error.txt").read_text() == _batch_error(both) == MULTIPLE_AGENTS_MESSAGE
 
     agent, ids = max(by_agent.items(), key=lambda item: len(item[1]))
@@ -256,5 +268,3 @@ def test_all_or_nothing_publishes_every_accepted_file_or_none(tmp_path: Path) ->
     assert len(published) == len(ids) and set(published) <= set(files) and not (clean / "error.txt").exists(), agent
     assert all((clean / name).read_bytes() == (default / name).read_bytes() for name in published)
     assert len((clean / "manifest.jsonl").read_text().splitlines()) == len(published)
-
-

@@ -50,10 +50,7 @@ def test_help_and_import_load_no_orchestration_modules() -> None:
     )
     loaded = json.loads(done.stdout)
     assert len(loaded) == len(argvs) + 1
-    heavy = {
-        step: sorted({name.split(".")[0] for name in modules if name.split(".")[0] in HEAVY})
-        for step, modules in loaded.items()
-    }
+    heavy = {step: sorted({name.split(".")[0] for name in modules if name.split(".")[0] in HEAVY}) for step, modules in loaded.items()}
     assert heavy == {step: [] for step in loaded}
 
 
@@ -82,7 +79,9 @@ except Stop as stop:
 def _running_when_prefect_is_imported(extra: list[str]) -> bool:
     job = ["--rollouts", str(EXAMPLE_JOB / "rollouts.jsonl"), "--capture-dir", str(EXAMPLE_JOB / "model-calls")]
     argv = ["run", *job, "--output", "/nonexistent", *extra]  # stopped at the Prefect import: nothing is written
-    done = subprocess.run([sys.executable, "-c", FORKSERVER_PROBE, *argv], cwd=REPO, capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", FORKSERVER_PROBE, *argv], cwd=REPO, capture_output=True, text=True, timeout=120, check=True
+    )
     return json.loads(done.stdout)["forkserver_running_at_prefect_import"]
 
 
@@ -107,7 +106,9 @@ with ProcessPoolExecutor(1, mp_context=forkserver_context(params)) as pool:
 def test_attempt_workers_of_a_run_on_s3_fork_with_s3fs_imported() -> None:
     """Imported once in the forkserver, not by each worker before its first read."""
     urls = {"rollouts": "/job/rollouts.jsonl", "capture_dir": "/job/model-calls", "output": "s3://b/out"}
-    done = subprocess.run([sys.executable, "-c", WORKER_PROBE, json.dumps(urls)], cwd=REPO, capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", WORKER_PROBE, json.dumps(urls)], cwd=REPO, capture_output=True, text=True, timeout=120, check=True
+    )
     assert json.loads(done.stdout) is True
 
 
@@ -158,11 +159,15 @@ def test_the_console_script_keeps_exit_codes_and_output(prefect_server: str, tmp
     script = Path(sys.executable).with_name("evidence-stage")
     env = {**os.environ, "PREFECT_API_URL": prefect_server}
     inputs = ["--rollouts", str(EXAMPLE_JOB / "rollouts.jsonl"), "--capture-dir", str(EXAMPLE_JOB / "model-calls")]
-    done = subprocess.run([str(script), "run", *inputs, "--output", str(tmp_path), "--run-id", "r1"], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [str(script), "run", *inputs, "--output", str(tmp_path), "--run-id", "r1"], env=env, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     assert "outputs:" in done.stdout and done.stdout.rstrip().endswith("/runs/r1"), "the summary is printed whole"
     assert (next(tmp_path.glob("*/runs/r1")) / "_SUCCESS").exists()
-    refused = subprocess.run([str(script), "run", *inputs, "--output", str(tmp_path), "--run-id", "r1"], env=env, capture_output=True, text=True)
+    refused = subprocess.run(
+        [str(script), "run", *inputs, "--output", str(tmp_path), "--run-id", "r1"], env=env, capture_output=True, text=True
+    )
     assert refused.returncode == 2
     assert refused.stderr.startswith("evidence-stage: error: ")
     assert refused.stderr.count("\n") == 1
@@ -170,7 +175,15 @@ def test_the_console_script_keeps_exit_codes_and_output(prefect_server: str, tmp
 
 def test_a_cli_run_never_imports_fastapi(prefect_server: str, tmp_path: Path) -> None:
     """Prefect's own parameter encoder is FastAPI's (83 ms to 0.3 s to import here); a whole run needs none of it."""
-    argv = ["run", "--rollouts", str(EXAMPLE_JOB / "rollouts.jsonl"), "--capture-dir", str(EXAMPLE_JOB / "model-calls"), "--output", str(tmp_path)]
+    argv = [
+        "run",
+        "--rollouts",
+        str(EXAMPLE_JOB / "rollouts.jsonl"),
+        "--capture-dir",
+        str(EXAMPLE_JOB / "model-calls"),
+        "--output",
+        str(tmp_path),
+    ]
     done = subprocess.run(
         [sys.executable, "-c", PROBE, json.dumps([argv])],
         cwd=REPO,

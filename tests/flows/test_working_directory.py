@@ -29,9 +29,27 @@ def test_run_from_a_directory_holding_folders_named_like_the_packages(prefect_se
     cwd = crowded_directory(tmp_path / "cwd")
     env = {**os.environ, "PREFECT_API_URL": prefect_server}
     done = subprocess.run(
-        [str(BIN / "evidence-stage"), "run", "--rollouts", str(EXAMPLE_JOB / "rollouts.jsonl"), "--capture-dir", str(EXAMPLE_JOB / "model-calls"),
-         "--output", "evidence", "--run-id", "r1", "--job-id", "job", "--max-workers", "2"],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
+        [
+            str(BIN / "evidence-stage"),
+            "run",
+            "--rollouts",
+            str(EXAMPLE_JOB / "rollouts.jsonl"),
+            "--capture-dir",
+            str(EXAMPLE_JOB / "model-calls"),
+            "--output",
+            "evidence",
+            "--run-id",
+            "r1",
+            "--job-id",
+            "job",
+            "--max-workers",
+            "2",
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert (cwd / "evidence" / "job" / "runs" / "r1" / "_SUCCESS").exists()

@@ -63,8 +63,13 @@ def main(rollouts: str, capture_dir: str, line: str, repeat: str = "1") -> int:
         del inputs, part  # what a worker writes it drops
     peak = own_peak_rss_kib() / 2**10
     figures = {
-        "line": int(line), "repeat": int(repeat), "row_bytes": row_bytes, "capture_bytes": capture_bytes,
-        "baseline_mib": round(baseline, 1), "peak_mib": round(peak, 1), "growth_mib": round(peak - baseline, 1),
+        "line": int(line),
+        "repeat": int(repeat),
+        "row_bytes": row_bytes,
+        "capture_bytes": capture_bytes,
+        "baseline_mib": round(baseline, 1),
+        "peak_mib": round(peak, 1),
+        "growth_mib": round(peak - baseline, 1),
         "bound_mib": round((4 * (row_bytes + capture_bytes)) / 2**20 + BOUND_BASE_MIB, 1),
     }
     print(json.dumps(figures))

@@ -102,7 +102,10 @@ SHAPES = (
     Shape("deep_latency", lambda row: [{**_bare(row, 92), "ng_perf": {"total_latency_ms": nested_object(252)}}], status="ok"),
     Shape("atif_role_list", _role_list, status="ok", collected=True),
     Shape(
-        "rejected_object_ref", _rejected_object_ref, status="rejected", collected=True,
+        "rejected_object_ref",
+        _rejected_object_ref,
+        status="rejected",
+        collected=True,
         reason="TypeError: unhashable type: 'list'; TypeError: unhashable type: 'dict' (in capability digest)",
     ),
     Shape(

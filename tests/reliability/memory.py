@@ -19,7 +19,12 @@ def measure_run(job: JobInfo, output: Path, api_url: str) -> dict[str, Any]:
     """Run the stage over ``job`` in a new process; its attempts, baseline, peak and growth (MiB)."""
     done = subprocess.run(
         [sys.executable, "-m", "tests.reliability.peak_rss", str(job.rollouts), str(job.capture_dir), str(output)],
-        cwd=REPO, env=cli_env(api_url), capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False,
+        cwd=REPO,
+        env=cli_env(api_url),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
     )
     if done.returncode != 0:
         raise RuntimeError(f"measured run failed:\n{done.stderr[-3000:]}")

@@ -30,7 +30,15 @@ def long_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _figures(job: Path, repeat: int) -> dict[str, float]:
-    command = [sys.executable, "-m", "tests.reliability.attempt_peak", str(job / "rollouts.jsonl"), str(job / "model-calls"), "1", str(repeat)]
+    command = [
+        sys.executable,
+        "-m",
+        "tests.reliability.attempt_peak",
+        str(job / "rollouts.jsonl"),
+        str(job / "model-calls"),
+        "1",
+        str(repeat),
+    ]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True, timeout=300)
     return json.loads(done.stdout)
 

@@ -36,16 +36,16 @@ def runs(prefect_server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[
     job, where = bad_job(root, exported)
     bad = _run(prefect_server, job / "rollouts.jsonl", job / "model-calls", root / "bad")
     manifest = json.loads((bad / "manifest.json").read_text())
-    return {"clean": clean, "bad": bad, "where": where, "manifest": manifest,
-            "attempts": {a["key"]: a for a in manifest["attempts"]}}
+    return {"clean": clean, "bad": bad, "where": where, "manifest": manifest, "attempts": {a["key"]: a for a in manifest["attempts"]}}
 
 
 def test_the_run_publishes_and_the_other_rows_are_unaffected(runs: dict[str, Any]) -> None:
     bad, clean = runs["bad"], runs["clean"]
     assert (bad / "_SUCCESS").exists()
-    assert bad.joinpath("rollouts.jsonl").read_bytes().splitlines()[:EXAMPLE_ROWS] == clean.joinpath(
-        "rollouts.jsonl"
-    ).read_bytes().splitlines()
+    assert (
+        bad.joinpath("rollouts.jsonl").read_bytes().splitlines()[:EXAMPLE_ROWS]
+        == clean.joinpath("rollouts.jsonl").read_bytes().splitlines()
+    )
     main = [a for a in runs["manifest"]["attempts"] if a["source"] == "main"]
     assert len(main) == EXAMPLE_ROWS + sum(len(lines) for lines in runs["where"].values())
     for line in (bad / "rollouts.jsonl").read_bytes().splitlines():

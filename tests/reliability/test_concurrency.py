@@ -20,7 +20,9 @@ CLAIMERS = 8
 def test_two_concurrent_runs_of_one_job_both_complete(job: JobInfo, tmp_path: Path, prefect_server: str) -> None:
     env = cli_env(prefect_server)
     processes = [
-        subprocess.Popen(cli_command([*job_args(job, tmp_path), "--run-id", run_id]), cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        subprocess.Popen(
+            cli_command([*job_args(job, tmp_path), "--run-id", run_id]), cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         for run_id in ("left", "right")
     ]
     for process in processes:

@@ -80,13 +80,16 @@ CHECKS: dict[str, Callable[[Evidence, PlantedInput], bool]] = {
     "invalid_identity": _rejected,
     "path_traversal_id": _rejected,
     "missing_identity": lambda e, p: e.attempt(p)["rollout_id"] is None and _noted("no capture rollout id")(e, p),
-    "duplicate_identity": lambda e, p: "rollout_duplicate_identity" in e.findings.get(p.rollout_id, set())
-    and _noted("duplicate rollout id")(e, p),
+    "duplicate_identity": lambda e, p: (
+        "rollout_duplicate_identity" in e.findings.get(p.rollout_id, set()) and _noted("duplicate rollout id")(e, p)
+    ),
     "stale_no_records": lambda e, p: e.attempt(p).get("repaired") is True,
-    "missing_capture": lambda e, p: "model_call_capture_no_records" in e.gaps_of(p.rollout_id)
-    and _noted("gap model_call_capture_no_records")(e, p),
-    "invalid_observations": lambda e, p: "agent_observation_join_failed" in e.gaps_of(p.rollout_id)
-    and _noted("gap agent_observation_join_failed")(e, p),
+    "missing_capture": lambda e, p: (
+        "model_call_capture_no_records" in e.gaps_of(p.rollout_id) and _noted("gap model_call_capture_no_records")(e, p)
+    ),
+    "invalid_observations": lambda e, p: (
+        "agent_observation_join_failed" in e.gaps_of(p.rollout_id) and _noted("gap agent_observation_join_failed")(e, p)
+    ),
     "failed_attempt": lambda e, p: e.attempt(p)["status"] == "ok",
     "orphan_capture": lambda e, p: Path(p.path).name in e.manifest["orphans"],
     "incomplete_marker": lambda e, p: "model_call_capture_incomplete" in e.gaps_of(p.rollout_id),
@@ -103,7 +106,9 @@ CHECKS: dict[str, Callable[[Evidence, PlantedInput], bool]] = {
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> JobInfo:
-    return generate_job(tmp_path_factory.mktemp("hostile") / "job", rollouts=24, calls_per_rollout=3, history_bytes=300, mode="hostile", seed=3)
+    return generate_job(
+        tmp_path_factory.mktemp("hostile") / "job", rollouts=24, calls_per_rollout=3, history_bytes=300, mode="hostile", seed=3
+    )
 
 
 def test_hostile_job_completes_and_reports_every_bad_input(hostile: JobInfo, tmp_path: Path) -> None:

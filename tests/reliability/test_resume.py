@@ -129,7 +129,9 @@ def test_resumed_subset_run_stays_a_subset(job: JobInfo, tmp_path: Path) -> None
 
 
 def test_missing_capture_dir_claims_no_run_directory(job: JobInfo, tmp_path: Path, prefect_server: str) -> None:
-    result = run_cli(prefect_server, ["--rollouts", str(job.rollouts), "--capture-dir", str(tmp_path / "typo"), "--output", str(tmp_path / "out")])
+    result = run_cli(
+        prefect_server, ["--rollouts", str(job.rollouts), "--capture-dir", str(tmp_path / "typo"), "--output", str(tmp_path / "out")]
+    )
     assert result.returncode == 2
     (line,) = error_lines(result.stderr)
     assert "capture directory not found" in line

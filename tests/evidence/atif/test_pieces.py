@@ -19,7 +19,9 @@ from evidence.atif.encode import text_pieces
 # would write as null, pydantic-core as Infinity).
 _FINITE = st.floats(allow_nan=False, allow_infinity=False)
 _SCALARS = st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | _FINITE | st.text()
-_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4), max_leaves=20)
+_VALUES = st.recursive(
+    _SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4), max_leaves=20
+)
 
 
 @settings(max_examples=300, deadline=None)

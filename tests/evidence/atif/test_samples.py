@@ -52,7 +52,9 @@ def _result(line: bytes) -> dict[str, Any]:
     atif = json.loads(content(rollout))
     assert atif["extra"]["nemo_gym"]["exporter"] == EXPORTER.model_dump()
     atif["extra"]["nemo_gym"]["exporter"] = REFERENCE_EXPORTER
-    assert rollout.name == f"{atif['extra']['nemo_gym']['source']['task_index']}-{atif['extra']['nemo_gym']['source']['rollout_index']}.json"
+    assert (
+        rollout.name == f"{atif['extra']['nemo_gym']['source']['task_index']}-{atif['extra']['nemo_gym']['source']['rollout_index']}.json"
+    )
     return {"ok": True, "atif": atif}
 
 

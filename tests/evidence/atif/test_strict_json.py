@@ -45,7 +45,11 @@ def test_surrogate_paths_name_values_and_keys() -> None:
 
 @pytest.mark.parametrize(
     ("value", "detail"),
-    [(float("nan"), "non-finite numbers are not valid JSON"), ({1: 2}, "JSON object keys must be strings"), ((1,), "tuple is not a JSON value")],
+    [
+        (float("nan"), "non-finite numbers are not valid JSON"),
+        ({1: 2}, "JSON object keys must be strings"),
+        ((1,), "tuple is not a JSON value"),
+    ],
 )
 def test_api_only_hygiene_rules(value: object, detail: str) -> None:
     with pytest.raises(AtifExportError) as raised:
@@ -77,7 +81,7 @@ def test_typed_json_equality(left: object, right: object, equal: bool) -> None:
 
 
 def test_encoding_follows_pydantic_core() -> None:
-    document = {"f": [1e-5, 1.5e-7, 1e16, 1e22, -0.0, 100.0], "i": 10**30, "s": "é\u2028\x01\x7f/\"", "e": [], "o": {}}
+    document = {"f": [1e-5, 1.5e-7, 1e16, 1e22, -0.0, 100.0], "i": 10**30, "s": 'é\u2028\x01\x7f/"', "e": [], "o": {}}
     assert encode_trajectory(document).decode() == (
         "{\n"
         '  "f": [\n    0.00001,\n    1.5e-7,\n    1e+16,\n    1e+22,\n    -0.0,\n    100.0\n  ],\n'

@@ -56,10 +56,24 @@ def _surrogate_arguments() -> Example:
     """A main row whose one captured call answers with a function call whose arguments are ``{"x": "\\ud800"}``."""
     row = {"_ng_task_index": 1, "_ng_rollout_index": 0, "agent_ref": {"name": "agent"}, "reward": 1.0, "response": {"output": []}}
     call = {
-        "model_call_id": "c1", "dialect": "responses", "status_code": 200, "request": {"input": [{"role": "user", "content": "Solve."}]},
-        "response": {"id": "r1", "status": "completed", "output": [
-            {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "echo", "arguments": '{"x": "\\ud800"}', "status": "completed"},
-        ]},
+        "model_call_id": "c1",
+        "dialect": "responses",
+        "status_code": 200,
+        "request": {"input": [{"role": "user", "content": "Solve."}]},
+        "response": {
+            "id": "r1",
+            "status": "completed",
+            "output": [
+                {
+                    "type": "function_call",
+                    "id": "fc_1",
+                    "call_id": "call_1",
+                    "name": "echo",
+                    "arguments": '{"x": "\\ud800"}',
+                    "status": "completed",
+                },
+            ],
+        },
     }
     return Example(orjson.dumps(row), CaptureFiles(orjson.dumps(call), False), 1)
 
@@ -103,9 +117,7 @@ def _part(outcome: AttemptOutcome) -> bytes:
 
 
 @pytest.mark.parametrize("seed", [5, 6])
-def test_digests_of_the_enriched_row_equal_those_of_its_decoded_line(
-    seeds: list[Seed], seed: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_digests_of_the_enriched_row_equal_those_of_its_decoded_line(seeds: list[Seed], seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The engine reads the enriched row instead of parsing its line where it reads back as itself.
 
     On intact and mutated rows alike (non-finite floats, wide integers, deep nesting), and on

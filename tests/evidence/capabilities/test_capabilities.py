@@ -201,7 +201,9 @@ def test_per_call_metadata_unavailable_without_model_calls() -> None:
 def test_ownership_follows_ng_perf_first_claim_wins() -> None:
     row = full_row()
     invocations = row["ng_trajectory"]["invocations"]
-    invocations.append({"kind": "agent_invocation", "invocation_id": "sub", "model_calls": [ref_of(row["ng_trajectory"]["model_calls"][0])]})
+    invocations.append(
+        {"kind": "agent_invocation", "invocation_id": "sub", "model_calls": [ref_of(row["ng_trajectory"]["model_calls"][0])]}
+    )
     # c1 stays root's: "sub" owns nothing, so it owes no turn.
     assert measured(row, "semantic_turns") == COMPLETE
 

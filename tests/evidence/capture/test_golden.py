@@ -23,8 +23,10 @@ PROJECTION_FAILED = "trajectory_projection_failed"
 
 
 def _redacted(container: Any) -> bool:
-    return isinstance(container, dict) and isinstance(container.get("gaps"), list) and any(
-        isinstance(gap, dict) and gap.get("code") == "multimodal_history_redacted" for gap in container["gaps"]
+    return (
+        isinstance(container, dict)
+        and isinstance(container.get("gaps"), list)
+        and any(isinstance(gap, dict) and gap.get("code") == "multimodal_history_redacted" for gap in container["gaps"])
     )
 
 

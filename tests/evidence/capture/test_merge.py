@@ -10,15 +10,15 @@ import pytest
 from evidence.capture import CaptureFiles, merge_model_call_capture
 from evidence.errors import RowRejected
 
-GOOD = json.dumps({"model_call_id": "a", "response": {"usage": {"input_tokens": 2, "output_tokens": 1}},
-                   "latency_ms": 1.5, "request": {"model": "m"}}).encode()
+GOOD = json.dumps(
+    {"model_call_id": "a", "response": {"usage": {"input_tokens": 2, "output_tokens": 1}}, "latency_ms": 1.5, "request": {"model": "m"}}
+).encode()
 OTHER = json.dumps({"model_call_id": "b", "response": {"usage": {"input_tokens": 3}}, "latency_ms": 2}).encode()
 
 
 def merged(files: CaptureFiles | None, *, include_payloads: bool = True, **extra: Any) -> dict[str, Any]:
     row = {"_ng_task_index": 0, "_ng_rollout_index": 1, **extra}
-    merge_model_call_capture(row, lambda rollout_id: files if rollout_id == "0-1" else None,
-                             include_payloads=include_payloads)
+    merge_model_call_capture(row, lambda rollout_id: files if rollout_id == "0-1" else None, include_payloads=include_payloads)
     return row
 
 
@@ -28,10 +28,11 @@ def merged(files: CaptureFiles | None, *, include_payloads: bool = True, **extra
         (None, [{"code": "model_call_capture_no_records"}]),
         (CaptureFiles(jsonl=None, incomplete=True), [{"code": "model_call_capture_incomplete"}]),
         (CaptureFiles(jsonl=GOOD, incomplete=True), [{"code": "model_call_capture_incomplete"}]),
-        (CaptureFiles(jsonl=GOOD + b"\n{x\n" + GOOD, incomplete=True),
-         [{"code": "model_call_capture_records_unreadable", "detail": "count=1"}, {"code": "model_call_capture_incomplete"}]),
-        (CaptureFiles(jsonl=b"[]\nnull\n", incomplete=False),
-         [{"code": "model_call_capture_records_unreadable", "detail": "count=2"}]),
+        (
+            CaptureFiles(jsonl=GOOD + b"\n{x\n" + GOOD, incomplete=True),
+            [{"code": "model_call_capture_records_unreadable", "detail": "count=1"}, {"code": "model_call_capture_incomplete"}],
+        ),
+        (CaptureFiles(jsonl=b"[]\nnull\n", incomplete=False), [{"code": "model_call_capture_records_unreadable", "detail": "count=2"}]),
         (CaptureFiles(jsonl=b"\n  \n", incomplete=False), [{"code": "model_call_capture_no_records"}]),
         (CaptureFiles(jsonl=GOOD, incomplete=True, unreadable=True), [{"code": "model_call_capture_unreadable"}]),
         (CaptureFiles(jsonl=GOOD, incomplete=False), None),
@@ -51,10 +52,24 @@ def test_unreadable_file_has_no_calls() -> None:
 
 def test_metrics_sum_known_values_and_keep_unknown_null() -> None:
     metrics = merged(CaptureFiles(jsonl=GOOD + b"\n" + OTHER, incomplete=False))["ng_model_call_capture"]["metrics"]
-    assert metrics == {"tokens_in": 5, "tokens_out": 1, "tokens_reasoning": None, "tokens_total": 3,
-                       "cached_tokens": None, "latency_total_ms": 3.5, "num_calls": 2}
-    assert list(metrics) == ["tokens_in", "tokens_out", "tokens_reasoning", "tokens_total", "cached_tokens",
-                             "latency_total_ms", "num_calls"]
+    assert metrics == {
+        "tokens_in": 5,
+        "tokens_out": 1,
+        "tokens_reasoning": None,
+        "tokens_total": 3,
+        "cached_tokens": None,
+        "latency_total_ms": 3.5,
+        "num_calls": 2,
+    }
+    assert list(metrics) == [
+        "tokens_in",
+        "tokens_out",
+        "tokens_reasoning",
+        "tokens_total",
+        "cached_tokens",
+        "latency_total_ms",
+        "num_calls",
+    ]
 
 
 def test_metrics_integer_sums_are_unbounded() -> None:
@@ -72,8 +87,7 @@ def test_empty_capture_metrics_are_null_with_zero_calls() -> None:
 
 @pytest.mark.parametrize("include_payloads", [True, False])
 def test_payload_keys_follow_include_payloads(include_payloads: bool) -> None:
-    call = merged(CaptureFiles(jsonl=GOOD, incomplete=False), include_payloads=include_payloads)[
-        "ng_model_call_capture"]["calls"][0]
+    call = merged(CaptureFiles(jsonl=GOOD, incomplete=False), include_payloads=include_payloads)["ng_model_call_capture"]["calls"][0]
     assert ("request" in call) is include_payloads
     assert ("response_raw" in call) is include_payloads
 
@@ -107,8 +121,11 @@ def test_invalid_file_id_rejects_before_lookup() -> None:
         (241, None, "OSError: [Errno 36] File name too long: '{id}.capture.incomplete'"),
         (237, CaptureFiles(jsonl=None, incomplete=True), "OSError: [Errno 36] File name too long: '{id}.capture.incomplete'"),
         (241, CaptureFiles(jsonl=GOOD, incomplete=False), [{"code": "model_call_capture_unreadable"}]),
-        (237, CaptureFiles(jsonl=b"{x\n" + GOOD, incomplete=False),
-         [{"code": "model_call_capture_records_unreadable", "detail": "count=1"}, {"code": "model_call_capture_unreadable"}]),
+        (
+            237,
+            CaptureFiles(jsonl=b"{x\n" + GOOD, incomplete=False),
+            [{"code": "model_call_capture_records_unreadable", "detail": "count=1"}, {"code": "model_call_capture_unreadable"}],
+        ),
         (237, CaptureFiles(jsonl=GOOD, incomplete=False, unreadable=True), [{"code": "model_call_capture_unreadable"}]),
         (236, None, [{"code": "model_call_capture_no_records"}]),
     ],
@@ -135,7 +152,9 @@ def test_invalid_bundle_is_kept_raw_with_a_join_gap() -> None:
     row = merged(CaptureFiles(jsonl=b"{x\n", incomplete=False), ng_agent_observations=raw)
     assert row["ng_agent_observations"] is raw
     assert row["ng_model_call_capture"]["gaps"] == [
-        {"code": "model_call_capture_records_unreadable", "detail": "count=1"}, {"code": "agent_observation_join_failed"}]
+        {"code": "model_call_capture_records_unreadable", "detail": "count=1"},
+        {"code": "agent_observation_join_failed"},
+    ]
 
 
 def test_null_observations_are_not_joined() -> None:

@@ -32,11 +32,23 @@ def test_blank_lines_consume_no_index_and_damage_consumes_one() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    [b"\xef\xbb\xbf" + line(), b'{"a": NaN}', b'{"a": 1e400}', b'{"a": "\\ud800"}', b"[1]", b"null",
-     b'"text"', b"42", b"\xff\xfe", b'{"model_call_id": 5}', b'{"model_ref": "policy"}',
-     b'{"response_source": "cache"}', b'{"started_at": "yesterday"}',
-     b'{"response": {"output": [{"type": "reasoning", "summary": 5}]}}',
-     b'{"response": {"choices": [{"message": {"tool_calls": 7}}]}}'],
+    [
+        b"\xef\xbb\xbf" + line(),
+        b'{"a": NaN}',
+        b'{"a": 1e400}',
+        b'{"a": "\\ud800"}',
+        b"[1]",
+        b"null",
+        b'"text"',
+        b"42",
+        b"\xff\xfe",
+        b'{"model_call_id": 5}',
+        b'{"model_ref": "policy"}',
+        b'{"response_source": "cache"}',
+        b'{"started_at": "yesterday"}',
+        b'{"response": {"output": [{"type": "reasoning", "summary": 5}]}}',
+        b'{"response": {"choices": [{"message": {"tool_calls": 7}}]}}',
+    ],
 )
 def test_unusable_lines_are_counted(bad: bytes) -> None:
     records, invalid = read_capture(bad + b"\n" + line())
@@ -50,9 +62,17 @@ def test_lone_carriage_return_does_not_split() -> None:
 
 
 def test_lax_coercion_of_exchange_fields() -> None:
-    record = only(line(status_code="200", started_at=1767225610, latency_ms="12.5", upstream_attempted="true",
-                       upstream_status_code="502", client_session_id=99,
-                       model_ref={"type": "responses_api_models", "name": "p", "extra": 1}))
+    record = only(
+        line(
+            status_code="200",
+            started_at=1767225610,
+            latency_ms="12.5",
+            upstream_attempted="true",
+            upstream_status_code="502",
+            client_session_id=99,
+            model_ref={"type": "responses_api_models", "name": "p", "extra": 1},
+        )
+    )
     assert (record.status_code, record.started_at, record.latency_total_ms) == (200, 1767225610.0, 12.5)
     assert type(record.started_at) is float
     assert (record.upstream_attempted, record.upstream_status_code, record.client_session_id) == (True, 502, None)
@@ -78,28 +98,53 @@ def usage_record(usage: Any) -> ModelCallRecord:
 
 
 def tokens(record: ModelCallRecord) -> tuple[Any, ...]:
-    return (record.tokens_in, record.tokens_out, record.tokens_reasoning, record.tokens_total,
-            record.cached_tokens, record.cache_hit, record.cache_creation_tokens)
+    return (
+        record.tokens_in,
+        record.tokens_out,
+        record.tokens_reasoning,
+        record.tokens_total,
+        record.cached_tokens,
+        record.cache_hit,
+        record.cache_creation_tokens,
+    )
 
 
 @pytest.mark.parametrize(
     ("usage", "expected"),
     [
-        ({"input_tokens": 120, "input_tokens_details": {"cached_tokens": 64}, "output_tokens": 40,
-          "output_tokens_details": {"reasoning_tokens": 25}, "total_tokens": 160}, (120, 40, 25, 160, 64, True, None)),
-        ({"prompt_tokens": 8, "completion_tokens": 2, "cached_input_tokens": 0, "reasoning_output_tokens": 1},
-         (8, 2, 1, 10, 0, False, None)),
-        ({"input_tokens": 5, "prompt_tokens": 9, "output_tokens": -1, "completion_tokens": 3, "total_tokens": "8"},
-         (5, 3, None, 8, None, None, None)),
-        ({"input_tokens": 100, "cache_read_input_tokens": 200, "cache_creation_input_tokens": 30, "output_tokens": 50},
-         (330, 50, None, 380, 200, True, 30)),
+        (
+            {
+                "input_tokens": 120,
+                "input_tokens_details": {"cached_tokens": 64},
+                "output_tokens": 40,
+                "output_tokens_details": {"reasoning_tokens": 25},
+                "total_tokens": 160,
+            },
+            (120, 40, 25, 160, 64, True, None),
+        ),
+        (
+            {"prompt_tokens": 8, "completion_tokens": 2, "cached_input_tokens": 0, "reasoning_output_tokens": 1},
+            (8, 2, 1, 10, 0, False, None),
+        ),
+        (
+            {"input_tokens": 5, "prompt_tokens": 9, "output_tokens": -1, "completion_tokens": 3, "total_tokens": "8"},
+            (5, 3, None, 8, None, None, None),
+        ),
+        (
+            {"input_tokens": 100, "cache_read_input_tokens": 200, "cache_creation_input_tokens": 30, "output_tokens": 50},
+            (330, 50, None, 380, 200, True, 30),
+        ),
         ({"cache_read_input_tokens": 500, "cache_creation_input_tokens": 0}, (500, None, None, None, 500, True, 0)),
         ({"cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}, (None, None, None, None, 0, False, 0)),
-        ({"input_tokens": 1.0, "output_tokens": True, "total_tokens": 18446744073709551615},
-         (None, None, None, 18446744073709551615, None, None, None)),
+        (
+            {"input_tokens": 1.0, "output_tokens": True, "total_tokens": 18446744073709551615},
+            (None, None, None, 18446744073709551615, None, None, None),
+        ),
         ({"input_tokens": 18446744073709551616, "output_tokens": 1}, (None, 1, None, None, None, None, None)),
-        ({"prompt_tokens_details": {"cached_input_tokens": 7}, "input_tokens_details": {"cached_tokens": 9}},
-         (None, None, None, None, 7, True, None)),
+        (
+            {"prompt_tokens_details": {"cached_input_tokens": 7}, "input_tokens_details": {"cached_tokens": 9}},
+            (None, None, None, None, 7, True, None),
+        ),
         ({"input_tokens": 1, "output_tokens": 1, "total_tokens": 99}, (1, 1, None, 99, None, None, None)),
         ("not usage", (None, None, None, None, None, None, None)),
     ],
@@ -134,25 +179,33 @@ def test_responses_tool_calls_and_reasoning() -> None:
 
 def test_chat_tool_calls_reasoning_and_finish_reason() -> None:
     choices = [
-        {"message": {"reasoning_content": "r1", "tool_calls": [
-            {"id": "t1", "function": {"name": "f", "arguments": "{}"}}, {"id": "t2", "function": "bad"}, 3]},
-         "finish_reason": "tool_calls"},
+        {
+            "message": {
+                "reasoning_content": "r1",
+                "tool_calls": [{"id": "t1", "function": {"name": "f", "arguments": "{}"}}, {"id": "t2", "function": "bad"}, 3],
+            },
+            "finish_reason": "tool_calls",
+        },
         {"message": {"reasoning_content": {"x": 1}, "reasoning": "suppressed"}},
         {"message": {"reasoning": "r2"}},
     ]
     record = only(line(response={"choices": choices, "model": ""}, request={"model": "req-model"}))
-    assert record.tool_calls == [{"call_id": "t1", "name": "f", "arguments": {}},
-                                 {"call_id": "t2", "name": None, "arguments": {}}]
+    assert record.tool_calls == [{"call_id": "t1", "name": "f", "arguments": {}}, {"call_id": "t2", "name": None, "arguments": {}}]
     assert (record.reasoning_content, record.finish_reason, record.model) == ("r1\nr2", "tool_calls", "req-model")
 
 
 def test_anthropic_blocks_are_read_by_shape() -> None:
-    content = [{"type": "thinking", "thinking": "hmm"}, {"type": "redacted_thinking", "data": "x"},
-               {"type": "tool_use", "id": "tu1", "name": "bash", "input": {"cmd": "ls"}},
-               {"type": "tool_use", "id": "tu2", "name": "noop"}]
+    content = [
+        {"type": "thinking", "thinking": "hmm"},
+        {"type": "redacted_thinking", "data": "x"},
+        {"type": "tool_use", "id": "tu1", "name": "bash", "input": {"cmd": "ls"}},
+        {"type": "tool_use", "id": "tu2", "name": "noop"},
+    ]
     record = only(line(dialect="chat", response={"content": content, "stop_reason": "tool_use", "id": 5}))
-    assert record.tool_calls == [{"call_id": "tu1", "name": "bash", "arguments": {"cmd": "ls"}},
-                                 {"call_id": "tu2", "name": "noop", "arguments": {}}]
+    assert record.tool_calls == [
+        {"call_id": "tu1", "name": "bash", "arguments": {"cmd": "ls"}},
+        {"call_id": "tu2", "name": "noop", "arguments": {}},
+    ]
     assert (record.reasoning_content, record.finish_reason, record.response_id) == ("hmm", "tool_use", None)
 
 

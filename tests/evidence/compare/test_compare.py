@@ -37,7 +37,10 @@ def row(task: Any, rollout: Any, *, reward: float = 0.0, agent: str = "agent", m
 
 
 def evidence(rows: list[dict[str, Any]], **documents: Any) -> RunEvidence:
-    verdicts = [{"_ng_task_index": r["_ng_task_index"], "_ng_rollout_index": r["_ng_rollout_index"], "verdict": "healthy", "findings": []} for r in rows]
+    verdicts = [
+        {"_ng_task_index": r["_ng_task_index"], "_ng_rollout_index": r["_ng_rollout_index"], "verdict": "healthy", "findings": []}
+        for r in rows
+    ]
     fields: dict[str, Any] = {
         "location": "memory://out/job/runs/r1",
         "manifest": {"run": {"job_id": "job", "run_id": "r1"}, "config_fingerprint": "f1", "parameters": {"session_id": "s"}},
@@ -113,7 +116,10 @@ def test_health_transitions_and_flips_per_check() -> None:
         {"_ng_task_index": 0, "_ng_rollout_index": 1, "verdict": "unobserved", "findings": []},
     ]
     summary_a = {"run": {"ignored_checks": [], "issues": {"agent_turn_hollow": 0, "model_call_failed": 1}}, "tasks": {"0": {"flags": []}}}
-    summary_b = {"run": {"ignored_checks": ["rollout_token_count_mismatch"], "issues": {"agent_turn_hollow": 1, "model_call_failed": 0}}, "tasks": {"0": {"flags": ["task_consistently_unhealthy"]}}}
+    summary_b = {
+        "run": {"ignored_checks": ["rollout_token_count_mismatch"], "issues": {"agent_turn_hollow": 1, "model_call_failed": 0}},
+        "tasks": {"0": {"flags": ["task_consistently_unhealthy"]}},
+    }
     summary_b["run"]["issues"]["task_consistently_unhealthy"] = 1
     health = compare_runs(
         evidence(rows, verdict_lines=lines_a, quality_summary=summary_a), evidence(rows, verdict_lines=lines_b, quality_summary=summary_b)
@@ -191,14 +197,28 @@ def test_rollout_facts_skip_values_that_are_not_finite_numbers(value: Any) -> No
 
 
 def scores_doc(raw: float | None, clean: float | None) -> dict[str, Any]:
-    return {"groups": {"agent": {"agent": "agent", "masked_rollouts": {"raw": 0, "clean": 0}, "metrics": {"mean/reward": {"raw": raw, "clean": clean}}}}}
+    return {
+        "groups": {
+            "agent": {"agent": "agent", "masked_rollouts": {"raw": 0, "clean": 0}, "metrics": {"mean/reward": {"raw": raw, "clean": clean}}}
+        }
+    }
 
 
-def verdicts_of(rows: list[dict[str, Any]], unhealthy: set[tuple[int, int]] = frozenset(), unobserved: set[tuple[int, int]] = frozenset()) -> list[dict[str, Any]]:
+def verdicts_of(
+    rows: list[dict[str, Any]], unhealthy: set[tuple[int, int]] = frozenset(), unobserved: set[tuple[int, int]] = frozenset()
+) -> list[dict[str, Any]]:
     def verdict(key: tuple[int, int]) -> str:
         return "unhealthy" if key in unhealthy else "unobserved" if key in unobserved else "healthy"
 
-    return [{"_ng_task_index": r["_ng_task_index"], "_ng_rollout_index": r["_ng_rollout_index"], "verdict": verdict((r["_ng_task_index"], r["_ng_rollout_index"])), "findings": []} for r in rows]
+    return [
+        {
+            "_ng_task_index": r["_ng_task_index"],
+            "_ng_rollout_index": r["_ng_rollout_index"],
+            "verdict": verdict((r["_ng_task_index"], r["_ng_rollout_index"])),
+            "findings": [],
+        }
+        for r in rows
+    ]
 
 
 def scored(rows: list[dict[str, Any]], scores: dict[str, Any], **documents: Any) -> RunEvidence:
@@ -217,7 +237,9 @@ def test_a_score_that_moved_on_every_task_is_a_change_raw_and_clean() -> None:
     assert comparison.changed[:2] == ["scores", "rewards"]
     document = json.loads(comparison_json(comparison))
     assert document["scores"]["agent"]["mean/reward"]["clean"]["change"] is True
-    assert "| agent | mean/reward | clean | 0 | 0.75 | 0.75 | 0.75 [0.75, 0.75] (12 pairs, 6 tasks) | 0 | yes |" in compare_markdown(comparison)
+    assert "| agent | mean/reward | clean | 0 | 0.75 | 0.75 | 0.75 [0.75, 0.75] (12 pairs, 6 tasks) | 0 | yes |" in compare_markdown(
+        comparison
+    )
 
 
 def test_an_interval_that_holds_zero_is_no_change() -> None:

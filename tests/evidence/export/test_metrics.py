@@ -81,14 +81,24 @@ def test_run_record_and_trace_identities_come_from_the_manifest() -> None:
 
 
 def test_scores_become_raw_and_clean_metrics_per_group_and_key_metric() -> None:
-    scores = {"groups": {
-        "math/judge": {"agent": "a", "masked_rollouts": {"raw": 0, "clean": 3}, "metrics": {
-            "mean/reward": {"raw": 0.5, "clean": 0.625, "difference": 0.125, "raw_ci95": [0.1, 0.9], "clean_ci95": None},
-        }},
-        "agentic": {"agent": "b", "masked_rollouts": {"raw": 1, "clean": 4}, "metrics": {
-            "mean/reward": {"raw": 0.25, "clean": None, "difference": None, "raw_ci95": None, "clean_ci95": None},
-        }},
-    }}
+    scores = {
+        "groups": {
+            "math/judge": {
+                "agent": "a",
+                "masked_rollouts": {"raw": 0, "clean": 3},
+                "metrics": {
+                    "mean/reward": {"raw": 0.5, "clean": 0.625, "difference": 0.125, "raw_ci95": [0.1, 0.9], "clean_ci95": None},
+                },
+            },
+            "agentic": {
+                "agent": "b",
+                "masked_rollouts": {"raw": 1, "clean": 4},
+                "metrics": {
+                    "mean/reward": {"raw": 0.25, "clean": None, "difference": None, "raw_ci95": None, "clean_ci95": None},
+                },
+            },
+        }
+    }
     manifest = {**MANIFEST, "counts": {"verdicts": {}, "atif_files": 0, "atif_rejections": 0}}
     metrics = run_metrics(RunDocuments(manifest=manifest, scores=scores))
     assert {k: v for k, v in metrics.items() if k.startswith("scores/")} == {

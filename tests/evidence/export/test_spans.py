@@ -48,7 +48,11 @@ def golden_line(line: int, trace: TraceModel | TraceSkipped) -> dict[str, Any]:
                 "end_ns": s.end_ns,
                 "status": s.status,
                 "attributes": {k: list(v) if isinstance(v, tuple) else v for k, v in s.attributes.items()},
-                **({"events": [{"name": e.name, "time_ns": e.time_ns, "attributes": dict(e.attributes)} for e in s.events]} if s.events else {}),
+                **(
+                    {"events": [{"name": e.name, "time_ns": e.time_ns, "attributes": dict(e.attributes)} for e in s.events]}
+                    if s.events
+                    else {}
+                ),
             }
             for s in trace.spans
         ],
@@ -111,7 +115,12 @@ def test_span_tree_follows_the_trajectory(job: str) -> None:
             assert spans[chat.parent_id].attributes["gen_ai.operation.name"] == "invoke_agent"
         for tool in by_op.get("execute_tool", []):
             owner = spans[tool.parent_id]
-            record = next(t for t in trajectory["tool_calls"] if t["tool_call_id"] == tool.attributes["gen_ai.tool.call.id"] and t["invocation_id"] == owner.attributes["evidence_stage.invocation.id"])
+            record = next(
+                t
+                for t in trajectory["tool_calls"]
+                if t["tool_call_id"] == tool.attributes["gen_ai.tool.call.id"]
+                and t["invocation_id"] == owner.attributes["evidence_stage.invocation.id"]
+            )
             assert tool.attributes.get("evidence_stage.tool.duration_ms") == record["duration_ms"]
         for invocation in trajectory["invocations"]:
             span = invocation_span[invocation["invocation_id"]]
@@ -147,7 +156,16 @@ def test_ids_are_the_same_on_every_export_and_differ_between_runs() -> None:
 
 
 def _row(**trajectory: Any) -> dict[str, Any]:
-    base = {"schema_version": "1.0", "task_id": "7", "rollout_id": "7-0", "invocations": [], "turns": [], "model_calls": [], "tool_calls": [], "gaps": []}
+    base = {
+        "schema_version": "1.0",
+        "task_id": "7",
+        "rollout_id": "7-0",
+        "invocations": [],
+        "turns": [],
+        "model_calls": [],
+        "tool_calls": [],
+        "gaps": [],
+    }
     return {"agent_ref": {"name": "agent"}, "ng_trajectory": {**base, **trajectory}}
 
 
@@ -160,13 +178,19 @@ def test_nothing_is_invented_for_missing_times_and_counts() -> None:
     root, chat, run_tool = trace.spans
     assert (root.start_ns, root.end_ns, chat.start_ns, chat.end_ns, run_tool.start_ns, run_tool.end_ns) == (None,) * 6
     assert dict(chat.attributes) == {"gen_ai.operation.name": "chat", "gen_ai.response.id": "r1", "evidence_stage.model_call.id": "c1"}
-    assert dict(run_tool.attributes) == {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.id": "t1", "evidence_stage.tool.status": "unknown"}
+    assert dict(run_tool.attributes) == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.call.id": "t1",
+        "evidence_stage.tool.status": "unknown",
+    }
     assert (root.name, chat.name, run_tool.name) == ("invoke_agent agent", "chat", "execute_tool")
 
 
 def test_unowned_calls_get_no_span_and_rows_without_evidence_say_why() -> None:
     calls = [{"model_call_id": "mine"}, {"model_call_id": "judge"}]
-    trace = rollout_trace(_row(invocations=[{"invocation_id": "root", "model_calls": [{"model_call_id": "mine"}]}], model_calls=calls), identity(1))
+    trace = rollout_trace(
+        _row(invocations=[{"invocation_id": "root", "model_calls": [{"model_call_id": "mine"}]}], model_calls=calls), identity(1)
+    )
     assert isinstance(trace, TraceModel)
     assert [s.attributes.get("evidence_stage.model_call.id") for s in trace.spans] == [None, "mine"]
     assert rollout_trace({"reward": 1.0}, identity(2)) == TraceSkipped("no ng_trajectory")
@@ -193,14 +217,28 @@ def test_a_parent_cycle_makes_roots_instead_of_losing_spans() -> None:
 
 
 def test_failed_calls_tools_and_invocations_are_error_spans() -> None:
-    call = {"model_call_id": "c1", "response_metadata": {"status_code": 429, "error_category": "rate_limit", "finish_reason": "length", "model": "m"}}
-    tool = {"kind": "tool_call", "invocation_id": "root", "tool_call_id": "t1", "tool_name": "bash", "status": "timeout", "error_type": "Timeout"}
+    call = {
+        "model_call_id": "c1",
+        "response_metadata": {"status_code": 429, "error_category": "rate_limit", "finish_reason": "length", "model": "m"},
+    }
+    tool = {
+        "kind": "tool_call",
+        "invocation_id": "root",
+        "tool_call_id": "t1",
+        "tool_name": "bash",
+        "status": "timeout",
+        "error_type": "Timeout",
+    }
     invocation = {"invocation_id": "root", "status": "failed", "error_type": "Crash", "model_calls": [{"model_call_id": "c1"}]}
     trace = rollout_trace(_row(invocations=[invocation], model_calls=[call], tool_calls=[tool]), identity(1))
     assert isinstance(trace, TraceModel)
     root, chat, run_tool = trace.spans
     assert (root.status, chat.status, run_tool.status) == ("error", "error", "error")
-    assert (root.attributes["error.type"], chat.attributes["error.type"], run_tool.attributes["error.type"]) == ("Crash", "rate_limit", "Timeout")
+    assert (root.attributes["error.type"], chat.attributes["error.type"], run_tool.attributes["error.type"]) == (
+        "Crash",
+        "rate_limit",
+        "Timeout",
+    )
     assert chat.attributes["http.response.status_code"] == 429
     assert chat.attributes["gen_ai.response.finish_reasons"] == ("length",)
     assert (chat.name, run_tool.name) == ("chat m", "execute_tool bash")
@@ -208,7 +246,9 @@ def test_failed_calls_tools_and_invocations_are_error_spans() -> None:
 
 @pytest.mark.parametrize("job", JOBS)
 def test_each_trace_carries_its_rows_reward_and_verdict_on_its_root_span(job: str) -> None:
-    lines = [json.loads(line) for line in (SAMPLES / f"{job}.expected" / "health" / "rollout_verdicts.jsonl").read_text("utf-8").splitlines()]
+    lines = [
+        json.loads(line) for line in (SAMPLES / f"{job}.expected" / "health" / "rollout_verdicts.jsonl").read_text("utf-8").splitlines()
+    ]
     by_key: dict[tuple[Any, Any], list[tuple[str, bool]]] = {}
     for line in lines:  # an independent reading: the sample's rows carry int task and rollout indices
         by_key.setdefault((line["_ng_task_index"], line["_ng_rollout_index"]), []).append((line["verdict"], bool(line["findings"])))
@@ -241,7 +281,10 @@ def test_verdicts_go_to_rows_by_identity_in_order_and_only_once() -> None:
         {"_ng_task_index": "x", "_ng_rollout_index": 2, "stage_index": 1, "verdict": "unobserved", "findings": []},
     ]
     verdicts = RolloutVerdicts(lines)
-    first, second = verdicts.take({"_ng_task_index": 1, "_ng_rollout_index": 0}, 0), verdicts.take({"_ng_task_index": 1.0, "_ng_rollout_index": False}, 1)
+    first, second = (
+        verdicts.take({"_ng_task_index": 1, "_ng_rollout_index": 0}, 0),
+        verdicts.take({"_ng_task_index": 1.0, "_ng_rollout_index": False}, 1),
+    )
     assert (first.verdict, first.explanation) == ("healthy", None)
     assert (second.verdict, second.explanation) == ("unhealthy", "a (2), b (1)")  # 0.7.0's digest coerces 1.0 and False
     assert verdicts.take({"_ng_task_index": 1, "_ng_rollout_index": 0}, 2) is None  # each line once
@@ -255,6 +298,8 @@ def test_the_reward_event_holds_a_finite_number_or_is_absent(reward: Any, value:
     invocation = {"invocation_id": "root"}
     trace = rollout_trace({**_row(invocations=[invocation]), "reward": reward}, identity(1))
     assert isinstance(trace, TraceModel)
-    scores = [e.attributes["gen_ai.evaluation.score.value"] for e in trace.spans[0].events if e.attributes["gen_ai.evaluation.name"] == "reward"]
+    scores = [
+        e.attributes["gen_ai.evaluation.score.value"] for e in trace.spans[0].events if e.attributes["gen_ai.evaluation.name"] == "reward"
+    ]
     assert scores == ([] if value is None else [value])
     assert all(e.attributes["gen_ai.evaluation.name"] != "health" for e in trace.spans[0].events)  # no verdict given

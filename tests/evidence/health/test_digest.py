@@ -44,10 +44,7 @@ def test_stage_rows_evaluate_like_drop_in_lines() -> None:
     """The stage passes already-parsed rows; the result equals reading the same line."""
     text = dict(CASES)["41_multi_repeat_mixed_realistic"]["rollouts_jsonl"]
     from_lines = list(digest_lines(text.encode(), source="f", ignored=()))
-    from_rows = [
-        evaluate_row(json.loads(line), source="f", line=i + 1, ordinal=i, ignored=())
-        for i, line in enumerate(text.splitlines())
-    ]
+    from_rows = [evaluate_row(json.loads(line), source="f", line=i + 1, ordinal=i, ignored=()) for i, line in enumerate(text.splitlines())]
     assert from_rows == from_lines
 
 
@@ -62,9 +59,7 @@ def test_missing_task_index_falls_back_to_ordinal() -> None:
 
 
 def test_non_object_value_is_unreadable_with_value_error() -> None:
-    assert evaluate_row([1], source="f", line=2, ordinal=0, ignored=()) == unreadable_row(
-        "f", 2, "ValueError", ignored=()
-    )
+    assert evaluate_row([1], source="f", line=2, ordinal=0, ignored=()) == unreadable_row("f", 2, "ValueError", ignored=())
 
 
 def test_crashing_check_becomes_check_execution_error() -> None:
@@ -73,14 +68,16 @@ def test_crashing_check_becomes_check_execution_error() -> None:
     call["response_metadata"]["finish_reason"] = "length"
     call["response"] = {"choices": [{"message": "not-an-object"}]}
     digest = evaluate_row(row, source="f", line=1, ordinal=0, ignored=())
-    assert digest.findings == ({
-        "check": "check_execution_error",
-        "detail": {
-            "reason": "check raised an unexpected exception",
-            "failed_check": "model_call_runaway_generation",
-            "error": "AttributeError",
+    assert digest.findings == (
+        {
+            "check": "check_execution_error",
+            "detail": {
+                "reason": "check raised an unexpected exception",
+                "failed_check": "model_call_runaway_generation",
+                "error": "AttributeError",
+            },
         },
-    },)
+    )
     assert digest.unobserved == ("model_call_runaway_generation",)
 
 
@@ -113,22 +110,32 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
     max_leaves=12,
 )
-CALL_FIELDS = st.fixed_dictionaries({}, optional={
-    "model_call_id": st.none() | st.sampled_from(["c1", "c2", ""]),
-    "started_at": st.none() | st.floats(allow_nan=False, allow_infinity=False, min_value=0, max_value=9),
-    "response": JSON,
-    "response_metadata": st.fixed_dictionaries({}, optional={
-        "response_id": st.none() | st.sampled_from(["r1", "r2"]),
-        "model_ref": st.none() | st.just({"type": "responses_api_models", "name": "p"}),
-        "status_code": st.none() | st.integers(100, 600),
-        "response_status": st.none() | st.sampled_from(["failed", "completed"]),
-        "finish_reason": st.none() | st.sampled_from(["length", "stop"]),
-        "error_category": st.none() | st.text(max_size=3),
-    }),
-    "token_stats": st.fixed_dictionaries({}, optional={
-        "prompt_tokens": st.none() | st.integers(0, 9), "completion_tokens": st.none() | st.integers(0, 9),
-    }),
-})
+CALL_FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "model_call_id": st.none() | st.sampled_from(["c1", "c2", ""]),
+        "started_at": st.none() | st.floats(allow_nan=False, allow_infinity=False, min_value=0, max_value=9),
+        "response": JSON,
+        "response_metadata": st.fixed_dictionaries(
+            {},
+            optional={
+                "response_id": st.none() | st.sampled_from(["r1", "r2"]),
+                "model_ref": st.none() | st.just({"type": "responses_api_models", "name": "p"}),
+                "status_code": st.none() | st.integers(100, 600),
+                "response_status": st.none() | st.sampled_from(["failed", "completed"]),
+                "finish_reason": st.none() | st.sampled_from(["length", "stop"]),
+                "error_category": st.none() | st.text(max_size=3),
+            },
+        ),
+        "token_stats": st.fixed_dictionaries(
+            {},
+            optional={
+                "prompt_tokens": st.none() | st.integers(0, 9),
+                "completion_tokens": st.none() | st.integers(0, 9),
+            },
+        ),
+    },
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -152,7 +159,16 @@ def test_any_valid_trajectory_gives_a_digest(calls: list[dict[str, Any]], answer
 def test_an_empty_response_id_is_no_call_identity(response_id: str, replayed: int) -> None:
     """Two calls without a call id count as one replayed only when their response id is non-empty."""
     calls = [{"response_metadata": {"response_id": response_id}}] * 2
-    trajectory = {"schema_version": "1.0", "task_id": "0", "rollout_id": "0-0", "invocations": [], "turns": [], "model_calls": calls, "tool_calls": [], "gaps": []}
+    trajectory = {
+        "schema_version": "1.0",
+        "task_id": "0",
+        "rollout_id": "0-0",
+        "invocations": [],
+        "turns": [],
+        "model_calls": calls,
+        "tool_calls": [],
+        "gaps": [],
+    }
     line = orjson.dumps({"_ng_task_index": 0, "_ng_rollout_index": 0, "ng_trajectory": trajectory}) + b"\n"
     summary = json.loads(health_check_bytes(line, rollouts_path="r.jsonl", output_dir="out").quality_summary)
     assert summary["run"]["stats"]["duplicated_calls"]["replayed"] == replayed

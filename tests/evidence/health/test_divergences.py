@@ -56,11 +56,13 @@ def test_untypable_identity_flags_only_that_row(field: str, value: Any) -> None:
         "_ng_rollout_index": 0,
         "rollout_id": "__unreadable_record__:input-0:line-2-0",
         "verdict": "unhealthy",
-        "findings": [{
-            "check": "record_unreadable",
-            "locator": {"source_file": PATH, "line": 2},
-            "detail": {"reason": "rollout identity is unreadable", "error": "ValidationError", "field": field},
-        }],
+        "findings": [
+            {
+                "check": "record_unreadable",
+                "locator": {"source_file": PATH, "line": 2},
+                "detail": {"reason": "rollout identity is unreadable", "error": "ValidationError", "field": field},
+            }
+        ],
         "unobserved": bad["unobserved"],
     }
     assert "record_unreadable" not in bad["unobserved"]
@@ -69,8 +71,7 @@ def test_untypable_identity_flags_only_that_row(field: str, value: Any) -> None:
 
 
 def test_identity_crash_row_respects_ignored_record_unreadable() -> None:
-    digest = evaluate_row(_row(_ng_task_index=None), source=PATH, line=3, ordinal=0,
-                          ignored=("record_unreadable",))
+    digest = evaluate_row(_row(_ng_task_index=None), source=PATH, line=3, ordinal=0, ignored=("record_unreadable",))
     assert digest.findings == ()
     assert digest.verdict == "unobserved"
 

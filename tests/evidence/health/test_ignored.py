@@ -13,7 +13,8 @@ from evidence.health.registry import BOUND_CALLS, OWNED_MODEL_CALLS, CheckSpec
 
 def test_string_is_comma_split_stripped_and_deduplicated() -> None:
     assert normalize_ignored_checks(" agent_turn_hollow ,,model_call_failed,agent_turn_hollow") == (
-        "agent_turn_hollow", "model_call_failed",
+        "agent_turn_hollow",
+        "model_call_failed",
     )
 
 
@@ -39,7 +40,8 @@ def test_registry_order_and_scopes() -> None:
     assert CHECK_IDS[:3] == ("check_execution_error", "record_unreadable", "rollout_duplicate_identity")
     assert [CHECKS[c].scope for c in CHECK_IDS].count("rollout") == 12
     assert [c for c in CHECK_IDS if CHECKS[c].scope == "task"] == [
-        "task_consistently_unhealthy", "task_no_successful_model_calls",
+        "task_consistently_unhealthy",
+        "task_no_successful_model_calls",
     ]
     with pytest.raises(TypeError):
         CHECKS["x"] = CHECKS["record_unreadable"]  # type: ignore[index]

@@ -46,9 +46,7 @@ EXPORTER = Exporter(name="nemo-gym", version="0.7.0")
 
 
 def dumped(item: Any) -> Any:
-    record = AgentInvocationRecord.model_validate(
-        {"kind": "agent_invocation", "invocation_id": "a", "conversation": [item]}
-    )
+    record = AgentInvocationRecord.model_validate({"kind": "agent_invocation", "invocation_id": "a", "conversation": [item]})
     return record.model_dump(mode="json")["conversation"][0]
 
 
@@ -99,9 +97,7 @@ def test_row_with_the_item_is_collected_as_0_7_0_collects_it(name: str) -> None:
     assert json.dumps(collected) == json.dumps(ROWS[name]["expected_row"])
 
 
-@pytest.mark.parametrize(
-    "name", ["reason_summary_extra_in_observations", "reason_summary_extra_in_producer_trajectory"]
-)
+@pytest.mark.parametrize("name", ["reason_summary_extra_in_observations", "reason_summary_extra_in_producer_trajectory"])
 def test_kept_reasoning_keys_make_the_atif_export_refuse_as_0_7_0_does(name: str) -> None:
     row, files = row_with(name)
     collected = collect_row(row, lookup_from(files)).row

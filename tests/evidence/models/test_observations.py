@@ -38,6 +38,13 @@ def test_invalid_bundles(records: list[dict[str, Any]]) -> None:
 def test_missing_parents_are_fine_and_defaults_are_dumped() -> None:
     bundle = AgentObservationBundle.model_validate({"source": "s", "records": [invocation("a", "elsewhere")]})
     assert bundle.as_json()["records"][0] == {
-        "kind": "agent_invocation", "invocation_id": "a", "parent_invocation_id": "elsewhere",
-        "spawned_by_tool_call_id": None, "status": "unknown", "duration_ms": None, "error_type": None,
-        "model_calls": [], "conversation": []}
+        "kind": "agent_invocation",
+        "invocation_id": "a",
+        "parent_invocation_id": "elsewhere",
+        "spawned_by_tool_call_id": None,
+        "status": "unknown",
+        "duration_ms": None,
+        "error_type": None,
+        "model_calls": [],
+        "conversation": [],
+    }

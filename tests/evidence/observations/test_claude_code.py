@@ -28,20 +28,24 @@ UNLINKED_PATH = Path(__file__).parents[2] / "data" / "claude_code_compaction_unl
 UNLINKED = json.loads(UNLINKED_PATH.read_text(encoding="utf-8"))
 PATH = "/home/dev/.claude/projects/demo/3f1c.jsonl"
 SUFFIXES = (
-    ("\n\nIf you need specific details from before compaction (like exact code snippets, error messages, or content"
-    f" you generated), read the full transcript at: {PATH}"),
+    (
+        "\n\nIf you need specific details from before compaction (like exact code snippets, error messages, or content"
+        f" you generated), read the full transcript at: {PATH}"
+    ),
     "\n\nRecent messages are preserved verbatim.",
-    ("\n\nYour REPL VM state has been cleared as part of this compaction. Variables defined in REPL calls before this"
-    " point are no longer accessible — redefine any you still need."),
-    ("\n\nContinue the conversation from where it left off without asking the user any further questions. Resume"
-    " directly — do not acknowledge the summary, do not recap what was happening, do not preface with"
-    ' "I\'ll continue" or similar. Pick up the last task as if the break never happened.'),
+    (
+        "\n\nYour REPL VM state has been cleared as part of this compaction. Variables defined in REPL calls before this"
+        " point are no longer accessible — redefine any you still need."
+    ),
+    (
+        "\n\nContinue the conversation from where it left off without asking the user any further questions. Resume"
+        " directly — do not acknowledge the summary, do not recap what was happening, do not preface with"
+        ' "I\'ll continue" or similar. Pick up the last task as if the break never happened.'
+    ),
 )
 # Case 49's summary without its one suffix (``Recent messages are preserved verbatim.``).
 BASE = LINKED["row"]["ng_agent_observations"]["records"][1]["summary"].removesuffix(SUFFIXES[1])
-SUBSETS = [
-    subset for size in range(len(SUFFIXES) + 1) for subset in itertools.combinations(range(len(SUFFIXES)), size)
-]
+SUBSETS = [subset for size in range(len(SUFFIXES) + 1) for subset in itertools.combinations(range(len(SUFFIXES)), size)]
 NOT_SUFFIXES = {
     "wrong_order_2_1": SUFFIXES[1] + SUFFIXES[0],
     "wrong_order_4_3": SUFFIXES[3] + SUFFIXES[2],

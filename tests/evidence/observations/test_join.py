@@ -46,8 +46,14 @@ def test_matched_refs_become_canonical_and_unowned_calls_are_reported() -> None:
 
 def test_unmatched_ambiguous_and_conflict() -> None:
     records = [
-        invocation("a", {"model_call_id": "nope"}, {"model_call_id": "c0", "response_id": "other"},
-                   {"model_ref": POLICY, "response_id": "dup"}, {"model_call_id": "nope"}, {"model_call_id": "c1"}),
+        invocation(
+            "a",
+            {"model_call_id": "nope"},
+            {"model_call_id": "c0", "response_id": "other"},
+            {"model_ref": POLICY, "response_id": "dup"},
+            {"model_call_id": "nope"},
+            {"model_call_id": "c1"},
+        ),
         invocation("b", {"model_call_id": "c1"}, {"model_call_id": "c0"}),
     ]
     bundle = joined(records, CALLS[:4])
@@ -63,11 +69,15 @@ def test_unmatched_ambiguous_and_conflict() -> None:
 
 
 def test_compaction_refs_never_confer_ownership() -> None:
-    compaction = {"kind": "context_compaction", "invocation_id": "a", "outcome": "completed",
-                  "before_model_call": {"model_call_id": "c1"}, "after_model_call": {"model_call_id": "zzz"},
-                  "model_calls": [{"model_call_id": "c0"}, {"model_call_id": "c2"}, {"model_call_id": "c3"}]}
-    bundle = joined([invocation("a", {"model_call_id": "c0"}), invocation("b", {"model_call_id": "c1"}), compaction],
-                    CALLS[:4])
+    compaction = {
+        "kind": "context_compaction",
+        "invocation_id": "a",
+        "outcome": "completed",
+        "before_model_call": {"model_call_id": "c1"},
+        "after_model_call": {"model_call_id": "zzz"},
+        "model_calls": [{"model_call_id": "c0"}, {"model_call_id": "c2"}, {"model_call_id": "c3"}],
+    }
+    bundle = joined([invocation("a", {"model_call_id": "c0"}), invocation("b", {"model_call_id": "c1"}), compaction], CALLS[:4])
     assert bundle["records"][2]["model_calls"][0]["response_id"] == "r0"
     assert bundle["records"][2]["before_model_call"] == {"model_call_id": "c1", "model_ref": None, "response_id": None}
     assert bundle["gaps"] == [
@@ -81,8 +91,11 @@ def test_compaction_refs_never_confer_ownership() -> None:
 
 
 def test_client_session_id_claims_calls_unless_already_referenced() -> None:
-    calls = [call(0, "s0", "r0", client_session_id="a"), call(1, "s1", "r1", client_session_id="a"),
-             call(2, "s2", "r2", client_session_id="ghost")]
+    calls = [
+        call(0, "s0", "r0", client_session_id="a"),
+        call(1, "s1", "r1", client_session_id="a"),
+        call(2, "s2", "r2", client_session_id="ghost"),
+    ]
     bundle = joined([invocation("a", {"model_ref": POLICY, "response_id": "r0"})], calls)
     assert [ref["model_call_id"] for ref in bundle["records"][0]["model_calls"]] == ["s0", "s1"]
     assert bundle["gaps"] == [gap("model_call_ownership_unavailable", None, "capture:s2:call_index=2")]
@@ -101,8 +114,11 @@ def test_rejoining_is_idempotent_and_keeps_foreign_gaps() -> None:
 
 def test_conversation_items_are_normalised() -> None:
     record = invocation("a")
-    record["conversation"] = [{"role": "user", "content": "hi"}, {"call_id": "k", "output": "o"},
-                              {"role": "assistant", "content": [], "id": "m"}]
+    record["conversation"] = [
+        {"role": "user", "content": "hi"},
+        {"call_id": "k", "output": "o"},
+        {"role": "assistant", "content": [], "id": "m"},
+    ]
     bundle = joined([record], [])
     assert bundle["records"][0]["conversation"] == [
         {"content": "hi", "role": "user", "type": "message", "phase": None},

@@ -195,8 +195,11 @@ def test_capture_gaps_are_validated_and_all_gaps_deduplicated() -> None:
 @pytest.mark.parametrize(
     ("request_body", "response", "expected"),
     [
-        ({"messages": ["m"]}, {"choices": [{"message": {"content": "a", "reasoning": "r", "tool_calls": [1, 2]}}]},
-         (["m"], {"content": "a", "tool_calls": [1, 2]}, "r", 2)),
+        (
+            {"messages": ["m"]},
+            {"choices": [{"message": {"content": "a", "reasoning": "r", "tool_calls": [1, 2]}}]},
+            (["m"], {"content": "a", "tool_calls": [1, 2]}, "r", 2),
+        ),
         ("raw text", {"content": [{"type": "text"}]}, ("raw text", None, None, 0)),
         ({"input": None, "messages": ["ignored"]}, "raw error", (None, None, None, 0)),
     ],
@@ -272,9 +275,7 @@ def test_attach_failure_without_a_gaps_list_sets_the_minimal_record() -> None:
 
     attach_trajectory(ROW, result)
 
-    assert result["ng_trajectory"]["gaps"] == [
-        {"code": "trajectory_projection_failed", "invocation_id": None, "detail": "ValidationError"}
-    ]
+    assert result["ng_trajectory"]["gaps"] == [{"code": "trajectory_projection_failed", "invocation_id": None, "detail": "ValidationError"}]
     assert result["ng_trajectory"]["invocations"] == []
 
 

@@ -364,7 +364,9 @@ def test_scores_markdown_is_the_artifact() -> None:
 
 def test_the_identity_says_the_scope_and_readable_times_and_the_matrix_reads_without_emoji() -> None:
     """Issue 35: a subset said so nowhere, times were raw ISO, and the matrix was emoji only."""
-    page = render_report(make_context(scope="subset: rollout ids 0-0", started_at="2026-01-01T00:00:00+00:00", finished_at="2026-01-01T00:02:00+00:00"))
+    page = render_report(
+        make_context(scope="subset: rollout ids 0-0", started_at="2026-01-01T00:00:00+00:00", finished_at="2026-01-01T00:02:00+00:00")
+    )
     assert "<dt>Scope</dt><dd>subset: rollout ids 0-0</dd>" in page
     assert '<time datetime="2026-01-01T00:02:00+00:00">2026-01-01 00:02:00 UTC</time>' in page
     assert "<dt>Took</dt><dd>2 min 0 s</dd>" in page
@@ -372,4 +374,3 @@ def test_the_identity_says_the_scope_and_readable_times_and_the_matrix_reads_wit
     assert "\u274c no: complete in none" in page
     assert "td,dd{overflow-wrap:anywhere}" in page  # long URLs wrap inside their cell (compare.html shares the sheet)
     assert "<dt>Scope</dt><dd>full</dd>" in render_report(make_context())
-

@@ -43,14 +43,18 @@ class Viewed:
     detail: dict[str, Any]  # the page's data, decoded
 
 
-def judged(row: dict[str, Any] | None, verdict: dict[str, Any] | None = None, atif: tuple[Any, Any, Any] = ("withheld", None, None)) -> RolloutView:
+def judged(
+    row: dict[str, Any] | None, verdict: dict[str, Any] | None = None, atif: tuple[Any, Any, Any] = ("withheld", None, None)
+) -> RolloutView:
     """A row's view as the reduce makes it: its facts carried through a part's bytes, then judged."""
     line = json.dumps(row).encode() if row is not None else b"[1]"
     carried = ViewFacts.decode(view_facts(line, row, row_facts(row)).encode())
     return rollout_view(carried, IDENTITY, verdict, atif)
 
 
-def view(row: dict[str, Any] | None, verdict: dict[str, Any] | None = None, atif: tuple[Any, Any, Any] = ("withheld", None, None)) -> Viewed:
+def view(
+    row: dict[str, Any] | None, verdict: dict[str, Any] | None = None, atif: tuple[Any, Any, Any] = ("withheld", None, None)
+) -> Viewed:
     made = judged(row, verdict, atif)
     return Viewed(made.entry, orjson.loads(made.detail))
 

@@ -29,8 +29,16 @@ def _job(tmp_path: Path) -> tuple[Path, Location, Location]:
 def _outcome(tmp_path: Path, main: Location, capture_dir: Location, attempt: AttemptRef) -> tuple[str, dict]:
     """The attempt processed alone: its status, and its reason, row and line."""
     ctx = RunContext(
-        run_dir=Location(str(tmp_path / "run")), job_id="job", run_id="run", shards=(Shard(main),), capture_dir=capture_dir,
-        session_id="s", agent_version="1.0.0", exporter_version="0", ignored_checks=(), masked_verdicts=(),
+        run_dir=Location(str(tmp_path / "run")),
+        job_id="job",
+        run_id="run",
+        shards=(Shard(main),),
+        capture_dir=capture_dir,
+        session_id="s",
+        agent_version="1.0.0",
+        exporter_version="0",
+        ignored_checks=(),
+        masked_verdicts=(),
     )
     run_group(ctx, [attempt], check_existing=False)
     segment = next((tmp_path / "run").rglob("*.seg"))
@@ -50,7 +58,9 @@ def _first_attempt_outcome(tmp_path: Path, damage: str) -> tuple[str, dict]:
         return _outcome(tmp_path, main, capture_dir, attempt)
 
 
-@pytest.mark.parametrize(("suffix", "gap"), [(".capture.jsonl", "model_call_capture_unreadable"), (".capture.incomplete", "model_call_capture_incomplete")])
+@pytest.mark.parametrize(
+    ("suffix", "gap"), [(".capture.jsonl", "model_call_capture_unreadable"), (".capture.incomplete", "model_call_capture_incomplete")]
+)
 def test_a_folder_under_a_capture_name_is_found_as_0_7_0_finds_it(tmp_path: Path, suffix: str, gap: str) -> None:
     """0.7.0's existence checks find a folder as they find a file: a folder in the capture file's
     place cannot be read (the unreadable gap), one in the marker's place marks the capture incomplete."""

@@ -23,8 +23,16 @@ def _parts_of_one_group(out: Path) -> tuple[int, dict[int, AttemptOutcome]]:
     main, capture_dir = Location(str(EXAMPLE_JOB / "rollouts.jsonl")), Location(str(EXAMPLE_JOB / "model-calls"))
     plan = discover([Shard(main)], capture_dir)
     ctx = RunContext(
-        run_dir=Location(str(out)), job_id="job", run_id="run", shards=(Shard(main),), capture_dir=capture_dir,
-        session_id="s", agent_version="1.0.0", exporter_version="0.0.0", ignored_checks=(), masked_verdicts=(),
+        run_dir=Location(str(out)),
+        job_id="job",
+        run_id="run",
+        shards=(Shard(main),),
+        capture_dir=capture_dir,
+        session_id="s",
+        agent_version="1.0.0",
+        exporter_version="0.0.0",
+        ignored_checks=(),
+        masked_verdicts=(),
     )
     with plan:
         summary = run_group(ctx, list(plan.attempts), check_existing=False)
@@ -61,8 +69,16 @@ def test_a_resumed_group_never_replaces_a_segment_whose_other_parts_are_current(
     last line, must not take the place of the old one that still holds every other current part."""
     main, capture_dir = Location(str(EXAMPLE_JOB / "rollouts.jsonl")), Location(str(EXAMPLE_JOB / "model-calls"))
     ctx = RunContext(
-        run_dir=Location(str(tmp_path)), job_id="job", run_id="run", shards=(Shard(main),), capture_dir=capture_dir,
-        session_id="s", agent_version="1.0.0", exporter_version="0.0.0", ignored_checks=(), masked_verdicts=(),
+        run_dir=Location(str(tmp_path)),
+        job_id="job",
+        run_id="run",
+        shards=(Shard(main),),
+        capture_dir=capture_dir,
+        session_id="s",
+        agent_version="1.0.0",
+        exporter_version="0.0.0",
+        ignored_checks=(),
+        masked_verdicts=(),
     )
     with discover([Shard(main)], capture_dir) as plan:
         attempts = [attempt for attempt in plan.attempts if attempt.source == MAIN]

@@ -55,7 +55,11 @@ def test_each_attempt_gets_its_current_part_across_overlapping_segments(tmp_path
     ]
     index = PartIndex(Location(str(tmp_path)), range(5, 10))
     assert [index.current(attempt).segment[:19] for attempt in attempts[4:9]] == [  # type: ignore[union-attr]
-        "000000003-000000008", "000000003-000000008", "000000003-000000008", "000000003-000000008", "000000007-000000012",
+        "000000003-000000008",
+        "000000003-000000008",
+        "000000003-000000008",
+        "000000003-000000008",
+        "000000007-000000012",
     ]
 
 
@@ -85,7 +89,8 @@ def test_damaged_and_foreign_files_are_not_read_as_parts(tmp_path: Path) -> None
     _write(tmp_path, range(13, 15), "ok", name=truncated.name)
     truncated.write_bytes(truncated.read_bytes()[:-1])
     assert _read(tmp_path, [_attempt(n, "ok") for n in (1, 2, 11, 12)]) == [
-        *(f'{{"line": {n}, "from": "ok@1-2"}}' for n in (1, 2)), *(f'{{"line": {n}, "from": "ok@11-12"}}' for n in (11, 12)),
+        *(f'{{"line": {n}, "from": "ok@1-2"}}' for n in (1, 2)),
+        *(f'{{"line": {n}, "from": "ok@11-12"}}' for n in (11, 12)),
     ]
     for line in (3, 5, 9, 13, 16, 18):
         with pytest.raises(PartMissing, match=f"failures:{line}"):
@@ -141,5 +146,13 @@ def test_a_segment_s_pages_are_let_go_once_the_reader_is_past_it(tmp_path: Path,
     for _, part, _ in read_parts(Location(str(tmp_path)), [_attempt(n, "ok") for n in range(1, 7)]):
         events.append(f"line {orjson.loads(bytes(part.outcome.line))['line']}")
     assert events == [
-        "line 1", "line 2", "release lines 1-", "line 3", "line 4", "release lines 3-", "line 5", "line 6", "release lines 5-",
+        "line 1",
+        "line 2",
+        "release lines 1-",
+        "line 3",
+        "line 4",
+        "release lines 3-",
+        "line 5",
+        "line 6",
+        "release lines 5-",
     ]

@@ -39,8 +39,16 @@ class RecordingPool(ThreadPoolExecutor):
 def _job(out: Path) -> tuple[RunContext, list[AttemptRef]]:
     main, capture_dir = Location(str(EXAMPLE_JOB / "rollouts.jsonl")), Location(str(EXAMPLE_JOB / "model-calls"))
     ctx = RunContext(
-        run_dir=Location(str(out)), job_id="job", run_id="run", shards=(Shard(main),), capture_dir=capture_dir,
-        session_id="s", agent_version="1.0.0", exporter_version="0.0.0", ignored_checks=(), masked_verdicts=(),
+        run_dir=Location(str(out)),
+        job_id="job",
+        run_id="run",
+        shards=(Shard(main),),
+        capture_dir=capture_dir,
+        session_id="s",
+        agent_version="1.0.0",
+        exporter_version="0.0.0",
+        ignored_checks=(),
+        masked_verdicts=(),
     )
     with discover([Shard(main)], capture_dir) as plan:
         return ctx, list(plan.attempts)

@@ -44,7 +44,13 @@ def test_default_layout_finds_nested_jobs_with_run_job_ids() -> None:
 
 
 def test_gym_side_files_are_not_rollouts_candidates() -> None:
-    side = ("rollouts_failures.jsonl", "rollouts_materialized_inputs.jsonl", "rollouts_attempts.jsonl", "rollout_verdicts.jsonl", "notes.txt")
+    side = (
+        "rollouts_failures.jsonl",
+        "rollouts_materialized_inputs.jsonl",
+        "rollouts_attempts.jsonl",
+        "rollout_verdicts.jsonl",
+        "notes.txt",
+    )
     make_job("job", extra=side)
     search = find_jobs(Location(ROOT), JobLayout())
     assert [j.rollouts.rsplit("/", 1)[-1] for j in search.jobs] == ["rollouts.jsonl"]

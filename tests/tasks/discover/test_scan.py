@@ -54,7 +54,11 @@ def test_attempts_keys_ids_captures_and_skipped_lines() -> None:
     assert [(s.line, s.reason.split(":")[0]) for s in plan.skipped] == [(3, "not a JSON object"), (5, "invalid JSON")]
     assert plan.orphans == ["9-9.capture.jsonl"]
     data = main.read_bytes()
-    assert list(files) == sorted(files) == ["model-calls/0-0.capture.jsonl", "model-calls/0-1-a1.capture.incomplete", "model-calls/9-9.capture.jsonl", "rollouts.jsonl"]
+    assert (
+        list(files)
+        == sorted(files)
+        == ["model-calls/0-0.capture.jsonl", "model-calls/0-1-a1.capture.incomplete", "model-calls/9-9.capture.jsonl", "rollouts.jsonl"]
+    )
     for attempt in attempts:
         assert orjson.loads(data[attempt.offset : attempt.offset + attempt.length]) == ROWS[attempt.out_line - 1]
 
@@ -119,11 +123,21 @@ def test_capture_folders_listed_are_those_0_7_0_would_find() -> None:
     """Folders named as a capture file or marker are inputs (without size or version: what is
     inside never matters); other folders are not, nor a folder named as an object that exists
     (an S3 prefix beside its object)."""
-    main, captures = _job([orjson.dumps(ROWS[0])], {
-        "0-0.capture.jsonl/inner": b"x", "0-1.capture.incomplete/inner": b"x", "sub/x.capture.jsonl": b"{}\n", "1-0.capture.jsonl": b"{}\n",
-    })
+    main, captures = _job(
+        [orjson.dumps(ROWS[0])],
+        {
+            "0-0.capture.jsonl/inner": b"x",
+            "0-1.capture.incomplete/inner": b"x",
+            "sub/x.capture.jsonl": b"{}\n",
+            "1-0.capture.jsonl": b"{}\n",
+        },
+    )
     listed = [asdict(entry) for entry in list_inputs([Shard(main)], captures).captures]
-    assert [(e["name"], e["folder"]) for e in listed] == [("0-0.capture.jsonl", True), ("0-1.capture.incomplete", True), ("1-0.capture.jsonl", False)]
+    assert [(e["name"], e["folder"]) for e in listed] == [
+        ("0-0.capture.jsonl", True),
+        ("0-1.capture.incomplete", True),
+        ("1-0.capture.jsonl", False),
+    ]
     assert [(e["size"], e["version"]) for e in listed[:2]] == [(0, ""), (0, "")]
 
 
@@ -138,7 +152,12 @@ def test_local_names_that_do_not_resolve_are_absent_and_other_things_present(tmp
     os.mkfifo(captures / "0-1.capture.incomplete")
     (captures / "1-0.capture.jsonl").write_bytes(b"{}\n")
     main = tmp_path / "rollouts.jsonl"
-    main.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in ({"_ng_task_index": 0, "_ng_rollout_index": 0}, {"_ng_task_index": 0, "_ng_rollout_index": 1})))
+    main.write_bytes(
+        b"".join(
+            orjson.dumps(row) + b"\n"
+            for row in ({"_ng_task_index": 0, "_ng_rollout_index": 0}, {"_ng_task_index": 0, "_ng_rollout_index": 1})
+        )
+    )
     with discover([Shard(Location(str(main)))], Location(str(captures))) as plan:
         attempts = [(a.rollout_id, a.capture, a.incomplete) for a in plan.attempts]
     assert attempts == [("0-0", None, False), ("0-1", None, True)]
@@ -149,8 +168,13 @@ def test_an_s3_prefix_named_as_an_existing_capture_object_is_not_a_folder(s3: st
     import s3fs
 
     s3fs.S3FileSystem().mkdir("bucket")
-    s3fs.S3FileSystem().pipe({"bucket/job/rollouts.jsonl": orjson.dumps(ROWS[0]) + b"\n", "bucket/job/calls/1-0.capture.jsonl": b"{}\n",
-                              "bucket/job/calls/1-0.capture.jsonl/inner": b"x"})
+    s3fs.S3FileSystem().pipe(
+        {
+            "bucket/job/rollouts.jsonl": orjson.dumps(ROWS[0]) + b"\n",
+            "bucket/job/calls/1-0.capture.jsonl": b"{}\n",
+            "bucket/job/calls/1-0.capture.jsonl/inner": b"x",
+        }
+    )
     listed = list_inputs([Shard(Location("s3://bucket/job/rollouts.jsonl"))], Location("s3://bucket/job/calls")).captures
     assert [(entry.name, entry.folder, entry.size) for entry in listed] == [("1-0.capture.jsonl", False, 3)]
 
@@ -206,7 +230,12 @@ def test_a_capture_file_name_that_is_not_utf8_is_an_orphan(tmp_path: Path) -> No
         files = dict(plan.inputs)
         assert [a.capture is not None for a in plan.attempts] == [True]
         assert plan.orphans == ["\\xff\\xfe.capture.jsonl"]
-        assert sorted(files) == ["model-calls/0-0.capture.jsonl", "model-calls/\\xff\\xfe.capture.jsonl", "model-calls/notes-\\xe9.txt", "rollouts.jsonl"]
+        assert sorted(files) == [
+            "model-calls/0-0.capture.jsonl",
+            "model-calls/\\xff\\xfe.capture.jsonl",
+            "model-calls/notes-\\xe9.txt",
+            "rollouts.jsonl",
+        ]
         assert files["model-calls/notes-\\xe9.txt"].name == "notes-\\xe9.txt"
         orjson.dumps({"files": {k: asdict(v) for k, v in files.items()}, "orphans": plan.orphans})  # the manifest can hold them
         assert plan.fingerprint == fingerprint_inputs(list_inputs([Shard(main)], captures))

@@ -13,8 +13,14 @@ ROOT = "memory://shards"
 
 @pytest.fixture(autouse=True)
 def _files(memfs: None) -> None:
-    for name in ("a/r-rs0-chunk1.jsonl", "a/r-rs0-chunk0.jsonl", "a/r-rs0-chunk0_failures.jsonl",
-                 "a/r-rs0-chunk0_materialized_inputs.jsonl", "b/r-rs1-chunk0.jsonl", "b/r-rs1-chunk0_materialized_inputs.jsonl"):
+    for name in (
+        "a/r-rs0-chunk1.jsonl",
+        "a/r-rs0-chunk0.jsonl",
+        "a/r-rs0-chunk0_failures.jsonl",
+        "a/r-rs0-chunk0_materialized_inputs.jsonl",
+        "b/r-rs1-chunk0.jsonl",
+        "b/r-rs1-chunk0_materialized_inputs.jsonl",
+    ):
         Location(f"{ROOT}/{name}").write_bytes(b"{}\n")
 
 

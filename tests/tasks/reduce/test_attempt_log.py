@@ -15,6 +15,7 @@ from tasks.reduce.attempt_log import AttemptLog
 
 def _document(entries: list[dict[str, Any]], files: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The same document twice: with Streamed values, and materialised."""
+
     def shaped(attempts: Any, listed: Any) -> dict[str, Any]:
         return {
             "run": {"run_id": "r-é", "resumed": False, "nested": {"deep": [1, 2.5, None], "empty": {}}},
