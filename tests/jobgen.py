@@ -311,17 +311,17 @@ def _responses_items(turn: dict[str, Any], with_outputs: bool = True) -> list[di
     items: list[dict[str, Any]] = []
     if turn["reasoning"]:
         items.append({"id": turn["reasoning_id"], "summary": [{"text": turn["reasoning"], "type": "summary_text"}], "type": "reasoning"})
-    for c in turn["calls"]:
-        items.append(
-            {
-                "arguments": orjson.dumps(c["args"]).decode(),
-                "call_id": c["call_id"],
-                "name": c["name"],
-                "type": "function_call",
-                "id": c["item_id"],
-                "status": "completed",
-            }
-        )
+    items.extend(
+        {
+            "arguments": orjson.dumps(c["args"]).decode(),
+            "call_id": c["call_id"],
+            "name": c["name"],
+            "type": "function_call",
+            "id": c["item_id"],
+            "status": "completed",
+        }
+        for c in turn["calls"]
+    )
     if turn["text"] is not None:
         items.append(
             {

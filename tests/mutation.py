@@ -494,7 +494,8 @@ def check_all_or_nothing(outcomes: list[AttemptOutcome], config: AttemptConfig) 
     if isinstance(expected, str):
         assert error == expected, f"all-or-nothing: {error!r} where the batch export says {expected!r}"
     else:
-        assert error is None and files == expected[:-1], "all-or-nothing: not the batch export's files"
+        assert error is None, "all-or-nothing: not the batch export's files"
+        assert files == expected[:-1], "all-or-nothing: not the batch export's files"
         manifest = b"".join(outcome.main.atif.manifest_line + b"\n" for outcome in mains if isinstance(outcome.main.atif, AtifFile))
         assert expected[-1] == ("manifest.jsonl", manifest), "all-or-nothing: not the batch export's manifest"
     return error

@@ -186,7 +186,7 @@ def test_refuses_to_overwrite_a_job(realistic: JobInfo) -> None:
 
 
 def test_hostile_mode_needs_room_for_its_damage(tmp_path: Path) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="hostile mode needs at least 24 rollouts and 2 calls per rollout"):
         generate_job(tmp_path / "job", rollouts=10, mode="hostile")
 
 

@@ -162,7 +162,7 @@ def cli_env(api_url: str, **extra: str) -> dict[str, str]:
 def timed(command: list[str], env: dict[str, str]) -> float:
     """Wall seconds of one command, run from the repository root; its output is discarded, a failure raises."""
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    done = subprocess.run(command, check=False, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command[:2])} failed with exit code {done.returncode}: {done.stderr.decode()[-2000:]}")

@@ -143,46 +143,46 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     job, _ = ensure_job(args)
     warm_page_cache(job)
-    with moto_server() as (endpoint, moto):
-        with (
-            tempfile.TemporaryDirectory(prefix="evidence-stage-s3-latency-") as scratch,
-            prefect_server(args.api_url, Path(scratch) / "prefect-home") as server,
-        ):
-            local = Path(scratch) / "out"
-            local_s = round(
-                timed(job_run_args(str(job / "rollouts.jsonl"), str(job / "model-calls"), str(local), RUN_ID), cli_env(server.api_url)), 2
+    with (
+        moto_server() as (endpoint, moto),
+        tempfile.TemporaryDirectory(prefix="evidence-stage-s3-latency-") as scratch,
+        prefect_server(args.api_url, Path(scratch) / "prefect-home") as server,
+    ):
+        local = Path(scratch) / "out"
+        local_s = round(
+            timed(job_run_args(str(job / "rollouts.jsonl"), str(job / "model-calls"), str(local), RUN_ID), cli_env(server.api_url)), 2
+        )
+        manifest = local_manifest(local, RUN_ID)
+        attempts = manifest["counts"]["attempts"]
+        emit({"side": "local", "wall_s": local_s, "timings": manifest["timings"]})
+        upload(job, endpoint)
+        inputs_read_s, objects = read_inputs(endpoint)
+        emit({"side": "s3_inputs_only", "wall_s": inputs_read_s, "objects": objects})
+        walls = {}
+        for latency_ms in (0.0, args.latency_ms):
+            plan = FaultPlan(latency_s=latency_ms / 1000)
+            output = f"results/out-{latency_ms:g}ms"
+            with FaultProxy(endpoint, plan) as proxy:
+                command = [
+                    *job_run_args("s3://jobs/job/rollouts.jsonl", "s3://jobs/job/model-calls", f"s3://{output}", RUN_ID),
+                    "--storage-option",
+                    f"endpoint_url={proxy.url}",
+                ]
+                cpu_before = store_cpu_s(moto)
+                walls[latency_ms] = round(timed(command, cli_env(server.api_url, AWS_ENDPOINT_URL=proxy.url, **CREDENTIALS)), 2)
+                store_s = round(store_cpu_s(moto) - cpu_before, 2)
+            requests = {kind: plan.by_method[kind] for kind in KINDS}
+            timings = json.loads(moto_client(endpoint).cat(f"{output}/bench/runs/{RUN_ID}/manifest.json"))["timings"]
+            emit(
+                {
+                    "side": "s3",
+                    "wall_s": walls[latency_ms],
+                    "latency_ms": latency_ms,
+                    "store_cpu_s": store_s,
+                    "requests": requests,
+                    "timings": timings,
+                }
             )
-            manifest = local_manifest(local, RUN_ID)
-            attempts = manifest["counts"]["attempts"]
-            emit({"side": "local", "wall_s": local_s, "timings": manifest["timings"]})
-            upload(job, endpoint)
-            inputs_read_s, objects = read_inputs(endpoint)
-            emit({"side": "s3_inputs_only", "wall_s": inputs_read_s, "objects": objects})
-            walls = {}
-            for latency_ms in (0.0, args.latency_ms):
-                plan = FaultPlan(latency_s=latency_ms / 1000)
-                output = f"results/out-{latency_ms:g}ms"
-                with FaultProxy(endpoint, plan) as proxy:
-                    command = [
-                        *job_run_args("s3://jobs/job/rollouts.jsonl", "s3://jobs/job/model-calls", f"s3://{output}", RUN_ID),
-                        "--storage-option",
-                        f"endpoint_url={proxy.url}",
-                    ]
-                    cpu_before = store_cpu_s(moto)
-                    walls[latency_ms] = round(timed(command, cli_env(server.api_url, AWS_ENDPOINT_URL=proxy.url, **CREDENTIALS)), 2)
-                    store_s = round(store_cpu_s(moto) - cpu_before, 2)
-                requests = {kind: plan.by_method[kind] for kind in KINDS}
-                timings = json.loads(moto_client(endpoint).cat(f"{output}/bench/runs/{RUN_ID}/manifest.json"))["timings"]
-                emit(
-                    {
-                        "side": "s3",
-                        "wall_s": walls[latency_ms],
-                        "latency_ms": latency_ms,
-                        "store_cpu_s": store_s,
-                        "requests": requests,
-                        "timings": timings,
-                    }
-                )
     s3_s = walls[args.latency_ms]
     per_attempt = {kind: round(n / attempts, 2) for kind, n in requests.items()}
     emit(

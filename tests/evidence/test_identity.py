@@ -90,10 +90,15 @@ IDENTITY_ERRORS = [(name, case) for name, case in load_cases("collect_errors") i
 def test_collect_errors_identity_rules(name: str, case: dict[str, Any]) -> None:
     expected = (case["expected_error"]["type"], case["expected_error"]["message"])
     with pytest.raises(RowRejected) as raised:
-        rollout_id = capture_rollout_id(case["row"])
-        assert rollout_id is not None
-        check_capture_file_id(rollout_id)
+        _check_identity(case["row"])
     assert (raised.value.kind, raised.value.message) == expected
+
+
+def _check_identity(row: dict[str, Any]) -> None:
+    """Both identity rules in turn: the row's rollout id, then that id as a capture file name."""
+    rollout_id = capture_rollout_id(row)
+    assert rollout_id is not None
+    check_capture_file_id(rollout_id)
 
 
 @pytest.mark.parametrize(

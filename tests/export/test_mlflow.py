@@ -223,12 +223,15 @@ def test_export_otel_sends_the_same_ids_to_an_otlp_receiver(
 
 def test_a_missing_extra_is_one_line_naming_it(tmp_path: Path) -> None:
     """Without the export extra's packages (import blocked), the CLI refuses in one line, before reading anything."""
-    code = "import sys; sys.modules['mlflow'] = None; sys.modules['opentelemetry.exporter'] = None; from flows.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    code = (
+        "import sys; sys.modules['mlflow'] = None; sys.modules['opentelemetry.exporter'] = None; "
+        "from flows.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    )
     for argv in (
         ["export", "mlflow", str(tmp_path), "--tracking-uri", "http://127.0.0.1:9"],
         ["export", "otel", str(tmp_path), "--endpoint", "http://127.0.0.1:9"],
     ):
-        done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
+        done = subprocess.run([sys.executable, "-c", code, *argv], check=False, capture_output=True, text=True, timeout=120)
         assert done.returncode == 2
         assert done.stderr.strip().splitlines() == [done.stderr.strip()]
         assert done.stderr.startswith("evidence-stage: error: exporting needs ")
@@ -261,9 +264,8 @@ def test_an_unreachable_tracking_server_is_one_line_within_seconds(
         silent.listen()
         assert main(["export", "mlflow", str(tmp_path), "--tracking-uri", f"http://127.0.0.1:{silent.getsockname()[1]}"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("evidence-stage: error: the MLflow server at http://127.0.0.1:") and err.endswith(
-        "is not reachable: timed out\n"
-    ), err
+    assert err.startswith("evidence-stage: error: the MLflow server at http://127.0.0.1:"), err
+    assert err.endswith("is not reachable: timed out\n"), err
     assert time.monotonic() - started < 20
 
 

@@ -35,7 +35,8 @@ def _refusal(argv: list[str], capsys: pytest.CaptureFixture[str], prefix: str = 
         code = exit_.code
     captured = capsys.readouterr()
     assert code == 2, captured
-    assert captured.err.startswith(prefix) and captured.err.count("\n") == 1, captured.err
+    assert captured.err.startswith(prefix), captured.err
+    assert captured.err.count("\n") == 1, captured.err
     return captured.err.removeprefix(prefix).rstrip("\n")
 
 
@@ -84,7 +85,7 @@ def test_run_id_and_resume_of_another_run_contradict(job: Path, tmp_path: Path, 
     assert reason.startswith("run_id 'r3' contradicts resume 'r1'")
 
 
-@pytest.mark.parametrize("run_id", ["r²", "ｒ1", "run١", "ß", "r\u00e91"])
+@pytest.mark.parametrize("run_id", ["r²", "ｒ1", "run١", "ß", "r\u00e91"])  # noqa: RUF001  # look-alikes of ASCII, on purpose
 def test_ids_are_ascii(run_id: str, job: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for option in ("--run-id", "--job-id", "--resume"):
         reason = _refusal(_run(job, str(tmp_path / "out"), option, run_id), capsys)

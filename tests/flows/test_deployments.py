@@ -159,6 +159,7 @@ def test_notify_triggers_the_job_flow_and_its_outputs_appear(served: dict[str, A
             "--capture-dir",
             "jobs/night-eval/model-calls",
         ],
+        check=False,
         env=served["env"],
         cwd=served["root"],
         capture_output=True,
@@ -192,6 +193,7 @@ def run_manual(served: dict[str, Any], job: Path, **params: Any) -> subprocess.C
             "--watch-timeout",
             str(WAIT_S),
         ],
+        check=False,
         env=served["env"],
         capture_output=True,
         text=True,
@@ -233,6 +235,7 @@ def test_sweep_deployment_processes_the_configured_prefix(served: dict[str, Any]
     copy_job(served["root"] / "sweep-jobs" / "job-1")
     result = subprocess.run(
         [str(BIN / "prefect"), "deployment", "run", "evidence-stage/sweep", "--watch", "--watch-timeout", str(WAIT_S)],
+        check=False,
         env=served["env"],
         capture_output=True,
         text=True,
@@ -288,7 +291,7 @@ def test_prefect_yaml_deploys_to_a_process_pool_whose_worker_runs_it(served: dic
         ["deploy", "--all", "--prefect-file", str(prefect_file)],
     ):
         done = subprocess.run(
-            [str(BIN / "prefect"), "--no-prompt", *command], env=env, cwd=REPO, capture_output=True, text=True, timeout=WAIT_S
+            [str(BIN / "prefect"), "--no-prompt", *command], check=False, env=env, cwd=REPO, capture_output=True, text=True, timeout=WAIT_S
         )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     job = copy_job(served["root"] / "pool-job")
@@ -315,6 +318,7 @@ def test_prefect_yaml_deploys_to_a_process_pool_whose_worker_runs_it(served: dic
                 "--watch-timeout",
                 str(WAIT_S),
             ],
+            check=False,
             env=env,
             capture_output=True,
             text=True,

@@ -132,10 +132,12 @@ def test_every_refusal_of_a_dropin_has_its_one_prefix_and_names_what_failed(tmp_
     rollouts.write_text(case["rollouts_jsonl"], encoding="utf-8")
     locked.mkdir()
     health = _read_only(locked, ["health", str(rollouts), str(locked / "reports")])
-    assert health.returncode == 2 and health.stderr.count("\n") == 1, health.stderr
+    assert health.returncode == 2, health.stderr
+    assert health.stderr.count("\n") == 1, health.stderr
     assert health.stderr.startswith(f"evidence-stage health: error: cannot write the reports into {locked}/reports: ")
     atif = _read_only(locked, _atif_args(case, rollouts, locked / "atif"))
-    assert atif.returncode == 1 and atif.stderr.count("\n") == 1, atif.stderr
+    assert atif.returncode == 1, atif.stderr
+    assert atif.stderr.count("\n") == 1, atif.stderr
     assert atif.stderr.startswith(f"Error: Output directory cannot be created: {locked}/atif: "), atif.stderr
     assert ".tmp-" not in health.stderr + atif.stderr
     assert f"{locked}/." not in health.stderr + atif.stderr

@@ -31,14 +31,15 @@ def cli(*argv: str, cwd: Path = REPO, api_url: str | None = None, timeout: float
     }
     environment |= ({"PREFECT_API_URL": api_url} if api_url else {}) | env
     command = [sys.executable, "-m", "flows.cli.main", *argv]
-    return subprocess.run(command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(command, check=False, cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout)
 
 
 def refusal(done: subprocess.CompletedProcess[str]) -> str:
     """The one error line of a refused command (exit 2), without its prefix."""
     assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
     lines = done.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith(PREFIX), done.stderr
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(PREFIX), done.stderr
     return lines[0].removeprefix(PREFIX)
 
 
@@ -95,12 +96,13 @@ def _read_only(folder: Path, argv: list[str]) -> subprocess.CompletedProcess[str
     if os.geteuid() != 0:
         folder.chmod(0o555)
         return cli(*argv)
-    if shutil.which("unshare") is None or subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-m", "true"], check=False, capture_output=True).returncode != 0:
         pytest.skip("no mount namespace for a read-only folder as root")
     mount = f'mount --bind "{folder}" "{folder}" && mount -o remount,ro,bind "{folder}" "{folder}" && exec "$@"'
     environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {"PYTHONPATH": str(REPO)}
     return subprocess.run(
         ["unshare", "-m", "sh", "-c", mount, "sh", sys.executable, "-m", "flows.cli.main", *argv],
+        check=False,
         cwd=REPO,
         env=environment,
         capture_output=True,
@@ -314,7 +316,8 @@ def test_a_second_resume_is_refused_at_once_and_a_killed_run_is_resumed_at_once(
     try:
         second = cli(*argv, "--resume", run_id, api_url=prefect_server)
         reason = refusal(second)
-        assert reason.startswith(f"run {run_id} is in use by process {first.pid} on ") and " since " in reason, reason
+        assert reason.startswith(f"run {run_id} is in use by process {first.pid} on "), reason
+        assert " since " in reason, reason
     finally:
         os.killpg(first.pid, signal.SIGKILL)  # kill -9: its lease stays behind
         first.communicate(timeout=60)
@@ -333,7 +336,8 @@ def test_two_runs_claiming_one_run_id_at_once_give_one_line(job: Path, tmp_path:
     outcomes = sorted((p.wait(timeout=180), p.communicate()[1]) for p in processes)
     assert [code for code, _ in outcomes] == [0, 2], outcomes
     lost = outcomes[1][1].splitlines()
-    assert lost[-1].startswith(f"{PREFIX}run id already exists: ") and len(lost) <= 2, lost  # the claim line at most, then the reason
+    assert lost[-1].startswith(f"{PREFIX}run id already exists: "), lost
+    assert len(lost) <= 2, lost  # the claim line at most, then the reason
 
 
 def test_a_refused_flow_run_logs_its_reason_in_one_line(tmp_path: Path, prefect_server: str) -> None:

@@ -238,7 +238,8 @@ def test_all_or_nothing_publishes_every_accepted_file_or_none(tmp_path: Path) ->
     default_run = local_path(run_stage(**common, run_id="default")["run_dir"])
     default = default_run / "atif"
     files = sorted(path.name for path in default.glob("*.json"))
-    assert files and (default / "rejections.jsonl").read_text(), "the example job has accepted and refused rows"
+    assert files, "the example job has accepted and refused rows"
+    assert (default / "rejections.jsonl").read_text(), "the example job has accepted and refused rows"
 
     refused_run = local_path(run_stage(**common, run_id="refused", atif_all_or_nothing=True)["run_dir"])
     assert sorted(path.name for path in (refused_run / "atif").iterdir()) == ["error.txt", "rejections.jsonl"]
@@ -265,6 +266,8 @@ def test_all_or_nothing_publishes_every_accepted_file_or_none(tmp_path: Path) ->
     agent, ids = max(by_agent.items(), key=lambda item: len(item[1]))
     clean = local_path(run_stage(**common, run_id="clean", atif_all_or_nothing=True, rollout_ids=ids)["run_dir"]) / "atif"
     published = sorted(path.name for path in clean.glob("*.json"))
-    assert len(published) == len(ids) and set(published) <= set(files) and not (clean / "error.txt").exists(), agent
+    assert len(published) == len(ids), agent
+    assert set(published) <= set(files), agent
+    assert not (clean / "error.txt").exists(), agent
     assert all((clean / name).read_bytes() == (default / name).read_bytes() for name in published)
     assert len((clean / "manifest.jsonl").read_text().splitlines()) == len(published)

@@ -45,6 +45,7 @@ def test_run_from_a_directory_holding_folders_named_like_the_packages(prefect_se
             "--max-workers",
             "2",
         ],
+        check=False,
         cwd=cwd,
         env=env,
         capture_output=True,

@@ -171,7 +171,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(data)
 
-    do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _handle
+    do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _handle  # noqa: N815  # BaseHTTPRequestHandler's method names
 
 
 def _error_xml(code: str, message: str) -> bytes:

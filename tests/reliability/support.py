@@ -41,7 +41,9 @@ def cli_command(args: list[str]) -> list[str]:
 
 def run_cli(api_url: str, args: list[str], *, kill_at: str | None = None) -> CliResult:
     """``evidence-stage run ARGS`` in a fresh process (killed at ``kill_at`` when given)."""
-    done = subprocess.run(cli_command(args), cwd=REPO, env=cli_env(api_url, kill_at), capture_output=True, text=True, timeout=CLI_TIMEOUT_S)
+    done = subprocess.run(
+        cli_command(args), check=False, cwd=REPO, env=cli_env(api_url, kill_at), capture_output=True, text=True, timeout=CLI_TIMEOUT_S
+    )
     return CliResult(done.returncode, done.stdout, done.stderr)
 
 

@@ -143,6 +143,8 @@ def test_atif_export_converts_or_refuses_the_row_as_0_7_0_does(name: str) -> Non
     try:
         converted = rollout_to_atif(case["row"], session_id="bench", agent_version="1.0", exporter=EXPORTER, hygiene=False)
     except AtifExportError as exc:
-        assert str(exc) == case.get("error")
+        error = str(exc)
     else:
+        error = None
         assert strict_diff(converted, case["expected"]) is None
+    assert error == case.get("error")

@@ -110,7 +110,10 @@ def test_latest_manifest_needs_latest_success_and_manifest() -> None:
     out = Location(f"{ROOT}/out")
     assert latest_manifest(out, "job-1") is None
     put("out/job-1/LATEST", b"r1\n")
-    manifest = b'{"run": {"run_id": "r1", "job_id": "job-1", "finished_at": "2026-01-01T00:00:00+00:00"}, "config_fingerprint": "c", "inputs": {"fingerprint": "i"}}'
+    manifest = (
+        b'{"run": {"run_id": "r1", "job_id": "job-1", "finished_at": "2026-01-01T00:00:00+00:00"}, '
+        b'"config_fingerprint": "c", "inputs": {"fingerprint": "i"}}'
+    )
     put("out/job-1/runs/r1/manifest.json", manifest)
     assert latest_manifest(out, "job-1") is None
     put("out/job-1/runs/r1/_SUCCESS", b"")

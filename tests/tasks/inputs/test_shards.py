@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tasks.inputs.naming import job_id_for
@@ -50,7 +52,7 @@ def test_each_shard_finds_the_sidecars_beside_it() -> None:
 
 def test_shards_need_distinct_names_and_no_explicit_failures_sidecar() -> None:
     Location(f"{ROOT}/c/r-rs0-chunk0.jsonl").write_bytes(b"{}\n")
-    with pytest.raises(ValueError, match="distinct file names: r-rs0-chunk0.jsonl"):
+    with pytest.raises(ValueError, match=re.escape("distinct file names: r-rs0-chunk0.jsonl")):
         find_shards([f"{ROOT}/a/r-rs0-chunk0.jsonl", f"{ROOT}/c/r-rs0-chunk0.jsonl"], {})
     with pytest.raises(ValueError, match="--failures names one sidecar"):
         find_shards([f"{ROOT}/a/r-rs0-chunk0.jsonl", f"{ROOT}/b/r-rs1-chunk0.jsonl"], {}, failures=f"{ROOT}/x.jsonl")
