@@ -53,6 +53,7 @@ from tests.bench.harness import (
     emit,
     ensure_job,
     free_port,
+    job_rollouts,
     job_run_args,
     local_manifest,
     prefect_server,
@@ -150,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     ):
         local = Path(scratch) / "out"
         local_s = round(
-            timed(job_run_args(str(job / "rollouts.jsonl"), str(job / "model-calls"), str(local), RUN_ID), cli_env(server.api_url)), 2
+            timed(job_run_args(str(job_rollouts(job)), str(job / "model-calls"), str(local), RUN_ID), cli_env(server.api_url)), 2
         )
         manifest = local_manifest(local, RUN_ID)
         attempts = manifest["counts"]["attempts"]
@@ -164,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             output = f"results/out-{latency_ms:g}ms"
             with FaultProxy(endpoint, plan) as proxy:
                 command = [
-                    *job_run_args("s3://jobs/job/rollouts.jsonl", "s3://jobs/job/model-calls", f"s3://{output}", RUN_ID),
+                    *job_run_args(f"s3://jobs/job/{job_rollouts(job).name}", "s3://jobs/job/model-calls", f"s3://{output}", RUN_ID),
                     "--storage-option",
                     f"endpoint_url={proxy.url}",
                 ]

@@ -32,7 +32,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.bench.bench_stage import TreeSampler
-from tests.bench.harness import CLI, REPO, add_job_arguments, add_server_argument, cli_env, emit, ensure_job, prefect_server
+from tests.bench.harness import (
+    CLI,
+    REPO,
+    add_job_arguments,
+    add_server_argument,
+    cli_env,
+    emit,
+    ensure_job,
+    job_rollouts,
+    prefect_server,
+)
 from tests.tasks.tables.test_doc import DOC, QUERY
 
 QUERY_RUNS = 3
@@ -40,7 +50,7 @@ QUERY_RUNS = 3
 
 def run_stage(job: Path, root: Path, api_url: str) -> Path:
     """The stage's run of ``job`` under ``root/out``, timed and sampled; its run directory."""
-    command = [str(CLI), "run", "--rollouts", str(job / "rollouts.jsonl"), "--capture-dir", str(job / "model-calls")]
+    command = [str(CLI), "run", "--rollouts", str(job_rollouts(job)), "--capture-dir", str(job / "model-calls")]
     command += ["--output", str(root / "out"), "--job-id", "example_job", "--run-id", "r1"]
     started = time.perf_counter()
     child = subprocess.Popen(command, cwd=REPO, env=cli_env(api_url), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

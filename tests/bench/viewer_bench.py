@@ -34,7 +34,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.bench.harness import add_job_arguments, add_server_argument, cli_env, emit, ensure_job, job_run_args, prefect_server, timed
+from tests.bench.harness import (
+    add_job_arguments,
+    add_server_argument,
+    cli_env,
+    emit,
+    ensure_job,
+    job_rollouts,
+    job_run_args,
+    prefect_server,
+    timed,
+)
 
 # the page's own clock: when its first paints happened
 PAINTS = "JSON.stringify(Object.fromEntries(performance.getEntriesByType('paint').map(e => [e.name, e.startTime])))"
@@ -46,7 +56,7 @@ def stage_run(args: argparse.Namespace, scratch: Path) -> Path:
     output = scratch / "out"
     with prefect_server(args.api_url, scratch / "prefect-home") as server:
         seconds = timed(
-            job_run_args(str(job / "rollouts.jsonl"), str(job / "model-calls"), str(output), "bench-viewer"), cli_env(server.api_url)
+            job_run_args(str(job_rollouts(job)), str(job / "model-calls"), str(output), "bench-viewer"), cli_env(server.api_url)
         )
     emit({"what": "stage run", "seconds": round(seconds, 2)})
     return output / "bench" / "runs" / "bench-viewer"
