@@ -17,6 +17,21 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_JOB = REPO / "tests" / "data" / "example_job"
+
+
+def example_run_argv(output: str | Path) -> list[str]:
+    """``evidence-stage run``'s arguments for the bundled example job, written to ``output``."""
+    return [
+        "run",
+        "--rollouts",
+        str(EXAMPLE_JOB / "rollouts.jsonl"),
+        "--capture-dir",
+        str(EXAMPLE_JOB / "model-calls"),
+        "--output",
+        str(output),
+    ]
+
+
 SAMPLES = REPO / "tests" / "data" / "samples"
 
 

@@ -45,18 +45,12 @@ def _sample_files() -> dict[str, bytes]:
 def _example_job_files(output: Path) -> dict[str, bytes]:
     """The bundled example job through the stage's own per-rollout export (collection included)."""
     from flows.cli.main import main
-    from tests.conftest import EXAMPLE_JOB
+    from tests.conftest import example_run_argv
 
     assert (
         main(
             [
-                "run",
-                "--rollouts",
-                str(EXAMPLE_JOB / "rollouts.jsonl"),
-                "--capture-dir",
-                str(EXAMPLE_JOB / "model-calls"),
-                "--output",
-                str(output),
+                *example_run_argv(output),
                 "--run-id",
                 "harbor",
             ]

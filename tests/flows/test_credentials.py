@@ -9,7 +9,7 @@ import pytest
 
 from flows.cli.main import main
 from tasks.storage import Location
-from tests.conftest import EXAMPLE_JOB
+from tests.conftest import EXAMPLE_JOB, example_run_argv
 from tests.flows.support import run_stage
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -23,13 +23,7 @@ def test_credential_keys_in_storage_options_are_refused_in_one_line(
 ) -> None:
     code = main(
         [
-            "run",
-            "--rollouts",
-            str(EXAMPLE_JOB / "rollouts.jsonl"),
-            "--capture-dir",
-            str(EXAMPLE_JOB / "model-calls"),
-            "--output",
-            str(tmp_path),
+            *example_run_argv(tmp_path),
             "--storage-option",
             option,
         ]

@@ -164,17 +164,9 @@ def test_the_sweep_does_not_reprocess_a_gated_job_whose_inputs_did_not_change(jo
 
 def test_score_limits_judge_the_runs_scores(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The example job: chat_agent's mean/reward is 0, and every claude_code_agent rollout is unhealthy."""
-    from tests.conftest import EXAMPLE_JOB
+    from tests.conftest import example_run_argv
 
-    base = [
-        "run",
-        "--rollouts",
-        str(EXAMPLE_JOB / "rollouts.jsonl"),
-        "--capture-dir",
-        str(EXAMPLE_JOB / "model-calls"),
-        "--output",
-        str(tmp_path),
-    ]
+    base = example_run_argv(tmp_path)
     unmasked = ["--score-mask", "none"]
     assert main([*base, "--run-id", "ok", *unmasked, "--gate", "max_score_shift=0", "--gate", "min_key_metric.mean/reward=0"]) == 0
     capsys.readouterr()

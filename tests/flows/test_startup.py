@@ -21,7 +21,7 @@ import pytest
 from flows.cli.main import build_parser
 from flows.execution.forkserver import WORKER_MODULES, worker_modules
 from flows.params.stage import StageParams
-from tests.conftest import EXAMPLE_JOB, REPO
+from tests.conftest import EXAMPLE_JOB, REPO, example_run_argv
 
 # The orchestration stack, and the evidence library (its pydantic models take ~0.2 s to build).
 HEAVY = ("prefect", "dask", "distributed", "s3fs", "evidence")
@@ -176,15 +176,7 @@ def test_the_console_script_keeps_exit_codes_and_output(prefect_server: str, tmp
 
 def test_a_cli_run_never_imports_fastapi(prefect_server: str, tmp_path: Path) -> None:
     """Prefect's own parameter encoder is FastAPI's (83 ms to 0.3 s to import here); a whole run needs none of it."""
-    argv = [
-        "run",
-        "--rollouts",
-        str(EXAMPLE_JOB / "rollouts.jsonl"),
-        "--capture-dir",
-        str(EXAMPLE_JOB / "model-calls"),
-        "--output",
-        str(tmp_path),
-    ]
+    argv = example_run_argv(tmp_path)
     done = subprocess.run(
         [sys.executable, "-c", PROBE, json.dumps([argv])],
         check=False,

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import EXAMPLE_JOB
+from tests.conftest import example_run_argv
 
 BIN = Path(sys.executable).parent
 PACKAGE_NAMES = ("evidence", "tasks", "flows")
@@ -31,13 +31,7 @@ def test_run_from_a_directory_holding_folders_named_like_the_packages(prefect_se
     done = subprocess.run(
         [
             str(BIN / "evidence-stage"),
-            "run",
-            "--rollouts",
-            str(EXAMPLE_JOB / "rollouts.jsonl"),
-            "--capture-dir",
-            str(EXAMPLE_JOB / "model-calls"),
-            "--output",
-            "evidence",
+            *example_run_argv("evidence"),
             "--run-id",
             "r1",
             "--job-id",

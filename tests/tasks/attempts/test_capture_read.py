@@ -10,7 +10,6 @@ import pytest
 
 import tasks.attempts.group
 from evidence import Status
-from tasks.attempts.context import RunContext
 from tasks.attempts.group import run_group
 from tasks.attempts.parts import segment_parts
 from tasks.discover.refs import AttemptRef
@@ -18,6 +17,7 @@ from tasks.discover.scan import discover
 from tasks.inputs.shards import Shard
 from tasks.storage import Location
 from tests.conftest import EXAMPLE_JOB
+from tests.tasks.attempts.support import run_context
 
 
 def _job(tmp_path: Path) -> tuple[Path, Location, Location]:
@@ -28,18 +28,7 @@ def _job(tmp_path: Path) -> tuple[Path, Location, Location]:
 
 def _outcome(tmp_path: Path, main: Location, capture_dir: Location, attempt: AttemptRef) -> tuple[str, dict]:
     """The attempt processed alone: its status, and its reason, row and line."""
-    ctx = RunContext(
-        run_dir=Location(str(tmp_path / "run")),
-        job_id="job",
-        run_id="run",
-        shards=(Shard(main),),
-        capture_dir=capture_dir,
-        session_id="s",
-        agent_version="1.0.0",
-        exporter_version="0",
-        ignored_checks=(),
-        masked_verdicts=(),
-    )
+    ctx = run_context(tmp_path / "run", main, capture_dir)
     run_group(ctx, [attempt], check_existing=False)
     segment = next((tmp_path / "run").rglob("*.seg"))
     ((_, part),) = segment_parts(segment.read_bytes())

@@ -9,31 +9,16 @@ import pytest
 
 import tasks.attempts.group
 from evidence import AttemptOutcome
-from tasks.attempts.context import RunContext
 from tasks.attempts.group import run_group
 from tasks.attempts.parts import read_parts, segment_folder, segment_parts
 from tasks.discover.refs import MAIN
 from tasks.discover.scan import discover
-from tasks.inputs.shards import Shard
-from tasks.storage import Location
-from tests.conftest import EXAMPLE_JOB
+from tests.tasks.attempts.support import run_context
 
 
 def _parts_of_one_group(out: Path) -> tuple[int, dict[int, AttemptOutcome]]:
-    main, capture_dir = Location(str(EXAMPLE_JOB / "rollouts.jsonl")), Location(str(EXAMPLE_JOB / "model-calls"))
-    plan = discover([Shard(main)], capture_dir)
-    ctx = RunContext(
-        run_dir=Location(str(out)),
-        job_id="job",
-        run_id="run",
-        shards=(Shard(main),),
-        capture_dir=capture_dir,
-        session_id="s",
-        agent_version="1.0.0",
-        exporter_version="0.0.0",
-        ignored_checks=(),
-        masked_verdicts=(),
-    )
+    ctx = run_context(out)
+    plan = discover(list(ctx.shards), ctx.capture_dir)
     with plan:
         summary = run_group(ctx, list(plan.attempts), check_existing=False)
     parts = {line: part.outcome for p in sorted(out.rglob("*.seg")) for line, part in segment_parts(p.read_bytes())}
@@ -67,20 +52,8 @@ def test_a_worker_group_collects_its_cycles_and_freezes_what_outlives_it(tmp_pat
 def test_a_resumed_group_never_replaces_a_segment_whose_other_parts_are_current(tmp_path: Path) -> None:
     """Only the changed attempts are redone; their new segment, though it spans the same first and
     last line, must not take the place of the old one that still holds every other current part."""
-    main, capture_dir = Location(str(EXAMPLE_JOB / "rollouts.jsonl")), Location(str(EXAMPLE_JOB / "model-calls"))
-    ctx = RunContext(
-        run_dir=Location(str(tmp_path)),
-        job_id="job",
-        run_id="run",
-        shards=(Shard(main),),
-        capture_dir=capture_dir,
-        session_id="s",
-        agent_version="1.0.0",
-        exporter_version="0.0.0",
-        ignored_checks=(),
-        masked_verdicts=(),
-    )
-    with discover([Shard(main)], capture_dir) as plan:
+    ctx = run_context(tmp_path)
+    with discover(list(ctx.shards), ctx.capture_dir) as plan:
         attempts = [attempt for attempt in plan.attempts if attempt.source == MAIN]
     run_group(ctx, attempts, check_existing=False)
     (segment,) = (tmp_path / "attempts" / MAIN).glob("*.seg")

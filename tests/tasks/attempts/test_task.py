@@ -19,9 +19,8 @@ from tasks.attempts.parts import segment_parts
 from tasks.attempts.task import process_group
 from tasks.discover.refs import AttemptRef
 from tasks.discover.scan import discover
-from tasks.inputs.shards import Shard
-from tasks.storage import Location, StorageError
-from tests.conftest import EXAMPLE_JOB
+from tasks.storage import StorageError
+from tests.tasks.attempts.support import run_context
 
 
 class RecordingPool(ThreadPoolExecutor):
@@ -37,20 +36,8 @@ class RecordingPool(ThreadPoolExecutor):
 
 
 def _job(out: Path) -> tuple[RunContext, list[AttemptRef]]:
-    main, capture_dir = Location(str(EXAMPLE_JOB / "rollouts.jsonl")), Location(str(EXAMPLE_JOB / "model-calls"))
-    ctx = RunContext(
-        run_dir=Location(str(out)),
-        job_id="job",
-        run_id="run",
-        shards=(Shard(main),),
-        capture_dir=capture_dir,
-        session_id="s",
-        agent_version="1.0.0",
-        exporter_version="0.0.0",
-        ignored_checks=(),
-        masked_verdicts=(),
-    )
-    with discover([Shard(main)], capture_dir) as plan:
+    ctx = run_context(out)
+    with discover(list(ctx.shards), ctx.capture_dir) as plan:
         return ctx, list(plan.attempts)
 
 
