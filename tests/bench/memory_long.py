@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -23,6 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from tests.jobgen import generate_job  # noqa: E402
+from tests.reliability.attempt_peak import measure  # noqa: E402
 
 
 def main() -> int:
@@ -39,15 +39,7 @@ def main() -> int:
         lines = sum(1 for line in (job / "rollouts.jsonl").open("rb") if line.strip())
         worst = 0.0
         for line in range(1, lines + 1):
-            command = [
-                sys.executable,
-                "-m",
-                "tests.reliability.attempt_peak",
-                str(job / "rollouts.jsonl"),
-                str(job / "model-calls"),
-                str(line),
-            ]
-            figures = json.loads(subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True).stdout)
+            figures = measure(job, line)
             figures["ratio"] = round(figures["peak_mib"] / figures["bound_mib"], 3)
             worst = max(worst, figures["ratio"])
             print(json.dumps({k: figures[k] for k in ("line", "row_bytes", "capture_bytes", "peak_mib", "bound_mib", "ratio")}), flush=True)

@@ -181,12 +181,17 @@ def test_notify_triggers_the_job_flow_and_its_outputs_appear(served: dict[str, A
 def run_manual(served: dict[str, Any], job: Path, **params: Any) -> subprocess.CompletedProcess[str]:
     """``prefect deployment run evidence-stage/manual`` over ``job`` with these parameters, watched to the end."""
     params = {"rollouts": str(job / "rollouts.jsonl"), "capture_dir": str(job / "model-calls"), "output": str(served["output"]), **params}
+    return run_deployment("evidence-stage/manual", params, served["env"])
+
+
+def run_deployment(name: str, params: dict[str, Any], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``prefect deployment run <name>`` with the flow's ``params``, watched to the end."""
     return subprocess.run(
         [
             str(BIN / "prefect"),
             "deployment",
             "run",
-            "evidence-stage/manual",
+            name,
             "--params",
             json.dumps({"params": params}),
             "--watch",
@@ -194,7 +199,7 @@ def run_manual(served: dict[str, Any], job: Path, **params: Any) -> subprocess.C
             str(WAIT_S),
         ],
         check=False,
-        env=served["env"],
+        env=env,
         capture_output=True,
         text=True,
         timeout=WAIT_S + 60,
@@ -306,24 +311,7 @@ def test_prefect_yaml_deploys_to_a_process_pool_whose_worker_runs_it(served: dic
         [str(BIN / "prefect"), "worker", "start", "--pool", "evidence-stage", "--type", "process"], env, served["root"] / "worker.log"
     )
     try:
-        result = subprocess.run(
-            [
-                str(BIN / "prefect"),
-                "deployment",
-                "run",
-                "evidence-stage/manual-pool",
-                "--params",
-                json.dumps({"params": params}),
-                "--watch",
-                "--watch-timeout",
-                str(WAIT_S),
-            ],
-            check=False,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=WAIT_S + 60,
-        )
+        result = run_deployment("evidence-stage/manual-pool", params, env)
     finally:
         stop(worker)
     assert result.returncode == 0, result.stdout[-3000:] + (served["root"] / "worker.log").read_text(errors="replace")[-3000:]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import mmap
 import multiprocessing
+import subprocess
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -22,6 +23,24 @@ import psutil
 from tests.reliability.peak_rss import own_peak_rss_kib
 
 BOUND_BASE_MIB = 150
+MEASURE_TIMEOUT_S = 300
+
+
+def measure(job: Path, line: int, repeat: int = 1) -> dict[str, float]:
+    """This module's figures for ``line`` of ``job``'s rollouts, from a fresh interpreter (so its
+    peak is the attempt's alone)."""
+    command = [
+        sys.executable,
+        "-m",
+        "tests.reliability.attempt_peak",
+        str(job / "rollouts.jsonl"),
+        str(job / "model-calls"),
+        str(line),
+        str(repeat),
+    ]
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(command, cwd=repo, capture_output=True, text=True, check=True, timeout=MEASURE_TIMEOUT_S)
+    return json.loads(done.stdout)
 
 
 def _row(rollouts: Path, line: int) -> bytes:

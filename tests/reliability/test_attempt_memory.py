@@ -11,15 +11,12 @@ freed), which raises the peak once by a few MB.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
 from tests.jobgen import generate_job
+from tests.reliability.attempt_peak import measure
 
 
 @pytest.fixture(scope="module")
@@ -29,22 +26,8 @@ def long_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _figures(job: Path, repeat: int) -> dict[str, float]:
-    command = [
-        sys.executable,
-        "-m",
-        "tests.reliability.attempt_peak",
-        str(job / "rollouts.jsonl"),
-        str(job / "model-calls"),
-        "1",
-        str(repeat),
-    ]
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True, timeout=300)
-    return json.loads(done.stdout)
-
-
 def test_a_long_attempt_stays_within_the_bound_and_does_not_leak(long_job: Path) -> None:
-    once, settled, repeated = _figures(long_job, 1), _figures(long_job, 11), _figures(long_job, 21)
+    once, settled, repeated = measure(long_job, 1, 1), measure(long_job, 1, 11), measure(long_job, 1, 21)
     assert once["row_bytes"] > 2**22, "the job must hold a long row"
     assert max(once["peak_mib"], repeated["peak_mib"]) <= once["bound_mib"]
     assert repeated["peak_mib"] - settled["peak_mib"] < 2 * once["row_bytes"] / 2**20
