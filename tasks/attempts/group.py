@@ -21,14 +21,16 @@ from tasks.attempts.context import RunContext
 from tasks.attempts.parts import PartIndex, SegmentWriter, segment_folder
 from tasks.discover.refs import MAIN, AttemptRef
 from tasks.storage import InputNotFound, PermanentStorageError
-from tasks.storage.concurrent import WriteBehind, io_window, ordered_prefetch
+from tasks.storage.concurrent import WriteBehind, ordered_prefetch
 from tasks.storage.retry import backoff_delay
 
 # A group's rows are read by ranged reads of about this size: few requests, bounded memory.
 READ_CHUNK_BYTES = 16 * 1024 * 1024
 # Captures on an object store are read ahead of the attempt being processed and parts written
 # behind it (latency hidden): at most this many at once each way, and at most this many bytes
-# waiting (a larger one alone). Local captures are read when their attempt comes (window 0).
+# waiting (a larger one alone). Local captures are read when their attempt comes; local
+# segments are still written behind, on a thread (written inline, a 2,000-rollout fan-out took
+# 4.55 s against 4.50 s, mean of four pairs: no gain either way).
 CAPTURE_WINDOW = 8
 CAPTURE_BUDGET_BYTES = 32 * 1024 * 1024
 
@@ -177,8 +179,9 @@ def run_group(ctx: RunContext, attempts: list[AttemptRef], check_existing: bool)
             segments = SegmentWriter(
                 lambda name, data: writes.submit(functools.partial(folder.child(name).write_chunks, lambda: data), sum(map(len, data)))
             )
-            read_ahead = io_window(CAPTURE_WINDOW, remote=not ctx.capture_dir.is_local)
-            for fetched in ordered_prefetch(fetch, rows, window=read_ahead, cost=_fetch_cost, budget=CAPTURE_BUDGET_BYTES):
+            remote = not ctx.capture_dir.is_local
+            fetches = ordered_prefetch(fetch, rows, window=CAPTURE_WINDOW, remote=remote, cost=_fetch_cost, budget=CAPTURE_BUDGET_BYTES)
+            for fetched in fetches:
                 if fetched.inputs is None:
                     summary.skipped += 1
                     continue

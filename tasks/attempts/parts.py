@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import secrets
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 
 import orjson
@@ -32,7 +32,7 @@ from evidence.attempt import decode_part_located
 from tasks.discover.refs import AttemptRef
 from tasks.rundir import RunPaths
 from tasks.storage import InputNotFound, Location, PermanentStorageError, release_view
-from tasks.storage.concurrent import io_window, ordered_prefetch
+from tasks.storage.concurrent import ordered_prefetch
 from tasks.storage.lines import FilePlace
 
 __all__ = [
@@ -181,6 +181,11 @@ def _span(name: str) -> tuple[int, int] | None:
         return None
 
 
+def _heads(folder: Location, segments: list[_Segment]) -> Generator[bytes, None, None]:
+    """Each segment's head, in order (read ahead on an object store)."""
+    return ordered_prefetch(functools.partial(_head, folder), segments, window=HEADS_IN_FLIGHT, remote=not folder.is_local)
+
+
 def _head(folder: Location, segment: _Segment) -> bytes:
     """The first bytes of a segment, enough to hold its index (the whole file when the index is longer)."""
     location = folder.child(segment.name)
@@ -220,7 +225,7 @@ class PartIndex:
     def __init__(self, folder: Location, lines: range) -> None:
         self._entries: dict[int, list[PartEntry]] = {}
         segments = _segments(folder, lines)
-        heads = ordered_prefetch(functools.partial(_head, folder), segments, window=io_window(HEADS_IN_FLIGHT, remote=not folder.is_local))
+        heads = _heads(folder, segments)
         for segment, head in zip(segments, heads, strict=True):
             for line, entry in (_entries(segment, head) or {}).items():
                 self._entries.setdefault(line, []).append(entry)
@@ -280,7 +285,7 @@ def read_parts(folder: Location, attempts: Iterable[AttemptRef]) -> Iterator[tup
     """
     segments = _segments(folder)
     remote = not folder.is_local
-    heads = ordered_prefetch(functools.partial(_head, folder), segments, window=io_window(HEADS_IN_FLIGHT, remote=remote))
+    heads = _heads(folder, segments)
     index = _OpenSegments(folder, heads, segments)
 
     def runs() -> Iterator[list[tuple[AttemptRef, PartEntry]]]:
@@ -307,7 +312,7 @@ def read_parts(folder: Location, attempts: Iterable[AttemptRef]) -> Iterator[tup
         return data, parts
 
     try:
-        for data, parts in ordered_prefetch(load, runs(), window=io_window(SEGMENTS_IN_FLIGHT, remote=remote)):
+        for data, parts in ordered_prefetch(load, runs(), window=SEGMENTS_IN_FLIGHT, remote=remote):
             yield from parts
             release_view(data)  # the reader wrote each line before asking for the next; ATIF texts are copies
     finally:

@@ -19,7 +19,7 @@ from evidence import (
 from tasks.attempts.context import RunContext
 from tasks.discover.refs import AttemptRef
 from tasks.storage import Location, atomic_writer
-from tasks.storage.concurrent import WriteBehind, io_window, ordered_prefetch
+from tasks.storage.concurrent import WriteBehind
 from tasks.storage.spill import Spill
 
 # Accepted ATIF files written behind the main pass on an object store: this many at once, this many bytes waiting.
@@ -60,9 +60,7 @@ class AtifOutputs:
         if all_or_nothing:
             files: Spill[AtifFile] = stack.enter_context(Spill(batch=1))  # a file can be megabytes
             return cls(acceptance, files.add, manifest, rejections, held=files, batch_refused=stack.enter_context(Spill()))
-        writes = stack.enter_context(
-            WriteBehind(window=io_window(ATIF_WRITE_WINDOW, remote=not folder.is_local), budget=ATIF_WRITE_BUDGET_BYTES)
-        )
+        writes = stack.enter_context(WriteBehind(window=ATIF_WRITE_WINDOW, remote=not folder.is_local, budget=ATIF_WRITE_BUDGET_BYTES))
 
         def write(accepted: AtifFile) -> None:
             writes.submit(functools.partial(_write_file, folder, accepted), accepted.size)
@@ -102,10 +100,9 @@ def write_atif(ctx: RunContext, atif: AtifOutputs) -> bool:
             paths.atif_error.write_bytes(error.encode())
             return False
 
-        for _ in ordered_prefetch(
-            functools.partial(_write_file, folder), iter(atif.held), window=io_window(ATIF_WRITE_WINDOW, remote=not folder.is_local)
-        ):
-            pass
+        with WriteBehind(window=ATIF_WRITE_WINDOW, remote=not folder.is_local, budget=ATIF_WRITE_BUDGET_BYTES) as writes:
+            for held in atif.held:
+                writes.submit(functools.partial(_write_file, folder, held), held.size)
     with atomic_writer(paths.atif_manifest) as out:
         for entry in atif.manifest:
             out.write(entry + b"\n")

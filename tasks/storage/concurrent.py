@@ -27,6 +27,7 @@ def ordered_prefetch(
     items: Iterable[T],
     *,
     window: int = 16,
+    remote: bool = True,
     cost: Callable[[T], int] | None = None,
     budget: int = 0,
 ) -> Generator[R, None, None]:
@@ -36,9 +37,10 @@ def ordered_prefetch(
     With ``cost`` (e.g. an object's size), calls in flight also stay within ``budget`` in total,
     except that one call is always allowed: large objects are fetched one at a time.
 
-    ``window=0`` makes the calls in the caller's thread, one at a time: for local files
-    (``io_window``).
+    ``window=0``, or ``remote=False`` (``fn`` reads local files: ``io_window``), makes the
+    calls in the caller's thread, one at a time.
     """
+    window = io_window(window, remote=remote)
     if window == 0:
         for item in items:
             yield fn(item)
@@ -61,7 +63,7 @@ def ordered_prefetch(
 
 
 def io_window(window: int, *, remote: bool) -> int:
-    """Calls in flight for ``ordered_prefetch`` and ``WriteBehind``: ``window`` on an object store, none for local files.
+    """Calls in flight in ``ordered_prefetch`` and ``WriteBehind``: ``window`` on an object store, none for local files.
 
     A local read or write waits for no network, so a thread gains nothing; it costs the caller
     the GIL. Each time the thread returns from a system call it takes the GIL back, and the
@@ -86,7 +88,7 @@ def at_once(calls: Sequence[Callable[[], R]], *, remote: bool) -> list[R]:
     before any work starts. Locally they wait for nothing, so they run in the caller's thread.
     The first call to raise, in order, raises.
     """
-    return list(ordered_prefetch(_call, calls, window=io_window(min(len(calls), AT_ONCE), remote=remote)))
+    return list(ordered_prefetch(_call, calls, window=min(len(calls), AT_ONCE), remote=remote))
 
 
 def _call(call: Callable[[], R]) -> R:
@@ -96,14 +98,16 @@ def _call(call: Callable[[], R]) -> R:
 
 class WriteBehind:
     """Writes handed to background threads, at most ``window`` (and ``budget`` bytes) at a time;
-    with ``window=0``, made at once in the caller's thread (local files: ``io_window``).
+    with ``window=0``, or ``remote=False`` (local files: ``io_window``), made at once in the
+    caller's thread.
 
-    Used as a context manager: leaving it waits for every write and raises the first failure,
-    so a group returns only once all its parts are stored. One write larger than ``budget``
-    still goes, alone.
+    Used as a context manager: leaving it waits for every write and raises the first failure
+    (a write made at once raises from ``submit``), so a group returns only once all its parts
+    are stored. One write larger than ``budget`` still goes, alone.
     """
 
-    def __init__(self, *, window: int, budget: int) -> None:
+    def __init__(self, *, window: int, budget: int, remote: bool = True) -> None:
+        window = io_window(window, remote=remote)
         self._pool = ThreadPoolExecutor(max_workers=window) if window else None
         self._window = window
         self._budget = budget
@@ -145,26 +149,18 @@ DOCUMENTS_IN_FLIGHT = 8
 DOCUMENTS_BUDGET = 64 * 2**20
 
 
-class Documents:
-    """Whole files written where they go: on an object store behind the caller (``WriteBehind``),
-    locally at once.
+class Documents(WriteBehind):
+    """Whole files written where they go: on an object store behind the caller, locally at once.
 
     The reduce writes a dozen small documents one after another (the health summary, the perf
     summary, the three score files, the capability matrix); on a bucket each is a round trip
     that waited for the one before (at 100 ms a request, 0.8 s of a 300-rollout run). Leaving
-    the block waits for every write and raises the first failure.
+    the block waits for every write and raises the first failure (a local one raises from ``put``).
     """
 
     def __init__(self, remote: bool) -> None:
-        self._behind = WriteBehind(window=io_window(DOCUMENTS_IN_FLIGHT, remote=remote), budget=DOCUMENTS_BUDGET)
+        super().__init__(window=DOCUMENTS_IN_FLIGHT, budget=DOCUMENTS_BUDGET, remote=remote)
 
     def put(self, target: Writable, data: bytes) -> None:
         """Write ``data`` to ``target`` (atomically, as ``write_bytes`` does)."""
-        self._behind.submit(functools.partial(target.write_bytes, data), len(data))
-
-    def __enter__(self) -> Self:
-        self._behind.__enter__()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
-        self._behind.__exit__(exc_type, *rest)
+        self.submit(functools.partial(target.write_bytes, data), len(data))

@@ -14,7 +14,7 @@ from typing import Self
 from evidence.viewer import Chunk, ViewerIndex, render_viewer, rollout_view
 from tasks.rundir import ATIF_FOLDER, REPORT_FILE, ROLLOUTS_FILE, VIEWER_FOLDER, VIEWER_PAGE, RunPaths
 from tasks.storage import Location
-from tasks.storage.concurrent import WriteBehind, io_window
+from tasks.storage.concurrent import WriteBehind
 from tasks.tables.judged import JudgedAttempt
 
 WRITES_IN_FLIGHT = 16
@@ -37,7 +37,7 @@ class ViewerSink:
         self._folder.remove_tree()
         self._index = ViewerIndex()
         self._names: list[str] = []
-        self._writes = WriteBehind(window=io_window(WRITES_IN_FLIGHT, remote=not self._folder.is_local), budget=WRITE_BUDGET_BYTES)
+        self._writes = WriteBehind(window=WRITES_IN_FLIGHT, remote=not self._folder.is_local, budget=WRITE_BUDGET_BYTES)
 
     def add(self, judged: JudgedAttempt) -> None:
         """A main attempt (the next in input order) with its view facts."""
