@@ -179,9 +179,10 @@ def export_parameters(config: ServeConfig, target: MlflowTarget | OtelTarget) ->
 
 
 def deployment(flow: Flow[..., Any], **options: Any) -> RunnerDeployment:
-    """``flow.to_deployment(**options)``: Prefect types it as the deployment or its coroutine
-    (it dispatches on the caller), and from this synchronous code it is the deployment."""
-    return cast(RunnerDeployment, flow.to_deployment(**options))
+    """``flow.to_deployment(**options)`` with a module-path entrypoint (so any working directory
+    works). Prefect types it as the deployment or its coroutine (it dispatches on the caller);
+    from this synchronous code it is the deployment."""
+    return cast(RunnerDeployment, flow.to_deployment(entrypoint_type=EntrypointType.MODULE_PATH, **options))
 
 
 def export_deployments(config: ServeConfig) -> list[RunnerDeployment]:
@@ -201,7 +202,6 @@ def export_deployments(config: ServeConfig) -> list[RunnerDeployment]:
                 )
             ],
             description=f"Exports each finished run to {where} when `{RUN_COMPLETED}` is emitted.",
-            entrypoint_type=EntrypointType.MODULE_PATH,
         )
         for flow, target, where in targets
         if target is not None
@@ -219,19 +219,16 @@ def build_deployments(config: ServeConfig) -> list[RunnerDeployment]:
             name="on-eval-complete",
             triggers=[on_eval],
             description=f"Runs when `{EVAL_COMPLETED}` is emitted (evidence-stage notify).",
-            entrypoint_type=EntrypointType.MODULE_PATH,
         ),
         deployment(
             stage_flow,
             name="manual",
             description="Reruns with chosen parameters (UI form or prefect deployment run).",
-            entrypoint_type=EntrypointType.MODULE_PATH,
         ),
         deployment(
             compare_flow,
             name="compare",
             description="Compares two run directories (UI form or prefect deployment run).",
-            entrypoint_type=EntrypointType.MODULE_PATH,
         ),
     ]
     deployments += export_deployments(config)
@@ -243,7 +240,6 @@ def build_deployments(config: ServeConfig) -> list[RunnerDeployment]:
                 cron=config.sweep.cron,
                 parameters=sweep_parameters(config, config.sweep),
                 description="Processes every job under the prefix without a current run.",
-                entrypoint_type=EntrypointType.MODULE_PATH,
             )
         )
     return deployments

@@ -10,6 +10,7 @@ everything else is raised as a ``StorageError``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import mmap
 import os
 import posixpath
@@ -19,11 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import fsspec
-import fsspec.asyn
 from fsspec.implementations.local import LocalFileSystem
 
 from tasks.storage import retry  # the module, not its names: importing tasks.storage.retry first imports this package
-from tasks.storage.listing import FileEntry, entry_name, entry_of, file_found, folder_found, listed, local_files, s3_files, version_of
+from tasks.storage.listing import FileEntry, file_found, folder_found, list_folder, version_of
 from tasks.storage.writes import atomic_writer, content_type, create_local
 
 READ_BLOCK = 8 * 2**20
@@ -61,19 +61,18 @@ class Location:
 
     @property
     def fs(self) -> fsspec.AbstractFileSystem:
-        return self._resolved()[0]
+        return self._fs_path[0]
 
     @property
     def path(self) -> str:
-        return self._resolved()[1]
+        return self._fs_path[1]
 
-    def _resolved(self) -> tuple[fsspec.AbstractFileSystem, str]:
+    @functools.cached_property
+    def _fs_path(self) -> tuple[fsspec.AbstractFileSystem, str]:
         """The filesystem and path of the URL, parsed once per location (a reduce asks a file's
-        location for them several times per file it writes: parsing was 5 % of a 10,000-rollout reduce)."""
-        resolved: tuple[fsspec.AbstractFileSystem, str] | None = self.__dict__.get("_fs_path")
-        if resolved is None:
-            resolved = fsspec.core.url_to_fs(self.url, **self.options)
-            self.__dict__["_fs_path"] = resolved  # frozen: the field values never change, so neither does this
+        location for them several times per file it writes: parsing was 5 % of a 10,000-rollout
+        reduce). Frozen fields never change, so neither does this; ``child`` may set it."""
+        resolved: tuple[fsspec.AbstractFileSystem, str] = fsspec.core.url_to_fs(self.url, **self.options)
         return resolved
 
     def __getstate__(self) -> dict[str, Any]:
@@ -122,7 +121,7 @@ class Location:
         return mine == theirs and (path == root or path.startswith(root.rstrip("/") + "/"))
 
     def _normalised(self) -> tuple[str, str]:
-        fs, path = self._resolved()
+        fs, path = self._fs_path
         if isinstance(fs, LocalFileSystem):
             return "file", os.path.realpath(path)
         protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
@@ -141,7 +140,7 @@ class Location:
 
     def read_bytes(self) -> bytes:
         """The whole object: one GET on S3 (s3fs would first HEAD it to split a large read)."""
-        fs, path = self._resolved()
+        fs, path = self._fs_path
         options = {"max_concurrency": 1} if "s3" in fs.protocol else {}
         return retry.call_with_retries(self.url, lambda: fs.cat_file(path, **options))
 
@@ -180,22 +179,11 @@ class Location:
         so a folder of 20,000 captures costs one small entry each, never the whole listing as
         the filesystem's info dicts.
         """
-        files = retry.call_with_retries(self.url, lambda: self._scan_files(folders))
-        files.sort(key=entry_name)
-        return files
-
-    def _scan_files(self, folders: bool) -> list[FileEntry]:
-        fs, path = self._resolved()
-        if isinstance(fs, LocalFileSystem):
-            return local_files(path, folders)
-        if "s3" in fs.protocol:
-            return s3_files(fs, path, folders)
-        fs.invalidate_cache(path)
-        return [entry_of(info) for info in fs.ls(path, detail=True) if listed(info, folders)]
+        return retry.call_with_retries(self.url, lambda: list_folder(*self._fs_path, folders))
 
     def glob(self) -> list[Location]:
         """The files matching this location read as a glob pattern, sorted by URL (one LIST)."""
-        fs, path = self._resolved()
+        fs, path = self._fs_path
         found = retry.call_with_retries(self.url, lambda: fs.glob(path, detail=True))
         files = sorted(p for p, info in found.items() if info.get("type") == "file")
         return [Location(self._url_of(fs, p), self.options) for p in files]

@@ -11,8 +11,9 @@ from typing import Any
 
 import fsspec
 import fsspec.asyn
+from fsspec.implementations.local import LocalFileSystem
 
-__all__ = ["FileEntry", "entry_name", "entry_of", "file_found", "folder_found", "listed", "local_files", "s3_files", "version_of"]
+__all__ = ["FileEntry", "entry_of", "file_found", "folder_found", "list_folder", "version_of"]
 
 _UNRESOLVED = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
 """The ``stat`` errors ``Path.exists()`` takes for "not there"."""
@@ -28,6 +29,20 @@ class FileEntry:
     folder: bool = False
     """Not a regular file: a folder, or anything else found under the name locally (a FIFO, a
     socket); listed only by ``Location.list_files(folders=True)``."""
+
+
+def list_folder(fs: fsspec.AbstractFileSystem, path: str, folders: bool) -> list[FileEntry]:
+    """The folder's files (and, with ``folders``, what else it holds), sorted by name: a local
+    directory scan, S3's page iterator, else the filesystem's own listing, uncached."""
+    if isinstance(fs, LocalFileSystem):
+        files = local_files(path, folders)
+    elif "s3" in fs.protocol:
+        files = s3_files(fs, path, folders)
+    else:
+        fs.invalidate_cache(path)
+        files = [entry_of(info) for info in fs.ls(path, detail=True) if listed(info, folders)]
+    files.sort(key=entry_name)
+    return files
 
 
 def entry_of(info: dict[str, Any]) -> FileEntry:

@@ -215,7 +215,7 @@ def atomic_writer(location: Target) -> Iterator[Writer]:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
-    elif fs.protocol == "memory" or "memory" in fs.protocol:
+    elif "memory" in fs.protocol:
         buffer = io.BytesIO()
         yield buffer
         fs.pipe_file(path, buffer.getvalue())

@@ -76,9 +76,7 @@ class TableWriter:
         self._writer: pq.ParquetWriter | None = pq.ParquetWriter(self.path, self.schema, compression=COMPRESSION)
 
     def add(self, row: Sequence[Any]) -> None:
-        self._buffer.append(row)
-        if len(self._buffer) >= self._group:
-            self._flush()
+        self.extend((row,))
 
     def extend(self, rows: Sequence[Sequence[Any]]) -> None:
         """The rows in order, in the same row groups as adding them one at a time."""
