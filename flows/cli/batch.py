@@ -19,7 +19,7 @@ def register(subcommands: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from flows.batch import batch_flow
-    from flows.execution.console import console
+    from flows.cli.console import console
 
     params = model_from_args(BatchParams, args)
     preflight(params)
@@ -49,7 +49,7 @@ def print_batch(summary: dict[str, Any]) -> None:
     """One line per job and per skipped folder, then where the summary is (stdout)."""
     from rich.table import Table
 
-    from flows.execution.console import stdout_console
+    from flows.cli.console import stdout_console
 
     table = Table(title=f"evidence-stage batch {summary['batch_run_id']}")
     for column in ("job", "status", "reason", "run"):

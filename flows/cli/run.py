@@ -21,6 +21,6 @@ def params_from_args(args: argparse.Namespace) -> StageParams:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from flows.execution.console import run_with_progress
+    from flows.cli.console import run_with_progress
 
     return run_with_progress(params_from_args(args), getattr(args, "argv", ()))

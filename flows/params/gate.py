@@ -30,7 +30,7 @@ class GateError(ValueError):
 
 
 def _health_check_ids() -> tuple[str, ...]:
-    from evidence.health.registry import CHECK_IDS  # the evidence library, only when a gate names a check
+    from evidence.health import CHECK_IDS  # the evidence library, only when a gate names a check
 
     return CHECK_IDS
 

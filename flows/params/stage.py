@@ -43,7 +43,7 @@ Rollouts = Annotated[str | list[str], AfterValidator(_canonical_rollouts), Cli(a
 
 def _ignored_checks(values: list[str]) -> list[str]:
     """The ``health`` drop-in's rule, so ``run``, ``batch``, deployments and the form agree."""
-    from evidence.health.ignored import parse_ignored_checks  # the library loads when a run starts, not with the CLI
+    from evidence import parse_ignored_checks  # the library loads when a run starts, not with the CLI
 
     return list(parse_ignored_checks(values))
 

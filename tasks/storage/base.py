@@ -15,7 +15,7 @@ from __future__ import annotations
 import errno
 import sys
 
-from evidence.errors import StageError
+from evidence import StageError
 
 # S3 error codes worth retrying (the rest of 4xx is the request's own fault); any 5xx also is.
 _TRANSIENT_CODES = frozenset(

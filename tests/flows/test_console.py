@@ -1,10 +1,10 @@
-"""The CLI's summary after a run (``flows.execution.console.print_summary``): counts, then the scores."""
+"""The CLI's summary after a run (``flows.cli.console.print_summary``): counts, then the scores."""
 
 from __future__ import annotations
 
 import pytest
 
-from flows.execution.console import print_summary
+from flows.cli.console import print_summary
 
 COUNTS = {
     "by_status": {"ok": 3},

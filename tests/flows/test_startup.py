@@ -132,7 +132,7 @@ def test_a_cli_flow_run_returns_without_joining_the_heartbeat_thread(prefect_ser
     import prefect.flow_engine as engine
     from prefect import flow
 
-    from flows.execution.console import heartbeat_thread_not_joined
+    from flows.cli.console import heartbeat_thread_not_joined
 
     joins: list[bool] = []
     original = engine._send_heartbeats

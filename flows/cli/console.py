@@ -73,7 +73,7 @@ def run_with_progress(params: StageParams, argv: Sequence[str] = ()) -> int:
             line = f"evidence-stage: interrupted; run {claimed[-1]} is kept, resume it with: {resume_command(argv, claimed[-1])}"
         else:
             line = "evidence-stage: interrupted before a run was claimed: nothing was written"
-        print(line, file=sys.stderr)  # noqa: T201  # one plain line to copy: no markup, no wrapping
+        print(line, file=sys.stderr)  # one plain line to copy: no markup, no wrapping
         return EXIT_INTERRUPTED
     finally:
         remove_listener(listener)
