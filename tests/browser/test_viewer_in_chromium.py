@@ -176,3 +176,28 @@ def test_hostile_rows_are_shown_as_text_and_never_run(tmp_path: Path) -> None:
                 assert page.evaluate("document.querySelector('#tool-0 .io div:last-child pre').textContent") == "lone \ufffd surrogate"
         assert page.console_errors() == []  # nothing was even tried: a blocked script or image would be reported here
     print(f"hostile rollout screenshot: {tmp_path / 'hostile-rollout.png'}")
+
+
+def test_a_gaps_meaning_is_plain_words_and_its_detail_the_value(tmp_path: Path, prefect_server: str) -> None:
+    """Issue 43: the meaning column showed the registry's literal ``(count=<n>)`` beside the detail holding the count."""
+    from tests.tables_runs import sample_run
+
+    run = sample_run(tmp_path / "out", "hostile_job")
+    rows = jsonl(run / "rollouts.jsonl")
+    line, detail = next(
+        (number, gap["detail"])
+        for number, row in enumerate(rows, 1)
+        for gap in (row.get("ng_model_call_capture") or {}).get("gaps") or []
+        if gap.get("code") == "model_call_capture_records_unreadable"
+    )
+    with Chromium(tmp_path / "profile") as browser:
+        page = browser.page((run / VIEWER_PAGE).as_uri() + f"#line={line}")
+        page.wait("document.getElementById('section-gaps')")
+        cells = page.evaluate(
+            "Array.from(document.querySelectorAll('#section-gaps tbody tr'))"
+            ".map(tr => Array.from(tr.cells).map(td => td.textContent))"
+            ".find(cells => cells[1] === 'model_call_capture_records_unreadable')"
+        )
+        assert cells[2] == "some capture lines could not be read; the detail counts them"
+        assert cells[4] == detail
+        assert page.console_errors() == []
