@@ -83,7 +83,7 @@ GAPS: Mapping[str, str] = MappingProxyType(
         MODEL_CALL_CAPTURE_GAP_INVALID: "a capture gap object did not validate and stands in its place",
         MODEL_CALL_CAPTURE_INCOMPLETE: "the capture file is marked incomplete: some calls were not written",
         MODEL_CALL_CAPTURE_NO_RECORDS: "no readable capture record for this rollout",
-        MODEL_CALL_CAPTURE_RECORDS_UNREADABLE: "some capture lines could not be read (count=<n>)",
+        MODEL_CALL_CAPTURE_RECORDS_UNREADABLE: "some capture lines could not be read; the detail counts them",
         MODEL_CALL_CAPTURE_UNREADABLE: "the capture file could not be read at all",
         MODEL_CALL_OWNERSHIP_UNAVAILABLE: "a captured call no invocation owns",
         MODEL_CALL_REFERENCE_AMBIGUOUS: "a model-call reference matches more than one captured call",

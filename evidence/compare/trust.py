@@ -3,7 +3,7 @@
 Four reasons: a side whose quality gate failed (``gate.json``; a run without one is
 ``unknown``, not a reason), a side that landed a smaller share of its expected rollouts than
 the other (``accounting.json``), a capability dimension whose status changed (the figures that
-rely on it compare unlike evidence, e.g. token deltas when token counts went ✅ → 🟡), and
+rely on it compare unlike evidence, e.g. token deltas when token counts went full → partial), and
 different config fingerprints (``manifest.json``: the runs were not processed alike).
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evidence.capabilities import DIMENSION_LABELS, STATUS_SYMBOLS
+from evidence.capabilities import DIMENSION_LABELS
 from evidence.capabilities.values import as_dict, is_int
 from evidence.compare.model import CapabilityChange, Side, TrustIssue, TrustReport
 from evidence.compare.run import RunEvidence
@@ -73,7 +73,7 @@ def trust_report(sides: tuple[Side, Side], runs: tuple[RunEvidence, RunEvidence]
     for entry in capabilities:
         if entry.a is not None and entry.b is not None:
             detail = (
-                f"{entry.agent}: {DIMENSION_LABELS[entry.dimension]} went {_symbol(entry.a)} \u2192 {_symbol(entry.b)}; "
+                f"{entry.agent}: {DIMENSION_LABELS[entry.dimension]} went {entry.a} \u2192 {entry.b}; "
                 "figures that rely on it compare unlike evidence"
             )
             issues.append(TrustIssue("capability_changed", None, detail))
@@ -87,7 +87,3 @@ def trust_report(sides: tuple[Side, Side], runs: tuple[RunEvidence, RunEvidence]
             )
         )
     return TrustReport(trusted=not issues, issues=issues)
-
-
-def _symbol(status: str) -> str:
-    return STATUS_SYMBOLS.get(status, status)

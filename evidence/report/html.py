@@ -19,9 +19,9 @@ from evidence.report.page import definition_list, html_page, table_html
 from evidence.report.scores import scores_html
 from evidence.report.svg import histogram_svg
 from evidence.report.tables import (
-    capability_cell,
     capability_gaps_table,
     capability_parts,
+    capability_words,
     findings_table,
     format_value,
     perf_table,
@@ -91,7 +91,9 @@ def duration_text(started: str, finished: str) -> str:
 
 
 def _scores(context: ReportContext) -> str:
-    return scores_html(context.scores, context.masked_rollouts, context.masked_verdicts, context.quality_summary, context.rewards)
+    return scores_html(
+        context.scores, context.masked_rollouts, context.masked_verdicts, context.quality_summary, context.rewards, context.viewer
+    )
 
 
 def _inputs(context: ReportContext) -> str:
@@ -151,8 +153,9 @@ def _matrix(capabilities: Mapping[str, Any] | None) -> str:
     gaps = capability_gaps_table(capabilities)
     return (
         "<h2>Trajectory capability matrix</h2>\n"
-        '<p class="muted">Measured from this run\'s evidence: \u2705 yes: complete in every rollout; '
-        "\U0001f7e1 n%: complete in some (the share of rollouts); \u274c no: complete in none.</p>\n"
+        '<p class="muted">Measured from this run\'s evidence: <span class="cap" data-status="full">yes</span>: complete in every '
+        'rollout; <span class="cap" data-status="partial">n%</span>: complete in some (the share of rollouts); '
+        '<span class="cap" data-status="unavailable">no</span>: complete in none.</p>\n'
         f'<table id="capabilities"><thead><tr><th>Agent</th><th>Rollouts</th>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table>\n"
         "<h3>Shortfalls</h3>\n" + (table_html(gaps, "capability-gaps") if gaps.rows else '<p class="muted">None.</p>')
@@ -164,7 +167,7 @@ def _matrix_cell(agent: str, dimension: str, entry: Mapping[str, Any]) -> str:
     return (
         f'<td class="cap" data-agent="{escape(agent)}" data-dimension="{escape(dimension)}" '
         f'data-status="{escape(entry["status"])}" data-complete="{escape(repr(entry["complete"]))}" '
-        f'title="{escape(tip)}">{escape(capability_cell(entry))}</td>'
+        f'title="{escape(tip)}">{escape(capability_words(entry))}</td>'
     )
 
 

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 from typing import Any
+from urllib.parse import urlencode
 
 from evidence.capabilities.values import as_dict, dicts
 from evidence.report.markdown import table_markdown
-from evidence.report.page import table_html
+from evidence.report.page import breakable, table_html
 from evidence.report.svg import histogram_svg
 from evidence.report.tables import Table, format_value, verdict_counts
 
@@ -29,6 +30,7 @@ __all__ = [
     "masked_rollout",
     "masked_table",
     "masked_total",
+    "score_groups",
     "score_rows",
     "scores_html",
     "scores_markdown",
@@ -51,8 +53,6 @@ SCORE_HEADERS = (
     "Clean 95 % interval",
     "Masked raw / clean",
 )
-_FIRST_NUMBER = SCORE_HEADERS.index("Raw")
-"""The score table's columns from here on are figures (right-aligned, never wrapped)."""
 _INTRO = (
     "Raw: 0.7.0's aggregate metrics (aggregate_metrics.json). Clean: the same with the masked rollouts below left out "
     "too (aggregate_metrics_clean.json). Intervals: 0.7.0's 95 % t interval across repeats (none with a single repeat)."
@@ -90,11 +90,17 @@ def masked_rollout(line: Mapping[str, Any]) -> MaskedRollout:
     )
 
 
+def score_groups(scores: Mapping[str, Any] | None) -> Iterator[tuple[str, Mapping[str, Any], dict[str, Mapping[str, Any]]]]:
+    """(group, its entry, key metric -> the metric's entry) in ``scores.json`` order."""
+    for server, group in as_dict(as_dict(scores).get("groups")).items():
+        yield server, as_dict(group), {name: as_dict(metric) for name, metric in as_dict(as_dict(group).get("metrics")).items()}
+
+
 def score_rows(scores: Mapping[str, Any] | None) -> Iterator[tuple[str, Mapping[str, Any], str, Mapping[str, Any]]]:
     """(group, its entry, key metric, the metric's entry) in ``scores.json`` order."""
-    for server, group in as_dict(as_dict(scores).get("groups")).items():
-        for name, metric in as_dict(as_dict(group).get("metrics")).items():
-            yield server, as_dict(group), name, as_dict(metric)
+    for server, group, metrics in score_groups(scores):
+        for name, metric in metrics.items():
+            yield server, group, name, metric
 
 
 def scores_table(scores: Mapping[str, Any] | None) -> Table:
@@ -168,31 +174,24 @@ def scores_html(
     masked_verdicts: Sequence[str],
     summary: Mapping[str, Any] | None,
     rewards: Sequence[float],
+    viewer: str | None = None,
 ) -> str:
-    """The page's first section: raw against clean per group and key metric, the masked rollouts, the rewards.
+    """The page's first section: raw against clean per group (one compact table each, its key
+    metrics as columns), the masked rollouts (each a link into the rollout viewer at ``viewer``,
+    when the run has one), the rewards.
 
-    Each score row carries ``data-group``, ``data-metric``, ``data-raw`` and ``data-clean`` (the
-    JSON numbers as written, ``null`` when absent) so a reader need not parse the cells.
+    Each metric's column heading carries ``data-group``, ``data-metric``, ``data-raw`` and
+    ``data-clean`` (the JSON numbers as written, ``null`` when absent) so a reader need not parse
+    the cells.
     """
     heading = '<h2 id="scores">Scores: raw against clean</h2>\n'
     if scores is None:
         return heading + '<p class="muted">No scores.json in this run.</p>'
-    table = scores_table(scores)
-    body = "".join(
-        f'<tr data-group="{escape(server)}" data-metric="{escape(name)}" '
-        f'data-raw="{escape(_json(metric.get("raw")))}" data-clean="{escape(_json(metric.get("clean")))}">'
-        + "".join(_cell(cell, number=index >= _FIRST_NUMBER) for index, cell in enumerate(row))
-        + "</tr>"
-        for (server, _, name, metric), row in zip(score_rows(scores), table.rows, strict=True)
-    )
-    head = "".join(f"<th>{escape(header)}</th>" for header in table.headers)
-    scored = (
-        f'<table id="scores-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-        if table.rows
-        else '<p class="muted">No group was scored.</p>'
-    )
+    tables = [_group_table(server, group, metrics) for server, group, metrics in score_groups(scores) if metrics]
+    scored = f'<div class="group-scores">{"".join(tables)}</div>' if tables else '<p class="muted">No group was scored.</p>'
     note = escape(masked_note(masked_verdicts, len(masked), masked_total(summary, masked_verdicts)))
-    listed = table_html(masked_table(masked), "masked-rollouts") if masked else ""
+    link = (lambda rollout_id: f"{viewer}#{urlencode({'id': rollout_id})}") if viewer else None
+    listed = table_html(masked_table(masked), "masked-rollouts", href=link) if masked else ""
     histogram = histogram_svg(rewards, title="Reward per rollout (raw)", unit="")
     return (
         heading
@@ -203,8 +202,27 @@ def scores_html(
     )
 
 
-def _cell(text: str, *, number: bool) -> str:
-    return f'<td class="num">{escape(text)}</td>' if number else f"<td>{escape(text)}</td>"
+def _group_table(server: str, group: Mapping[str, Any], metrics: Mapping[str, Mapping[str, Any]]) -> str:
+    """One group's scores: a row per figure, a column per key metric; names wrap at ``_`` and ``/`` only."""
+    head = "".join(
+        f'<th scope="col" data-group="{escape(server)}" data-metric="{escape(name)}" '
+        f'data-raw="{escape(_json(metric.get("raw")))}" data-clean="{escape(_json(metric.get("clean")))}">{breakable(name)}</th>'
+        for name, metric in metrics.items()
+    )
+    body = "".join(
+        f'<tr><th scope="row">{escape(label)}</th>'
+        + "".join(f'<td class="num">{escape(shown(metric.get(field)))}</td>' for metric in metrics.values())
+        + "</tr>"
+        for label, field, shown in _FIGURES
+    )
+    caption = (
+        f"<strong>{breakable(server)}</strong> \u00b7 agent {breakable(format_value(group.get('agent')))}"
+        f" \u00b7 masked rollouts raw / clean: {escape(_masked(group.get('masked_rollouts')))}"
+    )
+    return (
+        f'<table class="scores" data-group="{escape(server)}"><caption>{caption}</caption>'
+        f"<thead><tr><th>Key metric</th>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
 
 
 def _json(value: Any) -> str:
@@ -220,3 +238,13 @@ def _interval(value: Any) -> str:
 def _masked(value: Any) -> str:
     counts = as_dict(value)
     return f"{format_value(counts.get('raw'))} / {format_value(counts.get('clean'))}"
+
+
+_FIGURES: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
+    ("Raw", "raw", format_value),
+    ("Clean", "clean", format_value),
+    ("Clean \u2212 raw", "difference", format_value),
+    ("Raw 95 % interval", "raw_ci95", _interval),
+    ("Clean 95 % interval", "clean_ci95", _interval),
+)
+"""A group table's rows: label, the metric entry's field, how it is shown."""

@@ -20,6 +20,7 @@ __all__ = [
     "capability_gaps_table",
     "capability_parts",
     "capability_table",
+    "capability_words",
     "findings_table",
     "format_value",
     "perf_table",
@@ -65,12 +66,16 @@ CAPABILITY_WORDS = {"full": "yes", "unavailable": "no"}
 """What a ✅ or ❌ cell says in words: a page read without an emoji font showed empty boxes."""
 
 
-def capability_cell(entry: Mapping[str, Any]) -> str:
-    """Gym's ✅ or ❌ with a word (yes, no); 🟡 with the share of complete rollouts."""
+def capability_words(entry: Mapping[str, Any]) -> str:
+    """A matrix cell's meaning in words: yes, no, or (partial) the share of complete rollouts."""
     if entry["status"] == "partial":
-        return f"{entry['symbol']} {entry['complete']:.0%}"
-    word = CAPABILITY_WORDS.get(entry["status"])
-    return f"{entry['symbol']} {word}" if word else str(entry["symbol"])
+        return f"{entry['complete']:.0%}"
+    return CAPABILITY_WORDS.get(entry["status"], str(entry["status"]))
+
+
+def capability_cell(entry: Mapping[str, Any]) -> str:
+    """Gym's ✅, 🟡 or ❌ followed by the words (markdown and table artifacts)."""
+    return f"{entry['symbol']} {capability_words(entry)}"
 
 
 def capability_table(capabilities: Mapping[str, Any] | None) -> Table:

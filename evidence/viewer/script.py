@@ -5,7 +5,8 @@ in with ``textContent`` or a text node: no ``innerHTML``, no ``eval``, no string
 parses as markup, so a row's ``<script>`` is text on the page (``tests/evidence/viewer``
 holds the source to that). Links it makes are its own: ``#...`` routes and the run's files,
 whose names it encodes. Its state is the address's fragment (``#verdict=unhealthy&sort=-reward``,
-``#line=18&at=turn-0``), so the back button, a bookmark and a copied link all work. The page's
+``#line=18&at=turn-0``; ``#id=4-0``, the report's link to a rollout, opens the one row with that
+rollout id), so the back button, a bookmark and a copied link all work. The page's
 Content-Security-Policy allows this script by its hash, and the detail files because it
 inserts them (``'strict-dynamic'``).
 """
@@ -112,7 +113,7 @@ function matches(row, p) {
     if (values.map(key).indexOf(p.get(name)) < 0) return false;
   }
   var q = p.get("q");
-  return !q || String(row[F.rollout_id] || "").indexOf(q) >= 0;
+  return (!q || String(row[F.rollout_id] || "").indexOf(q) >= 0) && (!p.has("id") || key(row[F.rollout_id]) === p.get("id"));
 }
 function selected(p) {
   var found = [];
@@ -387,9 +388,12 @@ function toolBox(t, flags) {
       h("div", null, [h("h5", null, "Output"), t.output !== null ? text(t.output, "rollouts.jsonl") : muted("(none)")])])]);
 }
 
+/* #id=<rollout id> (the report's links): that rollout when one row has the id, else the rows that have it. */
 function show() {
-  var p = params();
-  if (p.has("line")) showRollout(p); else showList(p);
+  var p = params(), found = p.has("id") && !p.has("line") ? selected(p) : [];
+  if (found.length === 1) location.replace("#line=" + rows[found[0]][F.line]);
+  else if (p.has("line")) showRollout(p);
+  else showList(p);
 }
 window.addEventListener("hashchange", show);
 show();

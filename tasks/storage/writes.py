@@ -39,15 +39,18 @@ class Target(Protocol):
 CONTENT_TYPES = MappingProxyType(
     {
         ".html": "text/html; charset=utf-8",
+        ".js": "text/javascript; charset=utf-8",
         ".json": "application/json",
         ".jsonl": "application/x-ndjson",
         ".md": "text/markdown; charset=utf-8",
+        ".parquet": "application/vnd.apache.parquet",
         ".txt": "text/plain; charset=utf-8",
     }
 )
 """The content type an object store is told for each output, by file extension; a name without
 one (``LATEST``, ``_SUCCESS``) is plain text, anything else bytes. Without it S3 stored every
-object as ``binary/octet-stream`` and a browser downloaded ``report.html`` instead of showing it."""
+object as ``binary/octet-stream`` and a browser downloaded ``report.html`` instead of showing it
+(and the viewer's ``rollouts-NNNNN.js``, which it loads as a script, as ``application/octet-stream``)."""
 assert list(CONTENT_TYPES) == sorted(CONTENT_TYPES)
 
 

@@ -16,12 +16,16 @@ from tests.compared_runs import ComparedRuns
 
 
 class _Page(HTMLParser):
-    """Reads the group headings (data-group) and the summary (data-status, data-trusted)."""
+    """Reads the group headings (data-group), the summary (data-status, data-trusted) and the text."""
 
     def __init__(self) -> None:
         super().__init__()
         self.groups: list[str] = []
         self.summary: dict[str, str | None] = {}
+        self.text = ""
+
+    def handle_data(self, data: str) -> None:
+        self.text += data
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         found = dict(attrs)
@@ -41,6 +45,9 @@ def test_chromium_shows_every_group_of_a_comparison(compared_runs: ComparedRuns,
     assert page.groups == ["(whole run)", *sorted(perf_groups)]
     assert len(perf_groups) == 6
     assert (page.summary["data-status"], page.summary["data-trusted"]) == ("changed", "false")
+    # Debian's chromium has no emoji font: a status change reads in words (it read "went \u25a1 \u2192 \u25a1", issue 43)
+    assert "claude_code_agent: Tool execution went full \u2192 partial" in page.text
+    assert [char for char in page.text if ord(char) >= 0x2600] == []
     screenshot = tmp_path / "compare.png"
     chromium(tmp_path / "profile-shot", "--window-size=1280,2400", f"--screenshot={screenshot}", (out / "compare.html").as_uri())
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -17,7 +17,7 @@ import pytest
 
 from evidence.capabilities import DIMENSIONS, build_capabilities, capability_digest, histogram_values
 from evidence.report import ReportContext, render_report
-from evidence.report.tables import capability_cell
+from evidence.report.tables import capability_words
 
 CHROMIUM = Path("/usr/bin/chromium")
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "samples" / "realistic_job.expected"
@@ -103,13 +103,13 @@ def test_chromium_renders_matrix_and_verdicts(tmp_path: Path) -> None:
     reader.feed(dom)
 
     expected_cells = {
-        (agent, name): (entry["dimensions"][name]["status"], capability_cell(entry["dimensions"][name]))
+        (agent, name): (entry["dimensions"][name]["status"], capability_words(entry["dimensions"][name]))
         for agent, entry in capabilities["agents"].items()
         for name in DIMENSIONS
     }
     assert reader.cells == expected_cells
-    assert reader.cells["plain_agent", "per_call_metadata"] == ("unavailable", "\u274c no")
-    assert reader.cells["harness_agent", "semantic_turns"] == ("partial", "\U0001f7e1 75%")
+    assert reader.cells["plain_agent", "per_call_metadata"] == ("unavailable", "no")  # words and a CSS marker: no emoji font needed
+    assert reader.cells["harness_agent", "semantic_turns"] == ("partial", "75%")
     verdicts = summary["run"]["verdicts"]
     assert reader.verdicts == {name: str(count) for name, count in verdicts.items()}
 
@@ -134,7 +134,7 @@ def test_chromium_shows_the_example_job_run_report(tmp_path: Path, prefect_serve
     reader.feed(chromium(tmp_path / "profile", "--dump-dom", (run_dir / "report.html").as_uri()).stdout)
 
     assert reader.cells == {
-        (agent, name): (entry["dimensions"][name]["status"], capability_cell(entry["dimensions"][name]))
+        (agent, name): (entry["dimensions"][name]["status"], capability_words(entry["dimensions"][name]))
         for agent, entry in capabilities["agents"].items()
         for name in DIMENSIONS
     }

@@ -117,6 +117,58 @@ def test_from_the_report_to_a_rollouts_findings_tool_output_and_atif_file(exampl
     print(f"viewer screenshots: {tmp_path / 'viewer-list.png'} {tmp_path / 'viewer-rollout.png'}")
 
 
+MID_WORD_BREAKS = """(function () {
+  var broken = [];
+  document.querySelectorAll("#scores ~ .group-scores caption, #scores ~ .group-scores th").forEach(function (cell) {
+    var walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT), node, chars = [];
+    while ((node = walker.nextNode())) {
+      for (var i = 0; i < node.data.length; i++) {
+        var range = document.createRange();
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        var rect = range.getClientRects()[0];
+        if (rect) chars.push([node.data[i], rect.top]);
+      }
+    }
+    for (var j = 1; j < chars.length; j++) {
+      var wrapped = chars[j][1] > chars[j - 1][1] + 2;
+      if (wrapped && "_/ ".indexOf(chars[j - 1][0]) < 0 && chars[j][0] !== " ") broken.push(cell.textContent);
+    }
+  });
+  return broken;
+})()"""
+"""The score captions and headings that a line break splits anywhere but after ``_``, ``/`` or a space."""
+
+
+def test_the_reports_scores_fit_1400_px_and_its_masked_rollouts_open_in_the_viewer(example_run: Path, tmp_path: Path) -> None:
+    """Issue 43: at 1400 px ids and metric names broke mid-word; masked rollouts were plain text; a matrix needed an emoji font."""
+    verdicts = jsonl(example_run / "health" / "rollout_verdicts.jsonl")
+    masked = [line["rollout_id"] for line in verdicts if line["verdict"] == "unhealthy"]
+    scores = json.loads((example_run / "scores.json").read_text())["groups"]
+    with Chromium(tmp_path / "profile", width=1400) as browser:
+        page = browser.page((example_run / "report.html").as_uri())
+        page.wait("document.readyState === 'complete'")
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        groups = page.evaluate("Array.from(document.querySelectorAll('table.scores')).map(t => t.dataset.group)")
+        assert groups == list(scores)  # one compact table per group, its key metrics as columns
+        metrics = page.evaluate("Array.from(document.querySelectorAll('table.scores thead th[data-metric]')).map(th => th.dataset.metric)")
+        assert metrics == [name for group in scores.values() for name in group["metrics"]]
+        assert page.evaluate(MID_WORD_BREAKS) == []
+        text = page.evaluate("document.body.innerText")
+        assert [char for char in text if ord(char) >= 0x2600] == []  # no emoji: Debian's chromium has no font for them
+        page.screenshot(tmp_path / "report-1400.png")
+
+        links = page.evaluate("Array.from(document.querySelectorAll('#masked-rollouts tbody td:first-child a')).map(a => a.textContent)")
+        assert links == masked
+        page.click("#masked-rollouts tbody tr:last-child a")
+        page.wait("document.getElementById('section-turns')")
+        assert page.evaluate("document.querySelector('h1 .v').textContent") == masked[-1]
+        line = int(page.evaluate("new URLSearchParams(location.hash.slice(1)).get('line')"))
+        assert jsonl(example_run / "rollouts.jsonl")[line - 1]["ng_trajectory"]["rollout_id"] == masked[-1]
+        assert page.console_errors() == []
+    print(f"report at 1400 px: {tmp_path / 'report-1400.png'}")
+
+
 @pytest.fixture
 def served(example_run: Path) -> Iterator[str]:
     """The run directory behind a plain static file server on 127.0.0.1 (as a bucket's web endpoint would serve it)."""
@@ -176,3 +228,28 @@ def test_hostile_rows_are_shown_as_text_and_never_run(tmp_path: Path) -> None:
                 assert page.evaluate("document.querySelector('#tool-0 .io div:last-child pre').textContent") == "lone \ufffd surrogate"
         assert page.console_errors() == []  # nothing was even tried: a blocked script or image would be reported here
     print(f"hostile rollout screenshot: {tmp_path / 'hostile-rollout.png'}")
+
+
+def test_a_gaps_meaning_is_plain_words_and_its_detail_the_value(tmp_path: Path, prefect_server: str) -> None:
+    """Issue 43: the meaning column showed the registry's literal ``(count=<n>)`` beside the detail holding the count."""
+    from tests.tables_runs import sample_run
+
+    run = sample_run(tmp_path / "out", "hostile_job")
+    rows = jsonl(run / "rollouts.jsonl")
+    line, detail = next(
+        (number, gap["detail"])
+        for number, row in enumerate(rows, 1)
+        for gap in (row.get("ng_model_call_capture") or {}).get("gaps") or []
+        if gap.get("code") == "model_call_capture_records_unreadable"
+    )
+    with Chromium(tmp_path / "profile") as browser:
+        page = browser.page((run / VIEWER_PAGE).as_uri() + f"#line={line}")
+        page.wait("document.getElementById('section-gaps')")
+        cells = page.evaluate(
+            "Array.from(document.querySelectorAll('#section-gaps tbody tr'))"
+            ".map(tr => Array.from(tr.cells).map(td => td.textContent))"
+            ".find(cells => cells[1] === 'model_call_capture_records_unreadable')"
+        )
+        assert cells[2] == "some capture lines could not be read; the detail counts them"
+        assert cells[4] == detail
+        assert page.console_errors() == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,12 @@ from flows.params.batch import BatchParams
 from flows.params.stage import StageParams
 from flows.stage import stage_flow
 from tasks.publish.links import job_artifact_key
-from tests.conftest import EXAMPLE_JOB, SAMPLES
+from tests.conftest import EXAMPLE_JOB, REPO, SAMPLES
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
+
+OPERATIONS_KEYS = re.compile(r"\| key \| what it shows \|\n(?:\|[^\n]*\n)+")
+"""OPERATIONS.md's table of a run's artifact keys."""
 
 
 def artifacts_of(flow_run_id: UUID) -> dict[str, Any]:
@@ -71,13 +75,14 @@ def test_job_run_has_verdict_table_perf_markdown_links_and_finished_progress(tmp
     assert "paste file://" in report.description
     assert "address bar" in report.description
     assert all(a.description for key, a in artifacts.items() if not key.startswith("progress:")), sorted(artifacts)
+    documented = set(re.findall(r"`(evidence-stage-[a-z-]+)`", OPERATIONS_KEYS.search((REPO / "OPERATIONS.md").read_text()).group(0)))
+    published = {key for key in artifacts if not key.startswith("progress:")}
+    assert published == documented - {"evidence-stage-gate"}  # OPERATIONS' table is complete (issue 43); no gate set here
     progress = [a for key, a in artifacts.items() if key.startswith("progress:")]
     assert [a.data for a in progress] == [100.0]
 
 
 def test_s3_outputs_link_to_presigned_urls_a_browser_opens(s3: str, tmp_path: Path) -> None:
-    import re
-
     import httpx
     import s3fs
 
@@ -102,8 +107,15 @@ def test_s3_outputs_link_to_presigned_urls_a_browser_opens(s3: str, tmp_path: Pa
     assert page.headers["content-type"] == "text/html; charset=utf-8"  # shown by a browser, not downloaded (issue 35)
     assert "s3://results/out/" in artifacts[job_artifact_key("evidence-stage-run-dir", job_id)].data
     run_dir = state.result()["run_dir"].removeprefix("s3://")
-    types = {name: s3fs.S3FileSystem().info(f"{run_dir}/{name}")["ContentType"] for name in ("manifest.json", "rollouts.jsonl", "_SUCCESS")}
-    assert types == {"manifest.json": "application/json", "rollouts.jsonl": "application/x-ndjson", "_SUCCESS": "text/plain; charset=utf-8"}
+    names = ("manifest.json", "rollouts.jsonl", "_SUCCESS", "viewer/rollouts-00000.js", "tables/rollouts.parquet")
+    types = {name: s3fs.S3FileSystem().info(f"{run_dir}/{name}")["ContentType"] for name in names}
+    assert types == {
+        "manifest.json": "application/json",
+        "rollouts.jsonl": "application/x-ndjson",
+        "_SUCCESS": "text/plain; charset=utf-8",
+        "viewer/rollouts-00000.js": "text/javascript; charset=utf-8",  # the viewer loads it as a script (issue 43)
+        "tables/rollouts.parquet": "application/vnd.apache.parquet",
+    }
 
 
 def test_batch_run_has_a_job_table_and_a_summary_link(tmp_path: Path) -> None:

@@ -333,7 +333,7 @@ def test_every_figure_of_a_known_change(compared_runs: ComparedRuns, tmp_path: P
     }
     assert document["trust"]["trusted"] is False
     assert [i["code"] for i in document["trust"]["issues"]] == ["capability_changed", "capability_changed"]
-    assert "Tool execution went \u2705 \u2192 \U0001f7e1" in document["trust"]["issues"][0]["detail"]
+    assert "Tool execution went full \u2192 partial" in document["trust"]["issues"][0]["detail"]
     assert document["groups"]["chat_agent"]["rollouts"] == {"a": 8, "b": 7, "delta": -1}
     assert out.startswith("changed (pairing, scores, health, rewards, perf, models, capabilities, atif); not to be trusted as is")
     # Reproducible: the same runs and seed give the same bytes.

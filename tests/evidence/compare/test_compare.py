@@ -154,7 +154,7 @@ def test_trust_gate_landed_share_capabilities_and_config() -> None:
     issues = [(i.code, i.side) for i in comparison.trust.issues]
     assert issues == [("gate_failed", "b"), ("landed_share_lower", "b"), ("capability_changed", None), ("config_differs", None)]
     details = [i.detail for i in comparison.trust.issues]
-    assert "Token counts went \u2705 \u2192 \U0001f7e1" in details[2]
+    assert "Token counts went full \u2192 partial" in details[2]
     assert "session_id" in details[3]
     assert evidence(rows).gate is None
     assert compare_runs(evidence(rows), evidence(rows)).a.gate == "unknown"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 
@@ -99,12 +100,14 @@ def parse(page: str) -> _Collector:
     return collector
 
 
-def test_matrix_cells_carry_status_and_symbol() -> None:
-    page = parse(render_report(make_context()))
-    cells = {(a["data-agent"], a["data-dimension"]): (a["data-status"], text) for a, text in page.text if "data-dimension" in a}
+def test_matrix_cells_carry_status_and_words() -> None:
+    page = render_report(make_context())
+    cells = {(a["data-agent"], a["data-dimension"]): (a["data-status"], text) for a, text in parse(page).text if "data-dimension" in a}
     assert len(cells) == len(DIMENSIONS)
-    assert cells["harness_agent", "per_call_metadata"] == ("full", "\u2705 yes")  # a word beside the emoji (issue 35: no emoji font)
-    assert cells["harness_agent", "sandbox"] == ("partial", "\U0001f7e1 50%")
+    assert cells["harness_agent", "per_call_metadata"] == ("full", "yes")  # words and a CSS marker: no emoji font needed (issue 43)
+    assert cells["harness_agent", "sandbox"] == ("partial", "50%")
+    matrix = page[page.index("<h2>Trajectory capability matrix") :]
+    assert all(ord(char) < 0x2600 for char in matrix[: matrix.index("</table>")]), "the legend too"
 
 
 def test_verdict_counts_are_rendered() -> None:
@@ -297,7 +300,7 @@ def test_scores_come_first_raw_against_clean_with_data_attributes() -> None:
     page = render_report(scored_context(gate={"passed": True, "limits": []}))
     headings = re.findall(r"<h2[^>]*>([^<]*)</h2>", page)
     assert headings[0] == "Scores: raw against clean"  # before the gate, the inputs and every other section
-    rows = [attrs for tag, attrs in parse(page).tags if tag == "tr" and "data-metric" in attrs]
+    rows = [attrs for tag, attrs in parse(page).tags if tag == "th" and "data-metric" in attrs]  # a table per group, a column per metric
     assert [(r["data-group"], r["data-metric"], r["data-raw"], r["data-clean"]) for r in rows] == [
         ("math", "mean/reward", "0.5", "0.75"),
         ("math", "mean/input_tokens", "120.0", "100.0"),
@@ -324,6 +327,16 @@ def test_masked_rollouts_are_listed_with_their_top_three_checks() -> None:
     none = render_report(scored_context(masked_verdicts=(), masked_rollouts=[]))
     assert "Clean scores mask no rollout by health (score mask: none)." in none
     assert 'id="masked-rollouts"' not in none
+    assert '<td><a href="viewer/index.html#id=4-0">4-0</a></td>' in render_report(scored_context(viewer="viewer/index.html"))
+    masked_list = page[page.index('id="masked-rollouts"') :]
+    assert "<a href" not in masked_list[: masked_list.index("</table>")]  # no viewer in the run: no link to one
+
+
+def test_a_masked_rollouts_link_into_the_viewer_is_encoded() -> None:
+    page = render_report(scored_context(viewer="viewer/index.html"))
+    hrefs = re.findall(r'<td><a href="([^"]*)">', page[page.index('id="masked-rollouts"') :])
+    assert hrefs[0] == "viewer/index.html#id=4-0"
+    assert hrefs[1] == "viewer/index.html#" + urlencode({"id": HOSTILE}).replace("&", "&amp;")  # the viewer decodes it back
 
 
 def test_the_reward_histogram_and_the_scores_are_escaped_and_free_of_emoji() -> None:
@@ -370,7 +383,7 @@ def test_the_identity_says_the_scope_and_readable_times_and_the_matrix_reads_wit
     assert "<dt>Scope</dt><dd>subset: rollout ids 0-0</dd>" in page
     assert '<time datetime="2026-01-01T00:02:00+00:00">2026-01-01 00:02:00 UTC</time>' in page
     assert "<dt>Took</dt><dd>2 min 0 s</dd>" in page
-    assert "\u2705 yes: complete in every rollout" in page
-    assert "\u274c no: complete in none" in page
+    assert '<span class="cap" data-status="full">yes</span>: complete in every rollout' in page  # a CSS marker, then words
+    assert '<span class="cap" data-status="unavailable">no</span>: complete in none' in page
     assert "td,dd{overflow-wrap:anywhere}" in page  # long URLs wrap inside their cell (compare.html shares the sheet)
     assert "<dt>Scope</dt><dd>full</dd>" in render_report(make_context())

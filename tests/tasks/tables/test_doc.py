@@ -72,14 +72,6 @@ def test_every_query_prints_the_table_under_it(in_example_root: Path) -> None:
     assert rendered(doc) == doc
 
 
-def test_the_readmes_query_prints_the_table_under_it(in_example_root: Path) -> None:
-    readme = (REPO / "README.md").read_text()
-    queries = list(QUERY.finditer(readme))
-    assert queries
-    assert all(q.group("table") for q in queries)
-    assert rendered(readme) == readme
-
-
 def test_the_pandas_example_runs(in_example_root: Path) -> None:
     blocks = [m.group("code") for m in PYTHON.finditer(DOC.read_text()) if "import pandas" in m.group("code")]
     assert blocks
