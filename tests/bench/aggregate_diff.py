@@ -177,6 +177,24 @@ def hand_cases() -> list[Case]:
         Case("masked_whole_task", grid(3, 3, rng), frozenset({3, 4, 5}), "every rollout of task 1 masked", golden=True),
         Case("masked_everything", grid(2, 2, rng), frozenset(range(4)), "all rows masked: coverage only", golden=True),
         Case(
+            "masked_whole_repeat",
+            [
+                row(
+                    t,
+                    r,
+                    reward=float((t + r) % 2),
+                    resolved=(t + r) % 2 == 1,
+                    response=usage(100 + 10 * t, 5 + r),
+                    ng_perf=perf(1000.0 + 100 * t + r),
+                )
+                for t in range(3)
+                for r in range(3)
+            ],
+            frozenset({1, 4, 7}),
+            "rollout 1 of every task masked, the group keeps other scored rows: num_repeats still counts it",
+            golden=True,
+        ),
+        Case(
             "int_bool_columns",
             [
                 row(0, 0, reward=1, passed=True, steps=3),
