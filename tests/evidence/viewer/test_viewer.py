@@ -175,6 +175,27 @@ def test_a_call_finding_points_at_the_call_health_named(
     assert [finding["targets"] for finding in made.detail["findings"]] == [targets]
 
 
+@pytest.mark.parametrize(
+    ("asker", "call"),
+    [
+        pytest.param({"model_call_id": "mc-1", "response_id": "resp-1"}, 0, id="by-model-call-id"),
+        pytest.param({"response_id": "resp-1"}, 0, id="by-response-id"),
+        pytest.param({"model_call_id": "mc-2", "response_id": "resp-1"}, 1, id="the-call-id-first"),
+        pytest.param({"model_call_id": "", "response_id": "resp-1"}, 0, id="an-empty-call-id-is-no-id"),
+        pytest.param({"model_call_id": "elsewhere"}, None, id="no-such-call"),
+        pytest.param({}, None, id="no-ids"),
+    ],
+)
+def test_a_tool_call_names_the_model_call_that_asked_for_it(asker: dict[str, Any], call: int | None) -> None:
+    """The captured call that asked for a tool is found in the trajectory by its model_call_id,
+    else its response_id, as health names calls."""
+    row = hostile_row(0, 0)
+    captured = row["ng_model_call_capture"]["calls"][0]
+    del captured["model_call_id"], captured["response_id"]
+    captured.update(asker)
+    assert view(row).detail["tool_calls"][0]["call"] == call
+
+
 def test_decode_row_says_what_health_read_and_what_the_page_shows() -> None:
     assert decode_row(b'{"a": 1}') == ({"a": 1}, {"a": 1})
     assert decode_row(b'{"a": "\\ud800"}') == (None, {"a": "\ud800"})  # orjson refuses a lone surrogate; health calls the row unreadable
