@@ -176,6 +176,23 @@ def test_a_call_finding_points_at_the_call_health_named(
 
 
 @pytest.mark.parametrize(
+    ("locator", "targets"),
+    [
+        pytest.param({"tool_call_id": "tool-1"}, [["tool_call", 0]], id="a-tool-call"),
+        pytest.param({"tool_call_id": "tool-2"}, [], id="no-such-tool-call"),
+        pytest.param({"turn": 1, "tool_call_id": "tool-1"}, [["turn", 0], ["tool_call", 0]], id="a-turn-and-its-tool-call"),
+        pytest.param({"turn": True}, [], id="a-bool-is-no-turn-number"),
+        pytest.param({"call_id": 1}, [], id="a-call-id-that-is-no-string"),
+        pytest.param({"line": 3}, [], id="a-locator-naming-nothing-here"),
+    ],
+)
+def test_a_finding_points_at_tool_calls_and_turns_it_names(locator: dict[str, Any], targets: list[list[Any]]) -> None:
+    """No 0.7.0 check writes a tool_call_id locator yet; the page points at the tool call when one does."""
+    verdict = {"verdict": "unhealthy", "findings": [{"check": "made_up", "locator": locator, "detail": {}}]}
+    assert [finding["targets"] for finding in view(hostile_row(0, 0), verdict).detail["findings"]] == [targets]
+
+
+@pytest.mark.parametrize(
     ("asker", "call"),
     [
         pytest.param({"model_call_id": "mc-1", "response_id": "resp-1"}, 0, id="by-model-call-id"),
