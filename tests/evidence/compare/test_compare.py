@@ -21,7 +21,7 @@ from evidence.compare import (
     verdict_facts,
 )
 from evidence.compare.bootstrap import paired_bootstrap
-from evidence.compare.model import Interval
+from evidence.compare.model import Comparison, Interval
 from evidence.compare.pairing import pair_by_key
 from tests.bootstrap_reference import reference_interval
 
@@ -154,7 +154,8 @@ def test_reward_model_and_pairing_changes_are_named() -> None:
     assert (comparison.pairing.only_in_a, comparison.pairing.only_in_a_rollouts) == (1, ["1-1"])
 
 
-def test_health_transitions_and_flips_per_check() -> None:
+def _flipped_health() -> Comparison:
+    """Two rollouts whose verdicts and checks flip between A and B, and a task flag B adds."""
     rows = [row(0, 0), row(0, 1)]
     lines_a = [
         {"_ng_task_index": 0, "_ng_rollout_index": 0, "verdict": "healthy", "findings": []},
@@ -170,9 +171,13 @@ def test_health_transitions_and_flips_per_check() -> None:
         "tasks": {"0": {"flags": ["task_consistently_unhealthy"]}},
     }
     summary_b["run"]["issues"]["task_consistently_unhealthy"] = 1
-    health = compare_runs(
+    return compare_runs(
         evidence(rows, verdict_lines=lines_a, quality_summary=summary_a), evidence(rows, verdict_lines=lines_b, quality_summary=summary_b)
-    ).health
+    )
+
+
+def test_health_transitions_and_flips_per_check() -> None:
+    health = _flipped_health().health
     assert health.transitions == {
         "healthy": {"healthy": 0, "unhealthy": 1, "unobserved": 0},
         "unhealthy": {"healthy": 0, "unhealthy": 0, "unobserved": 1},
@@ -183,6 +188,20 @@ def test_health_transitions_and_flips_per_check() -> None:
     assert (failed.delta, failed.flagged, failed.cleared_rollouts) == (-1, 0, ["0-1"])
     assert (task.a, task.b, task.flagged_rollouts) == (None, 1, ["task 0"])
     assert health.ignored_checks == {"a": [], "b": ["rollout_token_count_mismatch"]}
+
+
+def test_the_markdown_lists_the_flipped_checks_and_how_the_intervals_were_drawn() -> None:
+    markdown = compare_markdown(_flipped_health())
+    assert (
+        "| Check | A | B | \u0394 | Flagged in B | Rollouts | Cleared in B | Rollouts |\n"
+        "|---|---|---|---|---|---|---|---|\n"
+        "| agent_turn_hollow | 0 | 1 | 1 | 1 | 0-0 | 0 |  |\n"
+        "| model_call_failed | 1 | 0 | -1 | 0 |  | 1 | 0-1 |\n"
+        "| task_consistently_unhealthy | \u2014 | 1 | \u2014 | 1 | task 0 | 0 |  |\n"
+    ) in markdown
+    assert markdown.endswith(
+        "Intervals: paired bootstrap over tasks, 1000 resamples, seed 0, central 95% of the resampled mean differences (B \u2212 A).\n"
+    )
 
 
 def test_trust_gate_landed_share_capabilities_and_config() -> None:
