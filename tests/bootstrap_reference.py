@@ -1,11 +1,13 @@
 """A second, independent reading of the comparison's paired bootstrap, for the tests' expected values.
 
-What ``evidence.compare.bootstrap`` promises (its docstring, COMPARE in FORMATS.md): tasks in
-sorted order are resampled with replacement, as many as there are, from ``random.Random(seed)``;
-each resample's value is the drawn tasks' summed differences over their pair count; the interval
-is the central 95 % of 1,000 such values, numpy's "linear" percentile. Written here from that
-description alone (the draws by ``Random.random`` directly, the percentiles by numpy), so a test
-that compares against it sees a change to the method, the confidence or the resample count.
+What ``evidence.compare.bootstrap`` promises (its docstring; FORMATS.md, compare.json's "Reward
+and perf, per group"): tasks are resampled with replacement, as many as there are, from a fresh
+``random.Random(seed)``; each resample's value is the drawn tasks' summed differences over their
+pair count; the interval is the central 95 % of 1,000 such values, by perf_summary's quantile
+rule (numpy's "linear" percentile). Written here from that description alone (the draws by
+``Random.random`` directly, over the tasks in key order as the code lists them, the percentiles
+by numpy), so a test that compares against it sees a change to the method, the confidence or
+the resample count.
 
 Sums are exact (``math.fsum``) per task and over the drawn tasks, as the description says, so
 the figures agree to the last bit rather than to a tolerance.
