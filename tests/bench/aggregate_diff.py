@@ -177,6 +177,24 @@ def hand_cases() -> list[Case]:
         Case("masked_whole_task", grid(3, 3, rng), frozenset({3, 4, 5}), "every rollout of task 1 masked", golden=True),
         Case("masked_everything", grid(2, 2, rng), frozenset(range(4)), "all rows masked: coverage only", golden=True),
         Case(
+            "masked_whole_repeat",
+            [
+                row(
+                    t,
+                    r,
+                    reward=float((t + r) % 2),
+                    resolved=(t + r) % 2 == 1,
+                    response=usage(100 + 10 * t, 5 + r),
+                    ng_perf=perf(1000.0 + 100 * t + r),
+                )
+                for t in range(3)
+                for r in range(3)
+            ],
+            frozenset({1, 4, 7}),
+            "rollout 1 of every task masked, the group keeps other scored rows: num_repeats still counts it",
+            golden=True,
+        ),
+        Case(
             "int_bool_columns",
             [
                 row(0, 0, reward=1, passed=True, steps=3),
@@ -279,9 +297,19 @@ def hand_cases() -> list[Case]:
         Case("constant_big", [row(0, 0, stamp=1e17), row(0, 1, stamp=1e17)], description="a constant 1e17 column: bins too narrow"),
         Case("constant_big_int", [row(0, 0, stamp=1771800000123456789), row(1, 0, stamp=1771800000123456789)]),
         Case("near_int53", [row(0, 0, x=2**53), row(0, 1, x=2**53 + 1), row(1, 0, x=3)]),
-        Case("int64_edges", [row(0, 0, x=2**63 - 1), row(0, 1, x=-(2**63)), row(1, 0, x=0)]),
-        Case("uint64", [row(0, 0, x=2**64 - 1), row(0, 1, x=0)]),
-        Case("uint64_negative", [row(0, 0, x=2**64 - 1), row(0, 1, x=-1)]),
+        Case(
+            "int64_edges",
+            [row(0, 0, x=2**63 - 1), row(0, 1, x=-(2**63)), row(1, 0, x=0)],
+            description="int64's extremes in one column: int64 arithmetic that wraps",
+            golden=True,
+        ),
+        Case("uint64", [row(0, 0, x=2**64 - 1), row(0, 1, x=0)], description="a uint64 column", golden=True),
+        Case(
+            "uint64_negative",
+            [row(0, 0, x=2**64 - 1), row(0, 1, x=-1)],
+            description="2**64 - 1 beside -1: an object column, pandas' DataFrame reductions (the exotic-column path)",
+            golden=True,
+        ),
         Case("tiny_range", [row(0, 0, x=1.0), row(0, 1, x=math.nextafter(1.0, 2.0)), row(1, 0, x=5e-324), row(1, 1, x=-0.0)]),
         Case("overflow_mean", [row(0, 0, x=1.7e308), row(0, 1, x=1.7e308), row(1, 0, x=1.0)]),
         Case(

@@ -2,7 +2,8 @@
 
 ``compared_runs`` (tests/compared_runs.py) holds a run, a rerun of the same inputs, and a run
 after known changes. The figures of ``compare.json`` are checked against an independent
-reading of the two run directories, and the planted changes against their known values.
+reading of the two run directories (the bootstrap intervals by ``tests/bootstrap_reference.py``,
+never by the code under test), and the planted changes against their known values.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from typing import Any
 import pytest
 
 from evidence.capabilities import DIMENSIONS
-from evidence.compare.bootstrap import CONFIDENCE, RESAMPLES, paired_bootstrap
 from flows.cli.main import main
 from flows.compare import CompareParams, compare_flow
+from tests.bootstrap_reference import reference_interval
 from tests.compared_runs import POLICY_MODEL, SWAPPED_MODEL, ComparedRuns
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -82,14 +83,7 @@ def expected_group(
         for x, y in pairs:
             if number(x, metric) is not None and number(y, metric) is not None:
                 by_task.setdefault(json.dumps(x["_ng_task_index"]), []).append(number(y, metric) - number(x, metric))
-        interval = paired_bootstrap(by_task, seed=0)
-        intervals[metric] = {
-            "pairs": interval.pairs,
-            "tasks": interval.tasks,
-            "delta": interval.delta,
-            "low": interval.low,
-            "high": interval.high,
-        }
+        intervals[metric] = reference_interval(by_task, seed=0)
     return {
         "rollouts": change(len(rows_a), len(rows_b)),
         "paired": len(pairs),
@@ -136,18 +130,13 @@ def expected_scores(a: dict, b: dict) -> dict:
                     before, after = field_value(x, metric[len("mean/") :]), field_value(y, metric[len("mean/") :])
                     if before is not None and after is not None:
                         by_task.setdefault(json.dumps(x["_ng_task_index"]), []).append(after - before)
-                interval = paired_bootstrap(by_task, seed=0)
+                interval = reference_interval(by_task, seed=0)
                 untrusted = len(inside) - len(trusted) if side == "raw" else 0
-                excludes_zero = interval.low is not None and (interval.low > 0 or interval.high < 0)
+                low, high = interval["low"], interval["high"]
+                excludes_zero = low is not None and high is not None and (low > 0 or high < 0)
                 entry[side] = {
                     "scores": change(metrics_a.get(metric, {}).get(side), metrics_b.get(metric, {}).get(side)),
-                    "paired": {
-                        "pairs": interval.pairs,
-                        "tasks": interval.tasks,
-                        "delta": interval.delta,
-                        "low": interval.low,
-                        "high": interval.high,
-                    },
+                    "paired": interval,
                     "untrusted_pairs": untrusted,
                     "change": untrusted == 0 and excludes_zero,
                 }
@@ -270,7 +259,7 @@ def expected_comparison(first: Path, changed: Path) -> dict[str, Any]:
             "newly_rejected_rollouts": newly_rejected[:20],
             "newly_accepted_rollouts": newly_accepted[:20],
         },
-        "bootstrap": {"seed": 0, "resamples": RESAMPLES, "confidence": CONFIDENCE, "unit": "task"},
+        "bootstrap": {"seed": 0, "resamples": 1000, "confidence": 0.95, "unit": "task"},
     }
 
 
@@ -312,6 +301,9 @@ def test_every_figure_of_a_known_change(compared_runs: ComparedRuns, tmp_path: P
     called = {(g, m) for g, metrics in document["scores"].items() for m, e in metrics.items() if e["clean"]["change"] or e["raw"]["change"]}
     assert {g for g, _ in called} == {"simple_agent"}
     assert document["pairing"]["only_in_a_rollouts"] == [compared_runs.removed_row]
+    # Six of the 47 pairs' rewards rose by 1 (simple_agent's, the rest unchanged); the interval
+    # recorded by hand (tests/bootstrap_reference.py over the two runs' rows, seed 0).
+    assert document["run"]["intervals"]["reward"] == {"pairs": 47, "tasks": 12, "delta": 6 / 47, "low": 0.0, "high": 0.3333333333333333}
     assert document["pairing"]["only_in_b"] == 0
     simple = document["groups"]["simple_agent"]
     assert simple["mean_reward"]["b"] == 1.0

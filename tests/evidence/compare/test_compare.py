@@ -7,6 +7,8 @@ from html.parser import HTMLParser
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evidence.compare import (
     NO_CHANGE,
@@ -19,7 +21,9 @@ from evidence.compare import (
     verdict_facts,
 )
 from evidence.compare.bootstrap import paired_bootstrap
+from evidence.compare.model import Comparison, Interval
 from evidence.compare.pairing import pair_by_key
+from tests.bootstrap_reference import reference_interval
 
 HOSTILE = '<script>alert("x")</script>|&'
 
@@ -84,6 +88,51 @@ def test_bootstrap_is_seeded_exact_for_constant_differences_and_bounded_by_task_
     assert paired_bootstrap({}, seed=0).delta is None
 
 
+@pytest.mark.parametrize(
+    ("differences", "seed", "expected"),
+    [
+        pytest.param(
+            {str(task): [task**1.5, task**0.5] for task in range(10)},
+            7,
+            Interval(pairs=20, tasks=10, delta=6.517776729655411, low=3.4916758802770302, high=9.417879554924058),
+            id="two-pairs-per-task",
+        ),
+        pytest.param(
+            {"t0": [0.0, 1.0, 1.0], "t1": [1.0], "t2": [0.0, 0.0], "t3": [1.0, 1.0, 0.0, 1.0], "t4": [-1.0], "t5": [0.5, 0.5]}
+            | {"t6": [0.0], "t7": [1.0, 1.0], "t8": []},
+            2026,
+            Interval(pairs=16, tasks=8, delta=0.5, low=0.09090909090909091, high=0.75),
+            id="uneven-tasks-weighted-by-pairs",
+        ),
+    ],
+)
+def test_a_seeded_interval_is_pinned_to_numbers_computed_apart(differences: dict[str, list[float]], seed: int, expected: Interval) -> None:
+    """Recorded by hand with tests/bootstrap_reference.py and a vectorised numpy reading (same
+    draws, numpy sums and np.quantile), which agreed on low and high to the last bit. At 90 %
+    the first would be (4.153080675981811, 9.006998727802685), the second (0.2, 0.7142857142857143)."""
+    assert paired_bootstrap(differences, seed=seed) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    differences=st.dictionaries(
+        st.text(max_size=3),
+        st.lists(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False) | st.integers(-3, 3).map(float), max_size=4),
+        max_size=12,
+    ),
+    seed=st.integers(0, 2**32),
+)
+def test_the_interval_agrees_with_an_independent_reading_of_its_description(differences: dict[str, list[float]], seed: int) -> None:
+    interval = paired_bootstrap(differences, seed=seed)
+    assert reference_interval(differences, seed) == {
+        "pairs": interval.pairs,
+        "tasks": interval.tasks,
+        "delta": interval.delta,
+        "low": interval.low,
+        "high": interval.high,
+    }
+
+
 def test_identical_evidence_is_no_change_and_trusted() -> None:
     rows = [row(t, r, reward=float(r % 2)) for t in range(3) for r in range(2)]
     comparison = compare_runs(evidence(rows), evidence(rows))
@@ -105,7 +154,8 @@ def test_reward_model_and_pairing_changes_are_named() -> None:
     assert (comparison.pairing.only_in_a, comparison.pairing.only_in_a_rollouts) == (1, ["1-1"])
 
 
-def test_health_transitions_and_flips_per_check() -> None:
+def _flipped_health() -> Comparison:
+    """Two rollouts whose verdicts and checks flip between A and B, and a task flag B adds."""
     rows = [row(0, 0), row(0, 1)]
     lines_a = [
         {"_ng_task_index": 0, "_ng_rollout_index": 0, "verdict": "healthy", "findings": []},
@@ -121,9 +171,13 @@ def test_health_transitions_and_flips_per_check() -> None:
         "tasks": {"0": {"flags": ["task_consistently_unhealthy"]}},
     }
     summary_b["run"]["issues"]["task_consistently_unhealthy"] = 1
-    health = compare_runs(
+    return compare_runs(
         evidence(rows, verdict_lines=lines_a, quality_summary=summary_a), evidence(rows, verdict_lines=lines_b, quality_summary=summary_b)
-    ).health
+    )
+
+
+def test_health_transitions_and_flips_per_check() -> None:
+    health = _flipped_health().health
     assert health.transitions == {
         "healthy": {"healthy": 0, "unhealthy": 1, "unobserved": 0},
         "unhealthy": {"healthy": 0, "unhealthy": 0, "unobserved": 1},
@@ -134,6 +188,20 @@ def test_health_transitions_and_flips_per_check() -> None:
     assert (failed.delta, failed.flagged, failed.cleared_rollouts) == (-1, 0, ["0-1"])
     assert (task.a, task.b, task.flagged_rollouts) == (None, 1, ["task 0"])
     assert health.ignored_checks == {"a": [], "b": ["rollout_token_count_mismatch"]}
+
+
+def test_the_markdown_lists_the_flipped_checks_and_how_the_intervals_were_drawn() -> None:
+    markdown = compare_markdown(_flipped_health())
+    assert (
+        "| Check | A | B | \u0394 | Flagged in B | Rollouts | Cleared in B | Rollouts |\n"
+        "|---|---|---|---|---|---|---|---|\n"
+        "| agent_turn_hollow | 0 | 1 | 1 | 1 | 0-0 | 0 |  |\n"
+        "| model_call_failed | 1 | 0 | -1 | 0 |  | 1 | 0-1 |\n"
+        "| task_consistently_unhealthy | \u2014 | 1 | \u2014 | 1 | task 0 | 0 |  |\n"
+    ) in markdown
+    assert markdown.endswith(
+        "Intervals: paired bootstrap over tasks, 1000 resamples, seed 0, central 95% of the resampled mean differences (B \u2212 A).\n"
+    )
 
 
 def test_trust_gate_landed_share_capabilities_and_config() -> None:

@@ -76,9 +76,25 @@ def test_the_golden_cases_cover_masks_refusals_and_repeats() -> None:
     names = {case["name"] for case in GOLDEN}
     assert len(GOLDEN) >= 10
     assert len(MASKED) >= 3
-    assert {"duplicate_key", "duplicate_with_masked", "perf_overflow", "extreme_floats", "usage_list"} <= names
+    assert {"duplicate_key", "duplicate_with_masked", "perf_overflow", "extreme_floats", "usage_list", "masked_whole_repeat"} <= names
     assert sum(bool(case["expected_refusals"]) for case in GOLDEN) >= 5
     assert any('"repeat_level_metrics": [\n      {' in case["expected"] for case in GOLDEN)
+
+
+def test_a_masked_whole_repeat_still_counts_in_num_repeats() -> None:
+    """Rollout 1 of each of three tasks masked: 0.7.0 counts num_repeats over every row (3),
+    while the repeat-level metrics and the coverage keys see the six scored rows only."""
+    case = next(case for case in GOLDEN if case["name"] == "masked_whole_repeat")
+    (entry,) = orjson.loads(run(case["rows"], set(case["masked"]))[0])
+    coverage = {key: value for key, value in entry["key_metrics"].items() if key.startswith("coverage/")}
+    assert entry["agent_metrics"]["num_repeats"] == 3
+    assert coverage == {
+        "coverage/measured_rollouts": 6,
+        "coverage/masked_rollouts": 3,
+        "coverage/measured_tasks": 3,
+        "coverage/fully_masked_tasks": 0,
+    }
+    assert [repeat["_ng_rollout_index"] for repeat in entry["repeat_level_metrics"]] == [0, 2]
 
 
 def test_row_order_does_not_matter_when_keys_are_unique() -> None:

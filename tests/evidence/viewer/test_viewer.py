@@ -141,6 +141,78 @@ def test_a_rollout_view_joins_findings_tool_calls_and_gaps() -> None:
     assert entry["completion_tokens"] == 5
 
 
+def _second_call_ids(model_call_id: str | None, response_id: str | None) -> dict[str, Any]:
+    """The hostile row with its second model call (position 1, the failed one) renamed."""
+    row = hostile_row(0, 0)
+    call = row["ng_trajectory"]["model_calls"][1]
+    call.pop("model_call_id")
+    if model_call_id is not None:
+        call["model_call_id"] = model_call_id
+    call["response_metadata"]["response_id"] = response_id
+    return row
+
+
+@pytest.mark.parametrize(
+    ("model_call_id", "response_id", "call_id", "targets"),
+    [
+        pytest.param(None, "resp-2", "resp-2", [["model_call", 1]], id="by-response-id"),
+        pytest.param(None, None, "1", [["model_call", 1]], id="by-position"),
+        pytest.param(None, None, "0", [["model_call", 0]], id="position-0-is-the-first-call"),
+        pytest.param(None, None, "2", [], id="no-such-position"),
+        pytest.param("0", None, "0", [["model_call", 1]], id="a-call-id-beats-a-position"),
+        pytest.param("mc-2", "resp-1", "resp-1", [["model_call", 0], ["model_call", 1]], id="a-response-id-two-calls-share"),
+        pytest.param("resp-1", None, "resp-1", [["model_call", 1]], id="a-call-id-beats-a-response-id"),
+    ],
+)
+def test_a_call_finding_points_at_the_call_health_named(
+    model_call_id: str | None, response_id: str | None, call_id: str, targets: list[list[Any]]
+) -> None:
+    """Health names a call by its model_call_id, else its response_id, else its position in
+    ``ng_trajectory.model_calls`` (``CallView.locator``); the viewer looks in that order, and a
+    name found at one level is not looked for at the next."""
+    verdict = {"verdict": "unhealthy", "findings": [{"check": "model_call_failed", "locator": {"call_id": call_id}, "detail": {}}]}
+    made = view(_second_call_ids(model_call_id, response_id), verdict)
+    assert [finding["targets"] for finding in made.detail["findings"]] == [targets]
+
+
+@pytest.mark.parametrize(
+    ("locator", "targets"),
+    [
+        pytest.param({"tool_call_id": "tool-1"}, [["tool_call", 0]], id="a-tool-call"),
+        pytest.param({"tool_call_id": "tool-2"}, [], id="no-such-tool-call"),
+        pytest.param({"turn": 1, "tool_call_id": "tool-1"}, [["turn", 0], ["tool_call", 0]], id="a-turn-and-its-tool-call"),
+        pytest.param({"turn": True}, [], id="a-bool-is-no-turn-number"),
+        pytest.param({"call_id": 1}, [], id="a-call-id-that-is-no-string"),
+        pytest.param({"line": 3}, [], id="a-locator-naming-nothing-here"),
+    ],
+)
+def test_a_finding_points_at_tool_calls_and_turns_it_names(locator: dict[str, Any], targets: list[list[Any]]) -> None:
+    """No 0.7.0 check writes a tool_call_id locator yet; the page points at the tool call when one does."""
+    verdict = {"verdict": "unhealthy", "findings": [{"check": "made_up", "locator": locator, "detail": {}}]}
+    assert [finding["targets"] for finding in view(hostile_row(0, 0), verdict).detail["findings"]] == [targets]
+
+
+@pytest.mark.parametrize(
+    ("asker", "call"),
+    [
+        pytest.param({"model_call_id": "mc-1", "response_id": "resp-1"}, 0, id="by-model-call-id"),
+        pytest.param({"response_id": "resp-1"}, 0, id="by-response-id"),
+        pytest.param({"model_call_id": "mc-2", "response_id": "resp-1"}, 1, id="the-call-id-first"),
+        pytest.param({"model_call_id": "", "response_id": "resp-1"}, 0, id="an-empty-call-id-is-no-id"),
+        pytest.param({"model_call_id": "elsewhere"}, None, id="no-such-call"),
+        pytest.param({}, None, id="no-ids"),
+    ],
+)
+def test_a_tool_call_names_the_model_call_that_asked_for_it(asker: dict[str, Any], call: int | None) -> None:
+    """The captured call that asked for a tool is found in the trajectory by its model_call_id,
+    else its response_id, as health names calls."""
+    row = hostile_row(0, 0)
+    captured = row["ng_model_call_capture"]["calls"][0]
+    del captured["model_call_id"], captured["response_id"]
+    captured.update(asker)
+    assert view(row).detail["tool_calls"][0]["call"] == call
+
+
 def test_decode_row_says_what_health_read_and_what_the_page_shows() -> None:
     assert decode_row(b'{"a": 1}') == ({"a": 1}, {"a": 1})
     assert decode_row(b'{"a": "\\ud800"}') == (None, {"a": "\ud800"})  # orjson refuses a lone surrogate; health calls the row unreadable
