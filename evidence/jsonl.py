@@ -8,7 +8,8 @@ without recursion. No value is ever lost and no value can make a write raise.
 
 This is the one home of JSON writing in the library: rows, health files, perf_summary and the
 part encoding all go through :func:`dumps` (a long enriched row through :func:`write_row`, which
-writes the same bytes in pieces).
+writes the same bytes in pieces), and a value read from a row is keyed by its text through
+:func:`key_text`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ __all__ = [
     "WrittenRow",
     "dump_row",
     "dumps",
+    "key_text",
     "loads_exact",
     "orjson_line",
     "write_row",
@@ -50,6 +52,19 @@ def dumps(value: Any, *, indent: bool = False) -> bytes:
         return orjson.dumps(value, option=_INDENT if indent else 0)
     except orjson.JSONEncodeError:
         return b"".join(_pieces(value, indent))
+
+
+def key_text(value: Any) -> str:
+    """``value``'s JSON text with object keys sorted: a hashable key for a list or object read from a row.
+
+    orjson's text wherever orjson can write the value (so keys already recorded stay the same),
+    the fallback writer's otherwise: a key is made of any parsed value, however deep or wide
+    (issue 45: one identity nested past orjson's 255 levels failed a whole run).
+    """
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONEncodeError:
+        return b"".join(_pieces(value, False, sort_keys=True)).decode()
 
 
 def dump_row(row: Any) -> bytes:
@@ -221,15 +236,15 @@ def _leaf(value: Any) -> bytes:
     raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
 
-def _pieces(value: Any, indent: bool) -> Iterator[bytes]:
+def _pieces(value: Any, indent: bool, *, sort_keys: bool = False) -> Iterator[bytes]:
     """The fallback writer: containers walked with an explicit stack, children tried with orjson first."""
-    option = _INDENT if indent else 0
+    option = (_INDENT if indent else 0) | (orjson.OPT_SORT_KEYS if sort_keys else 0)
     # Each frame: (iterator over (key or None, child), closing bracket, depth, first-item flag holder)
     stack: list[tuple[Iterator[tuple[str | None, Any]], bytes, int, list[bool]]] = []
 
     def open_container(container: Any, depth: int) -> bytes:
         if isinstance(container, dict):
-            items: Iterator[tuple[str | None, Any]] = iter(container.items())
+            items: Iterator[tuple[str | None, Any]] = iter(sorted(container.items()) if sort_keys else container.items())
             brackets = b"{}"
         else:
             items = ((None, child) for child in container)
