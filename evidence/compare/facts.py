@@ -15,6 +15,7 @@ from typing import Any
 
 from evidence.capabilities.values import as_dict, dicts, finite_float
 from evidence.folds.digest import score_digest
+from evidence.jsonl import key_text
 from evidence.perf_summary import perf_group
 
 __all__ = ["METRICS", "RolloutFacts", "VerdictFacts", "rollout_facts", "verdict_facts"]
@@ -75,7 +76,17 @@ def rollout_key(record: Mapping[str, Any]) -> RolloutKey:
     parts = [record.get("_ng_task_index"), record.get("_ng_rollout_index")]
     if record.get("stage_index") is not None:
         parts.append(record["stage_index"])
-    return tuple(json.dumps(part, sort_keys=True, ensure_ascii=False) for part in parts)
+    return tuple(_key_part(part) for part in parts)
+
+
+def _key_part(value: Any) -> str:
+    """The standard encoder's text (the labels runs were compared by); a value nested too deep
+    for its recursion (about 1,000 levels, and a row parses to 1,024) is keyed by
+    ``evidence.jsonl.key_text``, the text every other identity key falls back to."""
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    except RecursionError:
+        return key_text(value)
 
 
 def _label(key: RolloutKey) -> str:

@@ -9,13 +9,13 @@ on the job as a user would: ``evidence-stage run``, then ``tables --replace``, `
 status (a run 0 or 3, the gate's), and every non-blank line must be accounted for in the
 manifest: one attempt or one skipped line.
 
-Called by ``tests/bench/fuzz_campaign.py --runs N``; the commands talk to one Prefect server the
-campaign starts (``prefect_test_harness``), so a run does not pay for a temporary one.
+Called by ``tests/bench/fuzz_campaign.py --runs N``; the commands talk to one Prefect server, the
+one ``PREFECT_API_URL`` names or else one the campaign starts (``prefect_test_harness``), so a
+run does not pay for a temporary one.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
@@ -24,7 +24,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,9 @@ FIELDS = (
     "ng_perf.total_latency_ms",
 )
 ACCOUNTED_FIELDS = ("_ng_task_index", "_ng_rollout_index", "_ng_failure_class")
+# Fields of a capture record the collected row carries into rollouts.jsonl, which the tables,
+# the viewer, select and compare read back.
+CAPTURE_FIELDS = ("response", "request", "model_ref", "latency_ms", "status_code", "model_call_id")
 _MARK = "@@hostile-value@@"
 
 
@@ -140,13 +144,26 @@ class JobMaker:
             owed = dumps({key: value for key, value in orjson.loads(seed.row).items() if key in ACCOUNTED_FIELDS[:2]})
             hit = self.rng.random() < 0.3
             lines["rollouts_materialized_inputs"].append(self.place(owed, "materialized", ACCOUNTED_FIELDS[:2], 1) if hit else owed)
-        _write_job(hostile, lines, chosen)
-        _write_job(clean, {"rollouts": [seed.row for seed in main], "rollouts_failures": [seed.row for seed in failures]}, chosen)
+        _write_job(hostile, lines, chosen, self.capture)
+        _write_job(clean, {"rollouts": [seed.row for seed in main], "rollouts_failures": [seed.row for seed in failures]}, chosen, None)
         counts = {name: len(text) for name, text in lines.items()}
         return hostile, clean, counts
 
+    def capture(self, jsonl: bytes) -> bytes:
+        """A capture file with hostile values in one record (two in ten files), else as it was."""
+        lines = jsonl.split(b"\n")
+        records = [k for k, line in enumerate(lines) if line.startswith(b"{")]
+        if not records or self.rng.random() >= 0.2:
+            return jsonl
+        k = self.rng.choice(records)
+        try:
+            lines[k] = self.place(lines[k], "capture", CAPTURE_FIELDS, 1)
+        except orjson.JSONDecodeError:
+            return jsonl
+        return b"\n".join(lines)
 
-def _write_job(folder: Path, lines: dict[str, list[bytes]], seeds: list[Seed]) -> None:
+
+def _write_job(folder: Path, lines: dict[str, list[bytes]], seeds: list[Seed], capture: Callable[[bytes], bytes] | None) -> None:
     calls = folder / "model-calls"
     calls.mkdir(parents=True)
     for name, text in lines.items():
@@ -156,7 +173,8 @@ def _write_job(folder: Path, lines: dict[str, list[bytes]], seeds: list[Seed]) -
         if seed.capture is None or rollout_id is None:
             continue
         if seed.capture.jsonl is not None and not (calls / f"{rollout_id}.capture.jsonl").exists():
-            (calls / f"{rollout_id}.capture.jsonl").write_bytes(seed.capture.jsonl)
+            jsonl = seed.capture.jsonl if capture is None else capture(seed.capture.jsonl)
+            (calls / f"{rollout_id}.capture.jsonl").write_bytes(jsonl)
         if seed.capture.incomplete:
             (calls / f"{rollout_id}.capture.incomplete").touch()
 
@@ -196,64 +214,77 @@ def _accounted(run_dir: Path, job: Path) -> str | None:
     return None
 
 
+class _Record:
+    """What the campaign has seen: lines, outcomes per command, the first message of each failure."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.outcomes: Counter[str] = Counter()
+        self.failures: dict[str, str] = {}
+        self.statuses: Counter[str] = Counter()
+        self.lines: Counter[str] = Counter()
+        self.tried: Counter[str] = Counter()
+        self.runs: list[dict[str, Any]] = []
+
+    def step(self, run: dict[str, Any], name: str, argv: list[str], ok: Callable[[int], bool] = lambda rc: rc == 0) -> bool:
+        """Run one command; whether it ended as it should."""
+        rc, said = _command(argv, self.env)
+        good = ok(rc)
+        self.outcomes[f"{name} {'ok' if good else 'FAILED'}"] += 1
+        run[name] = rc
+        if not good:
+            self.failures.setdefault(f"{name} exit {rc}", f"run {run['number']}: {said}")
+        return good
+
+    def check(self, run: dict[str, Any], name: str, problem: str | None) -> None:
+        self.outcomes[f"{name} {'ok' if problem is None else 'FAILED'}"] += 1
+        if problem is not None:
+            self.failures.setdefault(name, f"run {run['number']}: {problem}")
+
+
+def _finished(rc: int) -> bool:
+    return rc in (0, 3)  # 3: the run was written and its quality gate failed
+
+
+def _one_run(record: _Record, maker: JobMaker, folder: Path, number: int, rows: int) -> None:
+    """One hostile job and its clean twin through every command."""
+    hostile, clean, counts = maker.job(folder / "job", rows)
+    record.lines.update(counts)
+    run: dict[str, Any] = {"number": number, "lines": counts}
+    record.runs.append(run)
+    out = folder / "out"
+    hostile_ok = record.step(run, "run", _run_argv(hostile, out / "hostile"), _finished)
+    record.step(run, "run_clean", _run_argv(clean, out / "clean"), _finished)
+    record.tried.update(maker.tried)
+    run_dir, clean_dir = _run_dir(out / "hostile"), _run_dir(out / "clean")
+    if not hostile_ok or run_dir is None:
+        return
+    counts_written = orjson.loads((run_dir / "manifest.json").read_bytes())["counts"]
+    record.statuses.update(counts_written["by_status"])
+    record.statuses["skipped_lines"] += counts_written["skipped_lines"]
+    run["by_status"], run["skipped_lines"] = counts_written["by_status"], counts_written["skipped_lines"]
+    record.check(run, "accounted", _accounted(run_dir, hostile))
+    record.step(run, "tables", ["tables", "--replace", str(run_dir)])
+    for verdict in ("healthy", "unhealthy", "unobserved"):
+        argv = ["select", str(run_dir), "--verdict", verdict, "--min-reward", "0", "--output", str(out / f"{verdict}.jsonl")]
+        record.step(run, f"select {verdict}", argv)
+    if clean_dir is not None:
+        record.step(run, "compare", ["compare", str(clean_dir), str(run_dir), "--output", str(out / "compare")])
+        record.step(run, "compare_reversed", ["compare", str(run_dir), str(clean_dir), "--output", str(out / "compare-reversed")])
+
+
 def campaign(runs: int, rows: int, seed: int) -> dict[str, Any]:
     """``runs`` whole runs of ``rows`` lines each; the campaign's record."""
-    from prefect.testing.utilities import prefect_test_harness
-    from prefect.settings import PREFECT_API_URL
-
     rng = random.Random(seed)
     seeds = load_seeds()
     started = time.perf_counter()
-    outcomes: Counter[str] = Counter()
-    failures: dict[str, str] = {}
-    statuses: Counter[str] = Counter()
-    lines: Counter[str] = Counter()
-    tried: Counter[str] = Counter()
-    records = []
     root = Path(tempfile.mkdtemp(prefix="evidence-stage-fuzz-runs-"))
     try:
-        with prefect_test_harness(server_startup_timeout=120):
-            env = {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value()), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+        with _prefect_server() as api_url:
+            record = _Record({**os.environ, "PREFECT_API_URL": api_url, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"})
             for number in range(1, runs + 1):
-                maker = JobMaker(rng, seeds)
-                hostile, clean, counts = maker.job(root / f"job-{number}", rows)
-                lines.update(counts)
-                tried.update(maker.tried)
-                record: dict[str, Any] = {"number": number, "lines": counts}
-
-                def step(name: str, argv: list[str], ok: Callable[[int], bool] = lambda rc: rc == 0) -> bool:
-                    rc, said = _command(argv, env)
-                    good = ok(rc)
-                    outcomes[f"{name} {'ok' if good else 'FAILED'}"] += 1
-                    record[name] = rc
-                    if not good:
-                        failures.setdefault(f"{name} exit {rc}", f"run {number}: {said}")
-                    return good
-
-                out = root / f"out-{number}"
-                gate = lambda rc: rc in (0, 3)  # noqa: E731 - the gate's status is a finished run
-                run_ok = step("run", _run_argv(hostile, out / "hostile"), gate)
-                step("run_clean", _run_argv(clean, out / "clean"), gate)
-                run_dir, clean_dir = _run_dir(out / "hostile"), _run_dir(out / "clean")
-                if run_ok and run_dir is not None:
-                    manifest = orjson.loads((run_dir / "manifest.json").read_bytes())
-                    statuses.update(manifest["counts"]["by_status"])
-                    statuses["skipped_lines"] += manifest["counts"]["skipped_lines"]
-                    record["by_status"] = manifest["counts"]["by_status"]
-                    record["skipped_lines"] = manifest["counts"]["skipped_lines"]
-                    problem = _accounted(run_dir, hostile)
-                    outcomes[f"accounted {'ok' if problem is None else 'FAILED'}"] += 1
-                    if problem is not None:
-                        failures.setdefault("accounted", f"run {number}: {problem}")
-                    step("tables", ["tables", "--replace", str(run_dir)])
-                    for verdict in ("healthy", "unhealthy", "unobserved"):
-                        step(f"select {verdict}", ["select", str(run_dir), "--verdict", verdict, "--min-reward", "0", "--output", str(out / f"{verdict}.jsonl")])
-                    if clean_dir is not None:
-                        step("compare", ["compare", str(clean_dir), str(run_dir), "--output", str(out / "compare")])
-                        step("compare_reversed", ["compare", str(run_dir), str(clean_dir), "--output", str(out / "compare-reversed")])
-                records.append(record)
-                shutil.rmtree(root / f"job-{number}", ignore_errors=True)
-                shutil.rmtree(out, ignore_errors=True)
+                _one_run(record, JobMaker(rng, seeds), root / f"run-{number}", number, rows)
+                shutil.rmtree(root / f"run-{number}", ignore_errors=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return {
@@ -261,13 +292,26 @@ def campaign(runs: int, rows: int, seed: int) -> dict[str, Any]:
         "rows": rows,
         "seed": seed,
         "seconds": round(time.perf_counter() - started, 1),
-        "lines": dict(lines),
-        "statuses": dict(statuses),
-        "outcomes": dict(sorted(outcomes.items())),
-        "failures": failures,
-        "per_run": records,
-        "tried": dict(sorted(tried.items())),
+        "lines": dict(record.lines),
+        "statuses": dict(record.statuses),
+        "outcomes": dict(sorted(record.outcomes.items())),
+        "failures": record.failures,
+        "per_run": record.runs,
+        "tried": dict(sorted(record.tried.items())),
     }
+
+
+@contextmanager
+def _prefect_server() -> Iterator[str]:
+    """The API URL of the server in ``PREFECT_API_URL``, else of one started for the campaign."""
+    if os.environ.get("PREFECT_API_URL"):
+        yield os.environ["PREFECT_API_URL"]
+        return
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield str(PREFECT_API_URL.value())
 
 
 def _run_argv(job: Path, output: Path) -> list[str]:

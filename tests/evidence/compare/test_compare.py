@@ -84,6 +84,29 @@ def test_bootstrap_is_seeded_exact_for_constant_differences_and_bounded_by_task_
     assert paired_bootstrap({}, seed=0).delta is None
 
 
+@pytest.mark.parametrize(
+    ("differences", "pairs", "tasks"),
+    [({"0": [1e308, 1e308]}, 2, 1), ({"0": [1e308], "1": [1e308]}, 2, 2), ({"0": [float("inf"), float("-inf")]}, 2, 1)],
+)
+def test_a_bootstrap_whose_sums_leave_the_doubles_has_no_figures(differences: dict[str, list[float]], pairs: int, tasks: int) -> None:
+    """Issue 45: B − A of 1e308 latencies made math.fsum raise and failed the comparison."""
+    interval = paired_bootstrap(differences, seed=0)
+    assert (interval.pairs, interval.tasks, interval.delta, interval.low, interval.high) == (pairs, tasks, None, None, None)
+
+
+def test_rewards_and_latencies_near_the_largest_double_compare() -> None:
+    """Issue 45: a whole comparison over rows whose means and differences overflow a double."""
+    a_rows = [row(t, 0, reward=0.0, ng_perf={"total_latency_ms": 0.0}) for t in range(2)]
+    b_rows = [row(t, 0, reward=1e308, ng_perf={"total_latency_ms": 1e308}) for t in range(2)]
+    comparison = compare_runs(evidence(a_rows), evidence(b_rows))
+    group = comparison.groups["agent"]
+    assert (group.mean_reward.a, group.mean_reward.b) == (0.0, None)  # fmean of two 1e308: no double
+    assert (group.intervals["reward"].pairs, group.intervals["reward"].delta) == (2, None)
+    assert (group.intervals["total_latency_ms"].pairs, group.intervals["total_latency_ms"].delta) == (2, None)
+    json.loads(comparison_json(comparison))
+    compare_markdown(comparison)
+
+
 def test_identical_evidence_is_no_change_and_trusted() -> None:
     rows = [row(t, r, reward=float(r % 2)) for t in range(3) for r in range(2)]
     comparison = compare_runs(evidence(rows), evidence(rows))
