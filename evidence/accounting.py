@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-from evidence.jsonl import key_text
+from evidence.jsonl import deep_retry, key_text
 
 TASK_KEY = "_ng_task_index"
 ROLLOUT_KEY = "_ng_rollout_index"
@@ -47,16 +47,10 @@ def _hashable(value: Any) -> Hashable:
 
 
 def _failure_class(row: dict[str, Any]) -> str:
-    """A sidecar row's ``_ng_failure_class`` as 0.7.0 names it (``str()``, ``unknown`` when falsy).
-
-    A list or object too deep for ``str()`` (Python's repr stops near 1,000 levels, and a row
-    parses to 1,024) is named by its JSON text instead of failing the run.
-    """
+    """A sidecar row's ``_ng_failure_class`` as 0.7.0 names it (``str()``, ``unknown`` when falsy),
+    also when it is nested past the default recursion limit (a row parses to 1,024 levels)."""
     value = row.get(FAILURE_CLASS_KEY) or UNKNOWN_CLASS
-    try:
-        return str(value)
-    except RecursionError:
-        return key_text(value)
+    return deep_retry(lambda: str(value))
 
 
 class ShardAccount:

@@ -17,15 +17,18 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 __all__ = [
     "Layout",
     "WrittenRow",
+    "deep_recursion",
+    "deep_retry",
     "dump_row",
     "dumps",
     "key_text",
@@ -221,8 +224,45 @@ class _PieceWriter:
 
 
 def loads_exact(data: bytes) -> Any:
-    """Parse JSON keeping integers of any width exact (orjson turns wide ones into floats)."""
-    return json.loads(data)
+    """Parse JSON keeping integers of any width exact (orjson turns wide ones into floats), at any
+    depth this module writes (the stdlib parser recurses, and stops near 1,000 levels)."""
+    return deep_retry(lambda: json.loads(data))
+
+
+DEEP_RECURSION = 5000
+"""Recursion room for a value read from a row: orjson parses a row to 1,024 levels, and the stage
+wraps such a value in a few containers of its own (a digest in a part, a record in a spill)."""
+
+T = TypeVar("T")
+
+
+def deep_retry(call: Callable[[], T]) -> T:
+    """``call()``, called again under :func:`deep_recursion` when the default limit stopped it.
+
+    For the walks over row values that recurse (the stdlib JSON parser and encoder, ``str()``,
+    ``==``, pickle): a value read from a row can be nested past the default limit (1,000), and
+    such a value must not fail a run (issue 45). ``call`` must be safe to call twice.
+    """
+    try:
+        return call()
+    except RecursionError:
+        with deep_recursion():
+            return call()
+
+
+@contextmanager
+def deep_recursion() -> Iterator[None]:
+    """The interpreter's recursion limit raised to :data:`DEEP_RECURSION` for the block (never lowered).
+
+    The limit is process-wide: raising it for a moment only lets other threads recurse deeper
+    meanwhile, and a thread's C stack (8 MiB) holds such a walk many times over.
+    """
+    saved = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(saved, DEEP_RECURSION))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(saved)
 
 
 def _leaf(value: Any) -> bytes:

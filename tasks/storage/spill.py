@@ -15,11 +15,11 @@ import inspect
 import itertools
 import operator
 import pickle
-import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from typing import IO, Any, Generic, Self, TypeVar
+
+from evidence.jsonl import deep_recursion
 
 SORT_BUFFER = 4096
 SPILL_BATCH = 16
@@ -29,28 +29,8 @@ below, a record's round trip costs about a third of what one ``pickle.dump`` and
 record did (``AttemptRef`` and manifest entries: 3.7-6.0 us against 11.9-16.6 us). Small, because
 the flow's peak is in the reduce, where several spills fill at once and every sorted run is
 read at once: batches of 256 raised the peak at 20,000 attempts by ~1.5 MiB, of 16 by ~0.5."""
-PICKLE_DEPTH = 5000
-"""The recursion limit a batch is pickled again under when the default one (1,000) stops the
-pickler: a record can hold a value read from a row, which parses to 1,024 levels, inside a few
-containers of its own (issue 45: a reward nested 990 levels in a score digest failed the run).
-Unpickling is iterative and needs no such room."""
 T = TypeVar("T")
 K = TypeVar("K")
-
-
-@contextmanager
-def _recursion_limit(limit: int) -> Iterator[None]:
-    """The interpreter's recursion limit raised to ``limit`` for the block (never lowered).
-
-    The limit is process-wide; raising it for a moment only lets other threads recurse deeper
-    meanwhile, and the C stack of any thread (8 MiB) holds a pickle this deep many times over.
-    """
-    saved = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(saved, limit))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(saved)
 
 
 class TemporaryStore:
@@ -94,10 +74,10 @@ class Spill(TemporaryStore, Generic[T]):
             start = self._raw.tell()
             try:
                 _Pickler(self._raw, protocol=pickle.HIGHEST_PROTOCOL).dump(self._batch)
-            except RecursionError:  # a value nested deeper than the pickler's recursion allows
+            except RecursionError:  # a value read from a row, nested deeper than the pickler's default allows
                 self._raw.seek(start)
                 self._raw.truncate()
-                with _recursion_limit(PICKLE_DEPTH):
+                with deep_recursion():
                     _Pickler(self._raw, protocol=pickle.HIGHEST_PROTOCOL).dump(self._batch)
             self._batch = []
 

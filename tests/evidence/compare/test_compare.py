@@ -6,6 +6,7 @@ import json
 from html.parser import HTMLParser
 from typing import Any
 
+import orjson
 import pytest
 
 from evidence.compare import (
@@ -68,6 +69,16 @@ def test_pairing_keeps_types_apart_and_pairs_repeated_keys_by_occurrence() -> No
     assert (wide.key, wide.label) == ((str(2**70), "0"), f"{2**70}-0")
     assert [r.label for r in pairs.only_in_b] == ["2-0"]
     assert (pairs.repeated_keys_a, pairs.repeated_keys_b) == (1, 0)
+
+
+def test_an_identity_nested_past_the_encoders_recursion_pairs() -> None:
+    """Issue 45: json.dumps of a task index nested 1,000 levels (a row parses to 1,024) raised RecursionError."""
+    deep = orjson.loads(b"[" * 1000 + b"0" + b"]" * 1000)
+    a, b = [rollout_facts(row(deep, 0)), rollout_facts(row(1, 0))], [rollout_facts(row(deep, 0, reward=1.0))]
+    assert a[0].key == ("[" * 1000 + "0" + "]" * 1000, "0")
+    pairs = pair_by_key(a, b)
+    assert ([x.key for x, _ in pairs.paired], [r.label for r in pairs.only_in_a]) == ([a[0].key], ["1-0"])
+    assert verdict_facts({"_ng_task_index": deep, "_ng_rollout_index": 0, "verdict": "healthy"}).key == a[0].key
 
 
 def test_bootstrap_is_seeded_exact_for_constant_differences_and_bounded_by_task_means() -> None:
