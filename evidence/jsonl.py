@@ -33,6 +33,7 @@ __all__ = [
     "dumps",
     "key_text",
     "loads_exact",
+    "loads_line",
     "orjson_line",
     "write_row",
 ]
@@ -227,6 +228,19 @@ def loads_exact(data: bytes) -> Any:
     """Parse JSON keeping integers of any width exact (orjson turns wide ones into floats), at any
     depth this module writes (the stdlib parser recurses, and stops near 1,000 levels)."""
     return deep_retry(lambda: json.loads(data))
+
+
+def loads_line(line: bytes) -> Any:
+    """A line this module wrote, read back: orjson's value, or, for a line orjson refuses (nested
+    past its 1,024 levels, a lone surrogate written escaped), Python's ``json``'s exact one.
+
+    Raises:
+        ValueError: the line is not JSON (never one written here).
+    """
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return loads_exact(line)
 
 
 DEEP_RECURSION = 5000

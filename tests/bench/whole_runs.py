@@ -4,8 +4,8 @@ The engine's contract (no row fails a run) is fuzzed by ``tests/mutation.py``. T
 hostile shapes in the fields the code *around* the engine keys, groups or sums on (discovery and
 its accounting, the reduce's folds, the tables, the viewer, ``select`` and ``compare``'s
 pairing), in main rows, failures-sidecar lines and materialized-inputs lines, and runs the stage
-on the job as a user would: ``evidence-stage run``, then ``tables --replace``, ``select`` and
-``compare`` against a clean run of the same seed rows. Every command must end with its normal
+on the job as a user would: ``evidence-stage run``, then ``tables --replace``, ``report``,
+``select`` and ``compare`` against a clean run of the same seed rows. Every command must end with its normal
 status (a run 0 or 3, the gate's), and every non-blank line must be accounted for in the
 manifest: one attempt or one skipped line.
 
@@ -265,6 +265,7 @@ def _one_run(record: _Record, maker: JobMaker, folder: Path, number: int, rows: 
     run["by_status"], run["skipped_lines"] = counts_written["by_status"], counts_written["skipped_lines"]
     record.check(run, "accounted", _accounted(run_dir, hostile))
     record.step(run, "tables", ["tables", "--replace", str(run_dir)])
+    record.step(run, "report", ["report", str(run_dir)])
     for verdict in ("healthy", "unhealthy", "unobserved"):
         argv = ["select", str(run_dir), "--verdict", verdict, "--min-reward", "0", "--output", str(out / f"{verdict}.jsonl")]
         record.step(run, f"select {verdict}", argv)
