@@ -25,12 +25,15 @@ UNKNOWN_CLASS = "unknown"  # 0.7.0's class for a sidecar row without one
 LOST_KEYS_LISTED = 100  # lost keys named in accounting.json; the rest are counted
 
 RolloutKey = tuple[Hashable, Hashable]
-ACCOUNTED_KEYS = (TASK_KEY, ROLLOUT_KEY, FAILURE_CLASS_KEY)
 
 
 def accounted_fields(row: dict[str, Any]) -> dict[str, Any]:
-    """The members of a row that the accounting reads: a row's stand-in for ``land`` and ``fail``."""
-    return {key: row[key] for key in ACCOUNTED_KEYS if key in row}
+    """What the accounting reads of a row, already keyed: a row's stand-in for ``land`` and ``fail``.
+
+    Flat (scalars and key texts), so it pickles whatever the row held: discovery's workers send
+    it back from a long file's spans, and pickle stops near 1,000 levels.
+    """
+    return {TASK_KEY: _hashable(row.get(TASK_KEY)), ROLLOUT_KEY: _hashable(row.get(ROLLOUT_KEY)), FAILURE_CLASS_KEY: _failure_class(row)}
 
 
 def rollout_key(row: dict[str, Any]) -> RolloutKey:

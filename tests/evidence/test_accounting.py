@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import orjson
 import pytest
 
-from evidence import ShardAccount, run_accounting
+from evidence import ShardAccount, accounted_fields, run_accounting
 
 
 def _row(t: object, r: object, **extra: object) -> dict[str, object]:
@@ -115,3 +116,16 @@ def test_a_failure_class_too_deep_for_str_is_named_by_its_text() -> None:
     account.fail(_row(0, 0, _ng_failure_class=_deep(1000)))
     account.fail(_row(1, 0, _ng_failure_class=[1, "x"]))  # str(), as 0.7.0 names it
     assert account.summary()["failed_by_class"] == {"[" * 1000 + "0" + "]" * 1000: 1, "[1, 'x']": 1}
+
+
+def test_accounted_fields_pickle_at_any_depth_and_stand_in_for_the_row() -> None:
+    """A long file's spans are scanned by worker processes, which pickle each row's accounted
+    fields back: a 1,000-level identity stopped the pickler (issue 45)."""
+    row = _row(_deep(1000), {"a": _deep(1000)}, _ng_failure_class=_deep(1000))
+    fields = pickle.loads(pickle.dumps(accounted_fields(row)))
+    by_row, by_fields = ShardAccount("a.jsonl", True), ShardAccount("a.jsonl", True)
+    for account, stand_in in ((by_row, row), (by_fields, fields)):
+        account.expect(row)
+        account.land(stand_in)
+        account.fail(stand_in)
+    assert by_fields.summary() == by_row.summary() == {**by_row.summary(), "expected": 1, "landed": 1, "lost": 0, "unexpected": 0}
