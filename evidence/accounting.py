@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-import orjson
+from evidence.jsonl import deep_retry, key_text
 
 TASK_KEY = "_ng_task_index"
 ROLLOUT_KEY = "_ng_rollout_index"
@@ -25,24 +25,35 @@ UNKNOWN_CLASS = "unknown"  # 0.7.0's class for a sidecar row without one
 LOST_KEYS_LISTED = 100  # lost keys named in accounting.json; the rest are counted
 
 RolloutKey = tuple[Hashable, Hashable]
-ACCOUNTED_KEYS = (TASK_KEY, ROLLOUT_KEY, FAILURE_CLASS_KEY)
 
 
 def accounted_fields(row: dict[str, Any]) -> dict[str, Any]:
-    """The members of a row that the accounting reads: a row's stand-in for ``land`` and ``fail``."""
-    return {key: row[key] for key in ACCOUNTED_KEYS if key in row}
+    """What the accounting reads of a row, already keyed: a row's stand-in for ``land`` and ``fail``.
+
+    Flat (scalars and key texts), so it pickles whatever the row held: discovery's workers send
+    it back from a long file's spans, and pickle stops near 1,000 levels.
+    """
+    return {TASK_KEY: _hashable(row.get(TASK_KEY)), ROLLOUT_KEY: _hashable(row.get(ROLLOUT_KEY)), FAILURE_CLASS_KEY: _failure_class(row)}
 
 
 def rollout_key(row: dict[str, Any]) -> RolloutKey:
     """``(task, rollout)`` as 0.7.0 compares them (``row.get``; ``1``, ``1.0`` and ``true`` are one key).
 
-    A list or object value, which 0.7.0 could not hash, is keyed by its JSON text.
+    A list or object value, which 0.7.0 could not hash, is keyed by its JSON text, however deep
+    (``evidence.jsonl.key_text``).
     """
     return _hashable(row.get(TASK_KEY)), _hashable(row.get(ROLLOUT_KEY))
 
 
 def _hashable(value: Any) -> Hashable:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode() if isinstance(value, (list, dict)) else value
+    return key_text(value) if isinstance(value, (list, dict)) else value
+
+
+def _failure_class(row: dict[str, Any]) -> str:
+    """A sidecar row's ``_ng_failure_class`` as 0.7.0 names it (``str()``, ``unknown`` when falsy),
+    also when it is nested past the default recursion limit (a row parses to 1,024 levels)."""
+    value = row.get(FAILURE_CLASS_KEY) or UNKNOWN_CLASS
+    return deep_retry(lambda: str(value))
 
 
 class ShardAccount:
@@ -73,7 +84,7 @@ class ShardAccount:
         """One row of the shard's failures sidecar; a later row for the same key replaces an earlier one."""
         key = rollout_key(row)
         self._failures.pop(key, None)  # re-inserted: "latest" is also the order they are listed in
-        self._failures[key] = str(row.get(FAILURE_CLASS_KEY) or UNKNOWN_CLASS)
+        self._failures[key] = _failure_class(row)
 
     def lost_keys(self) -> list[RolloutKey]:
         """Owed keys with neither a main row nor a sidecar row, in inventory order."""

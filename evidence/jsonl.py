@@ -8,7 +8,8 @@ without recursion. No value is ever lost and no value can make a write raise.
 
 This is the one home of JSON writing in the library: rows, health files, perf_summary and the
 part encoding all go through :func:`dumps` (a long enriched row through :func:`write_row`, which
-writes the same bytes in pieces).
+writes the same bytes in pieces), and a value read from a row is keyed by its text through
+:func:`key_text`.
 """
 
 from __future__ import annotations
@@ -16,18 +17,23 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 __all__ = [
     "Layout",
     "WrittenRow",
+    "deep_recursion",
+    "deep_retry",
     "dump_row",
     "dumps",
+    "key_text",
     "loads_exact",
+    "loads_line",
     "orjson_line",
     "write_row",
 ]
@@ -50,6 +56,19 @@ def dumps(value: Any, *, indent: bool = False) -> bytes:
         return orjson.dumps(value, option=_INDENT if indent else 0)
     except orjson.JSONEncodeError:
         return b"".join(_pieces(value, indent))
+
+
+def key_text(value: Any) -> str:
+    """``value``'s JSON text with object keys sorted: a hashable key for a list or object read from a row.
+
+    orjson's text wherever orjson can write the value (so keys already recorded stay the same),
+    the fallback writer's otherwise: a key is made of any parsed value, however deep or wide
+    (issue 45: one identity nested past orjson's 255 levels failed a whole run).
+    """
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONEncodeError:
+        return b"".join(_pieces(value, False, sort_keys=True)).decode()
 
 
 def dump_row(row: Any) -> bytes:
@@ -206,8 +225,58 @@ class _PieceWriter:
 
 
 def loads_exact(data: bytes) -> Any:
-    """Parse JSON keeping integers of any width exact (orjson turns wide ones into floats)."""
-    return json.loads(data)
+    """Parse JSON keeping integers of any width exact (orjson turns wide ones into floats), at any
+    depth this module writes (the stdlib parser recurses, and stops near 1,000 levels)."""
+    return deep_retry(lambda: json.loads(data))
+
+
+def loads_line(line: bytes) -> Any:
+    """A line this module wrote, read back: orjson's value, or, for a line orjson refuses (nested
+    past its 1,024 levels, a lone surrogate written escaped), Python's ``json``'s exact one.
+
+    Raises:
+        ValueError: the line is not JSON (never one written here).
+    """
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return loads_exact(line)
+
+
+DEEP_RECURSION = 5000
+"""Recursion room for a value read from a row: orjson parses a row to 1,024 levels, and the stage
+wraps such a value in a few containers of its own (a digest in a part, a record in a spill)."""
+
+T = TypeVar("T")
+
+
+def deep_retry(call: Callable[[], T]) -> T:
+    """``call()``, called again under :func:`deep_recursion` when the default limit stopped it.
+
+    For the walks over row values that recurse (the stdlib JSON parser and encoder, ``str()``,
+    ``==``, pickle): a value read from a row can be nested past the default limit (1,000), and
+    such a value must not fail a run (issue 45). ``call`` must be safe to call twice.
+    """
+    try:
+        return call()
+    except RecursionError:
+        with deep_recursion():
+            return call()
+
+
+@contextmanager
+def deep_recursion() -> Iterator[None]:
+    """The interpreter's recursion limit raised to :data:`DEEP_RECURSION` for the block (never lowered).
+
+    The limit is process-wide: raising it for a moment only lets other threads recurse deeper
+    meanwhile, and a thread's C stack (8 MiB) holds such a walk many times over.
+    """
+    saved = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(saved, DEEP_RECURSION))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(saved)
 
 
 def _leaf(value: Any) -> bytes:
@@ -221,15 +290,15 @@ def _leaf(value: Any) -> bytes:
     raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
 
-def _pieces(value: Any, indent: bool) -> Iterator[bytes]:
+def _pieces(value: Any, indent: bool, *, sort_keys: bool = False) -> Iterator[bytes]:
     """The fallback writer: containers walked with an explicit stack, children tried with orjson first."""
-    option = _INDENT if indent else 0
+    option = (_INDENT if indent else 0) | (orjson.OPT_SORT_KEYS if sort_keys else 0)
     # Each frame: (iterator over (key or None, child), closing bracket, depth, first-item flag holder)
     stack: list[tuple[Iterator[tuple[str | None, Any]], bytes, int, list[bool]]] = []
 
     def open_container(container: Any, depth: int) -> bytes:
         if isinstance(container, dict):
-            items: Iterator[tuple[str | None, Any]] = iter(container.items())
+            items: Iterator[tuple[str | None, Any]] = iter(sorted(container.items()) if sort_keys else container.items())
             brackets = b"{}"
         else:
             items = ((None, child) for child in container)

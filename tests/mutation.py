@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +54,7 @@ from evidence import (
 from evidence.health import digest_lines
 from evidence.health.reduce import identity_sizes
 from evidence.health.registry import CHECK_IDS
+from evidence.jsonl import deep_recursion
 from evidence.perf_summary import InMemorySort
 from evidence.report import ReportContext, render_report, report_markdown
 from tests.conftest import EXAMPLE_JOB, SAMPLES
@@ -102,7 +102,6 @@ CAPTURE_KEYS = (
 )
 GARBAGE_LINES = (b"", b"  ", b"[]", b"3", b'"x"', b"null", b"\xff\xfe", b'{"a":NaN}', b"1e400", b"\xef\xbb\xbf{}")
 LONE_SURROGATE = "\ud800"
-PARSE_DEPTH = 4000
 MAX_DEPTH = 600
 
 NodePath = tuple[Any, ...]
@@ -424,12 +423,8 @@ def _shared_mutation(rng: random.Random) -> Callable[[bytes], bytes]:
 def parse(text: bytes | str) -> Any:
     """``json.loads`` with room for the deepest value orjson reads (1,024 levels) plus what
     collection wraps around it: the default recursion limit stops the stdlib parser near 1,000."""
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(PARSE_DEPTH)
-    try:
+    with deep_recursion():
         return json.loads(text)
-    finally:
-        sys.setrecursionlimit(limit)
 
 
 def check_batch(batch: Batch) -> list[AttemptOutcome]:
@@ -453,7 +448,8 @@ def check_attempt(example: Example, config: AttemptConfig = CONFIG) -> AttemptOu
     assert isinstance(parse(outcome.line), dict), "line: not a JSON object"
     part = AttemptPart("fingerprint", 0.25, outcome)
     back = decode_part(b"".join(encode_part(part)))
-    assert back == part, "roundtrip: the decoded part differs"
+    with deep_recursion():  # == walks a deep reward or identity recursively too
+        assert back == part, "roundtrip: the decoded part differs"
     if outcome.main is not None and isinstance(outcome.main.atif, AtifFile):
         parse(b"".join(outcome.main.atif.text))
         parse(outcome.main.atif.manifest_line)

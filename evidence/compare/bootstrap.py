@@ -29,9 +29,25 @@ def paired_bootstrap(differences: Mapping[str, Sequence[float]], seed: int, resa
         differences: task -> the differences of its pairs (tasks without pairs are left out).
         seed: the random seed; the same seed and input give the same interval.
         resamples: how many bootstrap resamples are drawn.
+
+    The interval has no figures (``delta``, ``low`` and ``high`` None) when there are no pairs, or
+    when a sum leaves the range of a double (rewards of ``1e308`` on one side and ``-1e308`` on
+    the other): such a mean is no measurement, and the comparison goes on without it.
     """
-    cells = [(math.fsum(values), len(values)) for _, values in sorted(differences.items()) if values]
-    pairs = sum(count for _, count in cells)
+    counted = [values for _, values in sorted(differences.items()) if values]
+    pairs, tasks = sum(len(values) for values in counted), len(counted)
+    try:
+        return _interval([(math.fsum(values), len(values)) for values in counted], pairs, seed, resamples)
+    except (OverflowError, ValueError):  # fsum: a finite sum too large, or inf and -inf together
+        return Interval(pairs=pairs, tasks=tasks, delta=None, low=None, high=None)
+
+
+def _interval(cells: list[tuple[float, int]], pairs: int, seed: int, resamples: int) -> Interval:
+    """The interval over each task's (sum of differences, pairs).
+
+    Raises:
+        OverflowError, ValueError: ``math.fsum`` met a sum no double holds.
+    """
     if not cells:
         return Interval(pairs=0, tasks=0, delta=None, low=None, high=None)
     delta = math.fsum(total for total, _ in cells) / pairs

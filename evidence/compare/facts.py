@@ -15,6 +15,7 @@ from typing import Any
 
 from evidence.capabilities.values import as_dict, dicts, finite_float
 from evidence.folds.digest import score_digest
+from evidence.jsonl import deep_retry
 from evidence.perf_summary import perf_group
 
 __all__ = ["METRICS", "RolloutFacts", "VerdictFacts", "rollout_facts", "verdict_facts"]
@@ -84,7 +85,12 @@ def _label(key: RolloutKey) -> str:
 
 
 def rollout_facts(row: dict[str, Any]) -> RolloutFacts:
-    """The facts of one enriched main row (its group is the one perf_summary puts it in)."""
+    """The facts of one enriched main row (its group is the one perf_summary puts it in), also of
+    one whose values are nested past the default recursion limit (``evidence.jsonl.deep_retry``)."""
+    return deep_retry(lambda: _rollout_facts(row))
+
+
+def _rollout_facts(row: dict[str, Any]) -> RolloutFacts:
     perf = as_dict(row.get("ng_perf"))
     sources = {"reward": row.get("reward"), **{name: perf.get(name) for name in METRICS[1:]}}
     values = {name: number for name, value in sources.items() if (number := _as_float(value)) is not None}
@@ -111,7 +117,11 @@ def _as_float(value: Any) -> float | None:
 
 
 def verdict_facts(line: Mapping[str, Any]) -> VerdictFacts:
-    """The facts of one verdict line (0.7.0's ``rollout_verdicts.jsonl`` layout)."""
+    """The facts of one verdict line (0.7.0's ``rollout_verdicts.jsonl`` layout), at any depth."""
+    return deep_retry(lambda: _verdict_facts(line))
+
+
+def _verdict_facts(line: Mapping[str, Any]) -> VerdictFacts:
     key = rollout_key(line)
     checks = frozenset(f["check"] for f in dicts(line.get("findings")) if isinstance(f.get("check"), str))
     verdict = line.get("verdict")

@@ -54,8 +54,12 @@ def group_change(
 
 
 def _mean(values: Iterable[float | None]) -> float | None:
+    """The mean of the values present; None without any, or when their sum leaves the range of a double."""
     present = [v for v in values if v is not None]
-    return statistics.fmean(present) if present else None
+    try:
+        return statistics.fmean(present) if present else None
+    except OverflowError:  # two rewards of 1e308: no mean a double holds
+        return None
 
 
 def _models(rollouts: Sequence[RolloutFacts]) -> list[str]:

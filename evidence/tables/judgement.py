@@ -12,6 +12,7 @@ from typing import Any
 
 from evidence.health.identity import InvalidIdentity, record_identity, unreadable_identity
 from evidence.health.registry import CHECKS
+from evidence.jsonl import deep_retry
 from evidence.tables.values import as_int, as_list, as_object, as_str, as_text
 
 __all__ = [
@@ -90,7 +91,7 @@ def verdict_order(row: Mapping[str, Any] | None, output_line: int) -> tuple[tupl
         identity = unreadable_identity(output_line)
     else:
         try:
-            identity = record_identity(dict(row), output_line - 1)
+            identity = deep_retry(lambda: record_identity(dict(row), output_line - 1))  # its rollout id is str() of raw values
         except InvalidIdentity:
             identity = unreadable_identity(output_line)
     return _order((identity.task, identity.rollout, identity.stage))

@@ -24,6 +24,7 @@ from evidence import (
     rollout_facts,
     verdict_facts,
 )
+from evidence.jsonl import loads_line
 from tasks.rundir import COMPARE_JSON, COMPARE_MARKDOWN, COMPARE_PAGE, RUNS_FOLDER, RunPaths, latest_manifest, read_document, run_dir_of
 from tasks.storage import InputNotFound, Location
 
@@ -44,12 +45,20 @@ class CompareResult:
 
 
 def _objects(location: Location) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a JSONL file (absent file: none), streamed."""
+    """The JSON objects of a JSONL file (absent file: none), streamed.
+
+    A line orjson refuses is one the stage wrote all the same (nested past orjson's 1,024 levels,
+    or holding a lone surrogate from a capture): it is read as Python's ``json`` reads it, as the
+    viewer shows it; a line no parser reads is no object.
+    """
     if not location.exists():
         return
     for _, _, raw in location.iter_lines():
         if raw.strip():
-            value = orjson.loads(raw)
+            try:
+                value = loads_line(raw)
+            except ValueError:
+                continue
             if isinstance(value, dict):
                 yield value
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -31,6 +31,7 @@ from evidence import (
     score_digest,
     scores_markdown,
 )
+from evidence.jsonl import deep_retry, loads_line
 from tasks.rundir import (
     ACCOUNTING_FILE,
     AGGREGATE_METRICS_CLEAN_FILE,
@@ -73,6 +74,7 @@ LINKS = (
 
 
 DOCUMENTS = (SCORES_FILE, QUALITY_SUMMARY_FILE, CAPABILITIES_FILE, PERF_SUMMARY_FILE, ACCOUNTING_FILE, GATE_FILE)
+T = TypeVar("T")
 
 
 def _read_outputs(run_dir: Location) -> tuple[set[str], dict[str, Any]]:
@@ -194,15 +196,29 @@ def render_run_report(
 
 
 def rebuild_histograms(run_dir: Location) -> dict[str, list[float]]:
-    """Histogram values recomputed from the run's enriched main rows (for ``report``), rewards as the reduce takes them."""
+    """Histogram values recomputed from the run's enriched main rows (for ``report``), rewards as the reduce takes them.
+
+    Every line is read, also one orjson refuses (a lone surrogate, 1,024+ levels), and its digests
+    are made with room for values nested past the default recursion limit; a digest that still
+    raises is left out, as the attempt engine leaves out a digest it could not make.
+    """
     rewards: list[float] = []
 
     def digests() -> Iterator[dict[str, Any]]:
         for _, _, raw in RunPaths(run_dir).rollouts.iter_lines():
             if raw.strip():
-                row = orjson.loads(raw)
-                score = score_digest(row)
+                row = loads_line(raw)
+                score = _digest(score_digest, row)
                 rewards.extend(reward_values([score] if score is not None else []))
-                yield capability_digest(row)
+                capability = _digest(capability_digest, row)
+                if capability is not None:
+                    yield capability
 
     return {**histogram_values(digests()), "reward": rewards}
+
+
+def _digest(make: Callable[[dict[str, Any]], T], row: dict[str, Any]) -> T | None:
+    try:
+        return deep_retry(lambda: make(row))
+    except Exception:  # noqa: BLE001 - the engine made no such digest either (evidence.process_attempt's guard)
+        return None

@@ -19,6 +19,8 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, Generic, Self, TypeVar
 
+from evidence.jsonl import deep_recursion
+
 SORT_BUFFER = 4096
 SPILL_BATCH = 16
 """Records a spill holds in memory before it pickles them to disk, as one list: one pickling
@@ -69,7 +71,14 @@ class Spill(TemporaryStore, Generic[T]):
 
     def _write_batch(self) -> None:
         if self._batch:
-            _Pickler(self._raw, protocol=pickle.HIGHEST_PROTOCOL).dump(self._batch)
+            start = self._raw.tell()
+            try:
+                _Pickler(self._raw, protocol=pickle.HIGHEST_PROTOCOL).dump(self._batch)
+            except RecursionError:  # a value read from a row, nested deeper than the pickler's default allows
+                self._raw.seek(start)
+                self._raw.truncate()
+                with deep_recursion():
+                    _Pickler(self._raw, protocol=pickle.HIGHEST_PROTOCOL).dump(self._batch)
             self._batch = []
 
     def __iter__(self) -> Iterator[T]:

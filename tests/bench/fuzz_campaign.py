@@ -1,8 +1,9 @@
-"""A long fuzz campaign of the attempt engine and the run's folds; print ONE JSON line.
+"""A long fuzz campaign of the attempt engine and the run's folds, or of whole runs; print ONE JSON line.
 
 Usage (from the repository root):
 
     .venv/bin/python tests/bench/fuzz_campaign.py --examples 20000 --seed 1
+    .venv/bin/python tests/bench/fuzz_campaign.py --runs 3 --rows 150 --seed 1
 
 The examples are the fuzz test's (``tests/mutation.py``), many more of them. Fields: examples
 (attempts run), batches (fold runs), seconds, statuses (outcomes per status), failed_reasons
@@ -11,6 +12,11 @@ which the contract allows but each one is worth a look), failures (contract viol
 exception type and the evidence frame that raised or the check that failed) and, per failure
 kind, the first message. ``--save DIR`` pickles each failing batch there, to replay it with
 ``tests.mutation.check_batch``.
+
+``--runs N`` runs the stage itself instead (``tests/bench/whole_runs.py``): N jobs of ``--rows``
+lines whose identity and scored fields, failures-sidecar lines and materialized-inputs lines
+hold the hostile shapes, each through ``evidence-stage run``, ``tables``, ``select`` and
+``compare`` against a clean run of the same seed rows.
 """
 
 from __future__ import annotations
@@ -48,7 +54,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--batch", type=int, default=20)
     parser.add_argument("--save", type=Path, default=None)
+    parser.add_argument("--runs", type=int, default=0, help="whole runs instead of engine examples")
+    parser.add_argument("--rows", type=int, default=150, help="lines of each whole run's job")
     args = parser.parse_args()
+    if args.runs:
+        from tests.bench.whole_runs import campaign
+
+        print(json.dumps(campaign(args.runs, args.rows, args.seed)))
+        return
     rng = random.Random(args.seed)
     statuses: Counter[str] = Counter()
     failed_reasons: Counter[str] = Counter()

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from evidence import ShardAccount, run_accounting
+import pickle
+from typing import Any
+
+import orjson
+import pytest
+
+from evidence import ShardAccount, accounted_fields, run_accounting
 
 
 def _row(t: object, r: object, **extra: object) -> dict[str, object]:
@@ -75,3 +81,51 @@ def test_lost_keys_are_listed_up_to_the_bound_then_counted() -> None:
         {"shard": "b.jsonl", "_ng_task_index": 0, "_ng_rollout_index": 1},
     ]
     assert (document["expected"], document["lost"], document["lost_keys_omitted"]) == (6, 6, 2)
+
+
+def _deep(depth: int) -> Any:
+    """A list nested ``depth`` levels, parsed as a row's field would be (orjson reads 1,024 levels)."""
+    return orjson.loads(b"[" * depth + b"0" + b"]" * depth)
+
+
+@pytest.mark.parametrize("depth", [255, 300, 1000])
+def test_an_identity_nested_past_orjsons_writer_is_keyed_and_accounted(depth: int) -> None:
+    """Issue 45: a list identity nested 255+ levels made the key's orjson.dumps raise and failed the run."""
+    account = ShardAccount("a.jsonl", expected_known=True)
+    account.expect(_row(0, _deep(depth)))
+    account.expect(_row(1, _deep(depth)))
+    account.land(_row(0, _deep(depth)))  # equal values, one key
+    account.fail(_row(2, {"b": 1, "a": _deep(depth)}, _ng_failure_class="timeout_exceeded"))
+    account.fail(_row(2, {"a": _deep(depth), "b": 1}))  # the same key, its object's members in another order
+    summary = account.summary()
+    assert {k: summary[k] for k in ("expected", "landed", "failed", "lost", "duplicates", "unexpected")} == {
+        "expected": 2,
+        "landed": 1,
+        "failed": 1,
+        "lost": 1,
+        "duplicates": 0,
+        "unexpected": 0,
+    }
+    assert summary["failed_by_class"] == {"unknown": 1}
+    assert account.lost_keys() == [(1, "[" * depth + "0" + "]" * depth)]
+
+
+def test_a_failure_class_too_deep_for_str_is_named_by_its_text() -> None:
+    """A sidecar's ``_ng_failure_class`` nested past Python's repr limit is named, not raised on."""
+    account = ShardAccount("a.jsonl", expected_known=False)
+    account.fail(_row(0, 0, _ng_failure_class=_deep(1000)))
+    account.fail(_row(1, 0, _ng_failure_class=[1, "x"]))  # str(), as 0.7.0 names it
+    assert account.summary()["failed_by_class"] == {"[" * 1000 + "0" + "]" * 1000: 1, "[1, 'x']": 1}
+
+
+def test_accounted_fields_pickle_at_any_depth_and_stand_in_for_the_row() -> None:
+    """A long file's spans are scanned by worker processes, which pickle each row's accounted
+    fields back: a 1,000-level identity stopped the pickler (issue 45)."""
+    row = _row(_deep(1000), {"a": _deep(1000)}, _ng_failure_class=_deep(1000))
+    fields = pickle.loads(pickle.dumps(accounted_fields(row)))
+    by_row, by_fields = ShardAccount("a.jsonl", True), ShardAccount("a.jsonl", True)
+    for account, stand_in in ((by_row, row), (by_fields, fields)):
+        account.expect(row)
+        account.land(stand_in)
+        account.fail(stand_in)
+    assert by_fields.summary() == by_row.summary() == {**by_row.summary(), "expected": 1, "landed": 1, "lost": 0, "unexpected": 0}

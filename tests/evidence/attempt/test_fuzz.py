@@ -79,6 +79,12 @@ def _surrogate_arguments() -> Example:
     return Example(orjson.dumps(row), CaptureFiles(orjson.dumps(call), False), 1)
 
 
+def _deep_reward(depth: int) -> Example:
+    """A main row whose ``reward`` is a list nested ``depth`` levels (orjson parses rows to 1,024)."""
+    row = b'{"_ng_task_index":0,"_ng_rollout_index":0,"agent_ref":{"name":"agent"},"reward":'
+    return Example(row + b"[" * depth + b"0" + b"]" * depth + b"}", None, 1)
+
+
 # Shapes the fuzz campaign found, one per fix: each broke the contract on the old code.
 FOUND = {
     # The capability digest's tokens per turn overflowed to inf, which a part writes as null.
@@ -91,6 +97,10 @@ FOUND = {
     # decode into the enriched row, whose line (escaped again) orjson cannot read back; 0.7.0's
     # health reports that line as record_unreadable, the engine gave no health digest.
     "lone_surrogate_in_tool_arguments": [_surrogate_arguments()],
+    # Found by the whole-run campaign (issue 45): a reward nested 990 levels rides in the score
+    # digest, so the part's header is written exactly, and the stdlib parser reading it back
+    # stopped at its recursion limit (the reduce failed the run).
+    "reward_nested_990_levels": [_deep_reward(990)],
 }
 
 

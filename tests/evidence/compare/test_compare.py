@@ -6,6 +6,7 @@ import json
 from html.parser import HTMLParser
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -74,6 +75,16 @@ def test_pairing_keeps_types_apart_and_pairs_repeated_keys_by_occurrence() -> No
     assert (pairs.repeated_keys_a, pairs.repeated_keys_b) == (1, 0)
 
 
+def test_an_identity_nested_past_the_encoders_recursion_pairs() -> None:
+    """Issue 45: json.dumps of a task index nested 1,000 levels (a row parses to 1,024) raised RecursionError."""
+    deep = orjson.loads(b"[" * 1000 + b"0" + b"]" * 1000)
+    a, b = [rollout_facts(row(deep, 0)), rollout_facts(row(1, 0))], [rollout_facts(row(deep, 0, reward=1.0))]
+    assert a[0].key == ("[" * 1000 + "0" + "]" * 1000, "0")
+    pairs = pair_by_key(a, b)
+    assert ([x.key for x, _ in pairs.paired], [r.label for r in pairs.only_in_a]) == ([a[0].key], ["1-0"])
+    assert verdict_facts({"_ng_task_index": deep, "_ng_rollout_index": 0, "verdict": "healthy"}).key == a[0].key
+
+
 def test_bootstrap_is_seeded_exact_for_constant_differences_and_bounded_by_task_means() -> None:
     constant = paired_bootstrap({"0": [0.5, 0.5], "1": [0.5], "2": [0.5, 0.5, 0.5]}, seed=3)
     assert (constant.pairs, constant.tasks, constant.delta, constant.low, constant.high) == (6, 3, 0.5, 0.5, 0.5)
@@ -131,6 +142,29 @@ def test_the_interval_agrees_with_an_independent_reading_of_its_description(diff
         "low": interval.low,
         "high": interval.high,
     }
+
+
+@pytest.mark.parametrize(
+    ("differences", "pairs", "tasks"),
+    [({"0": [1e308, 1e308]}, 2, 1), ({"0": [1e308], "1": [1e308]}, 2, 2), ({"0": [float("inf"), float("-inf")]}, 2, 1)],
+)
+def test_a_bootstrap_whose_sums_leave_the_doubles_has_no_figures(differences: dict[str, list[float]], pairs: int, tasks: int) -> None:
+    """Issue 45: B − A of 1e308 latencies made math.fsum raise and failed the comparison."""
+    interval = paired_bootstrap(differences, seed=0)
+    assert (interval.pairs, interval.tasks, interval.delta, interval.low, interval.high) == (pairs, tasks, None, None, None)
+
+
+def test_rewards_and_latencies_near_the_largest_double_compare() -> None:
+    """Issue 45: a whole comparison over rows whose means and differences overflow a double."""
+    a_rows = [row(t, 0, reward=0.0, ng_perf={"total_latency_ms": 0.0}) for t in range(2)]
+    b_rows = [row(t, 0, reward=1e308, ng_perf={"total_latency_ms": 1e308}) for t in range(2)]
+    comparison = compare_runs(evidence(a_rows), evidence(b_rows))
+    group = comparison.groups["agent"]
+    assert (group.mean_reward.a, group.mean_reward.b) == (0.0, None)  # fmean of two 1e308: no double
+    assert (group.intervals["reward"].pairs, group.intervals["reward"].delta) == (2, None)
+    assert (group.intervals["total_latency_ms"].pairs, group.intervals["total_latency_ms"].delta) == (2, None)
+    json.loads(comparison_json(comparison))
+    compare_markdown(comparison)
 
 
 def test_identical_evidence_is_no_change_and_trusted() -> None:

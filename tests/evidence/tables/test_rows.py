@@ -113,6 +113,13 @@ def test_verdict_order_pairs_each_main_row_with_its_verdict_line(job: str) -> No
         }
 
 
+def test_a_main_row_whose_identity_is_nested_past_the_recursion_limit_sorts_as_unreadable() -> None:
+    """Issue 45: the health identity's rollout id is ``str()`` of the raw task index, and a task
+    nested 1,000 levels made the tables' rebuild raise RecursionError instead of ordering the row."""
+    row = orjson.loads(b'{"_ng_task_index": ' + b"[" * 1000 + b"]" * 1000 + b', "_ng_rollout_index": 0}')
+    assert verdict_order(row, 3) == ((1, "__unreadable_record__:input-0:line-3"), (0, 0), (1, "None"))
+
+
 def test_verdict_order_is_healths_order() -> None:
     for task, rollout, stage in [(3, 1, None), ("b", 2, 1), (True, 0, "x"), (10, "a", None)]:
         digest = RowDigest(task, rollout, stage, "id", (), (), RowStats())

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import random
+import sys
 from dataclasses import dataclass, field
+from typing import Any
 
+import orjson
 import pytest
 
+from evidence import dumps
 from tasks.storage import FileEntry, spill
 from tasks.storage.spill import SortedSpill, Spill, count_repeats
 
@@ -132,3 +136,18 @@ def test_a_read_sees_the_records_added_before_it_began(monkeypatch: pytest.Monke
             records.add(i)
         assert list(reading) == list(range(2, 10))
         assert list(records) == list(range(25))
+
+
+def test_a_record_nested_as_deep_as_a_row_parses_is_spilled_and_read_back() -> None:
+    """Issue 45: a score digest holding a reward nested 990 levels stopped the pickler (recursion) and failed the run."""
+    deep = orjson.loads(b"[" * 1023 + b"0" + b"]" * 1023)  # the deepest value orjson parses from a row
+    limit = sys.getrecursionlimit()
+    with Spill[Any]() as records:
+        for record in ("before", ("digest", {"reward": deep}), "after"):
+            records.add(record)
+        first, (name, digest), last = list(records)
+        records.add("later")  # the file goes on after the batch pickled again
+        assert [*list(records)[:1], *list(records)[2:]] == ["before", "after", "later"]
+    assert (first, name, last) == ("before", "digest", "after")
+    assert dumps(digest) == dumps({"reward": deep})  # compared as text: == recurses too
+    assert sys.getrecursionlimit() == limit  # raised for the batch only
