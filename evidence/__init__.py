@@ -87,7 +87,7 @@ from evidence.health import (
     verdict_order,
 )
 from evidence.identity import capture_file_id, capture_rollout_id, check_capture_file_id, trajectory_identity
-from evidence.jsonl import dump_row, dumps, orjson_line
+from evidence.jsonl import deep_recursion, deep_retry, dump_row, dumps, loads_line, orjson_line
 from evidence.models.atif import Exporter
 from evidence.models.run import ManifestHead, RecordedParams, RunCounts, RunIdentity, RunManifest, Streamed
 from evidence.perf_summary import PerfSummaryFold, compute_perf_summary, perf_group, summary_input
@@ -180,6 +180,8 @@ __all__ = [
     "compute_perf_summary",
     "config_error_message",
     "decode_part",
+    "deep_recursion",
+    "deep_retry",
     "dump_row",
     "dumps",
     "dumps_aggregate_metrics",
@@ -194,6 +196,7 @@ __all__ = [
     "health_markdown",
     "histogram_values",
     "key_metrics",
+    "loads_line",
     "main_identities",
     "masked_rollout",
     "normalize_ignored_checks",

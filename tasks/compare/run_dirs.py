@@ -20,11 +20,11 @@ from evidence import (
     compare_markdown,
     compare_runs,
     comparison_json,
+    loads_line,
     render_compare,
     rollout_facts,
     verdict_facts,
 )
-from evidence.jsonl import loads_line
 from tasks.rundir import COMPARE_JSON, COMPARE_MARKDOWN, COMPARE_PAGE, RUNS_FOLDER, RunPaths, latest_manifest, read_document, run_dir_of
 from tasks.storage import InputNotFound, Location
 

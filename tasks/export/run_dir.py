@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from evidence import RolloutVerdicts, RunDocuments, StageError, TraceModel, TraceSkipped, main_identities, rollout_trace
+from evidence import RolloutVerdicts, RunDocuments, StageError, TraceModel, TraceSkipped, loads_line, main_identities, rollout_trace
 from tasks.rundir import RunPaths, is_complete, read_document
 from tasks.storage import InputNotFound, Location
 
@@ -63,7 +63,7 @@ def run_documents(run_dir: Location, manifest: dict[str, Any]) -> RunDocuments:
 def run_verdicts(run_dir: Location) -> RolloutVerdicts:
     """The run's verdict lines, to hand each row its own (none when the run has no health report)."""
     verdicts = RunPaths(run_dir).verdicts
-    lines = (orjson.loads(raw) for _, _, raw in verdicts.iter_lines() if raw.strip()) if verdicts.exists() else ()
+    lines = (loads_line(raw) for _, _, raw in verdicts.iter_lines() if raw.strip()) if verdicts.exists() else ()
     return RolloutVerdicts(line for line in lines if isinstance(line, dict))
 
 
@@ -78,5 +78,5 @@ def run_traces(run_dir: Location, manifest: dict[str, Any]) -> Iterator[TraceMod
         identity = next(identities, None)
         if identity is None:
             raise ExportError(f"rollouts.jsonl line {line_no} has no main attempt in manifest.json")
-        row = orjson.loads(raw)
+        row = loads_line(raw)  # a line deeper than orjson reads (a row of the run, issue 45)
         yield rollout_trace(row, identity, verdicts.take(row, line_no - 1))

@@ -21,9 +21,11 @@ from evidence import (
     capabilities_markdown,
     capability_digest,
     capability_table_rows,
+    deep_retry,
     gate_markdown,
     health_markdown,
     histogram_values,
+    loads_line,
     masked_rollout,
     perf_markdown,
     render_report,
@@ -31,7 +33,6 @@ from evidence import (
     score_digest,
     scores_markdown,
 )
-from evidence.jsonl import deep_retry, loads_line
 from tasks.rundir import (
     ACCOUNTING_FILE,
     AGGREGATE_METRICS_CLEAN_FILE,

@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, Generic, Self, TypeVar
 
-from evidence.jsonl import deep_recursion
+from evidence import deep_recursion
 
 SORT_BUFFER = 4096
 SPILL_BATCH = 16
