@@ -88,6 +88,16 @@ from evidence.health import (
 )
 from evidence.identity import capture_file_id, capture_rollout_id, check_capture_file_id, trajectory_identity
 from evidence.jsonl import dump_row, dumps, orjson_line
+from evidence.live import (
+    EndReason,
+    LiveStatus,
+    Outstanding,
+    answered_accounting,
+    capture_activity,
+    end_of_job,
+    outstanding_rollouts,
+    unhealthy_share,
+)
 from evidence.models.atif import Exporter
 from evidence.models.run import ManifestHead, RecordedParams, RunCounts, RunIdentity, RunManifest, Streamed
 from evidence.perf_summary import PerfSummaryFold, compute_perf_summary, perf_group, summary_input
@@ -130,14 +140,17 @@ __all__ = [
     "CaptureLookup",
     "CollectedRow",
     "Comparison",
+    "EndReason",
     "EvidenceError",
     "Exporter",
     "FirstKeyWins",
     "GroupRefusal",
     "HealthFold",
+    "LiveStatus",
     "MainDigests",
     "ManifestHead",
     "MaskedRollout",
+    "Outstanding",
     "PartError",
     "PerfDigest",
     "PerfSummaryFold",
@@ -164,12 +177,14 @@ __all__ = [
     "UnknownHealthCheck",
     "accounted_fields",
     "accounting_markdown",
+    "answered_accounting",
     "atif_of_line",
     "build_capabilities",
     "build_scores",
     "capabilities_markdown",
     "capability_digest",
     "capability_table_rows",
+    "capture_activity",
     "capture_file_id",
     "capture_rollout_id",
     "check_capture_file_id",
@@ -185,6 +200,7 @@ __all__ = [
     "dumps_aggregate_metrics",
     "duplicate_key_message",
     "encode_part",
+    "end_of_job",
     "evaluate_gate",
     "evaluate_row",
     "export_rollouts",
@@ -200,6 +216,7 @@ __all__ = [
     "orjson_line",
     "output_created_message",
     "output_exists_message",
+    "outstanding_rollouts",
     "parse_ignored_checks",
     "perf_group",
     "perf_markdown",
@@ -219,6 +236,7 @@ __all__ = [
     "success_lines",
     "summary_input",
     "trajectory_identity",
+    "unhealthy_share",
     "unprocessed_attempt",
     "verdict_facts",
     "verdict_line",

@@ -52,6 +52,7 @@ VIEWER_FOLDER = "viewer"  # the rollout viewer: index.html and its detail files 
 VIEWER_PAGE = f"{VIEWER_FOLDER}/index.html"
 ATTEMPTS_FOLDER = "attempts"  # the per-attempt parts, removed once the run is published
 LEASE_FILE = "LEASE"  # who is working in the run, while it runs (tasks.lease); removed when it ends
+LIVE_FILE = "live.json"  # a followed job's status at its last snapshot (flows/execution/follow.py)
 COMPARE_JSON, COMPARE_MARKDOWN, COMPARE_PAGE = "compare.json", "compare.md", "compare.html"  # in a comparison folder
 COMPARE_FILES = (COMPARE_JSON, COMPARE_MARKDOWN, COMPARE_PAGE)
 
@@ -289,3 +290,20 @@ def latest_manifest(output: Location, job_id: str, pointer: str = LATEST_FILE) -
     if not is_complete(run_dir) or not manifest.is_file():
         return None
     return ManifestHead.from_json(manifest.read_bytes())
+
+
+def remove_snapshot_outputs(run_dir: Location) -> None:
+    """Remove what a followed job's snapshots wrote, before its final pass writes the run's outputs.
+
+    A snapshot's outputs are the run's as they stood: a file one of them wrote that the finished
+    run does not (an all-or-nothing run's ATIF files, say) must not outlive it. The parameters,
+    the parts, the lease and ``live.json`` stay.
+    """
+    kept = {PARAMS_FILE, ATTEMPTS_FOLDER, LEASE_FILE, LIVE_FILE}
+    for entry in run_dir.list_files(folders=True):
+        if entry.name not in kept:
+            location = run_dir.child(entry.name)
+            if entry.folder:
+                location.remove_tree()
+            else:
+                location.remove()

@@ -142,8 +142,9 @@ def job_locations(params: StageParams) -> tuple[tuple[Shard, ...], Location, Loc
     capture_dir = Location(params.capture_dir, options)
     urls = expand_rollouts(params.rollouts, options)
     shards = find_shards(urls, options, params.failures)
-    check_inputs(shards, capture_dir)
-    check_rows(shards)
+    if not params.follow:  # a followed job's files may not be written yet (tasks.follow)
+        check_inputs(shards, capture_dir)
+        check_rows(shards)
     job_id = params.job_id or job_id_for(urls)
     output = Location(params.output, options)
     files = [f for shard in shards for f in (shard.main, shard.failures, shard.materialized) if f is not None]

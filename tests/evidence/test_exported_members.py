@@ -124,6 +124,14 @@ EXPECTED = {
     "reward_values",
     "scores_markdown",
     "RolloutVerdicts",
+    "EndReason",
+    "LiveStatus",
+    "Outstanding",
+    "answered_accounting",
+    "capture_activity",
+    "end_of_job",
+    "outstanding_rollouts",
+    "unhealthy_share",
 }
 
 
