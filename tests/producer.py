@@ -77,7 +77,10 @@ def read_template(root: Path) -> tuple[list[Rollout], list[Path]]:
             if rollout_id not in by_id:
                 capture = captures / f"{rollout_id}{CAPTURE_SUFFIX}"
                 by_id[rollout_id] = Rollout(
-                    task, rollout_id, _lines(capture.read_bytes()) if capture.exists() else [], (captures / f"{rollout_id}{MARKER_SUFFIX}").exists()
+                    task,
+                    rollout_id,
+                    _lines(capture.read_bytes()) if capture.exists() else [],
+                    (captures / f"{rollout_id}{MARKER_SUFFIX}").exists(),
                 )
             by_id[rollout_id].rows.append((source, line))
     claimed = {f"{i}{suffix}" for i in by_id for suffix in (CAPTURE_SUFFIX, MARKER_SUFFIX)}
@@ -134,7 +137,7 @@ class Producer:
         self.aggregate = aggregate and not shards
         self.rows_written = 0
         self._thread: threading.Thread | None = None
-        self._done_rollouts: set[int] = set()
+        self.completed: set[int] = set()  # indices of the rollouts whose rows are written
 
     # -- where things go
 
@@ -194,7 +197,7 @@ class Producer:
         """Task by task: the task's captures cleared, their lines interleaved, then its rows out of order."""
         tasks: dict[int, list[int]] = {}
         for index, rollout in enumerate(self.rollouts):
-            if index not in self._done_rollouts:
+            if index not in self.completed:
                 tasks.setdefault(rollout.task, []).append(index)
         for indices in tasks.values():
             yield from self._task(indices)
@@ -230,7 +233,7 @@ class Producer:
         for source, line in rollout.rows:
             name = f"{self.stem_of(rollout)}{'_failures' if source == 'failures' else ''}.jsonl"
             _append(self.out / name, line)
-        self._done_rollouts.add(index)
+        self.completed.add(index)
         self.rows_written += 1
         if rollout.rollout_id in self.late_capture and rollout.capture:
             time.sleep(self.interval / LINES_PER_ROW)

@@ -90,7 +90,7 @@ def follow_job(
             last_line = now if look.lines else last_line
             last_change = now if look.changed else last_change
             rows, failures, expected = tail.counts()
-            progress.total = expected if expected is not None else rows + failures
+            progress.total = max(expected or 0, rows + failures)
             if look.attempts:
                 with timings.measure("follow_batch_s"):
                     current = replace(ctx, shards=tuple(shard.shard for shard in tail.shards))
