@@ -53,7 +53,7 @@ def stage_flow(params: StageParams) -> dict[str, Any] | State:
             timings = Timings()
             ended = None
             if params.follow:
-                job, ended = follow_job(params, ctx, recorded, started_at, timings, stack)
+                job, ended, recorded = follow_job(params, ctx, recorded, started_at, timings, stack)
             else:
                 job = process_job(params, ctx, recorded, timings, stack)
             manifest, outputs = publish_job(params, ctx, job_dir, recorded, run_id, started_at, job, timings)

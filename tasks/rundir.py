@@ -188,8 +188,17 @@ def check_apart(job_dir: Location, inputs: Iterable[Location]) -> None:
 
 def claim(run_dir: Location, recorded: RecordedParams) -> None:
     """Create the run directory's ``params.json``; a taken run id is an error."""
-    if not RunPaths(run_dir).params.write_new(orjson.dumps(recorded.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"):
+    if not RunPaths(run_dir).params.write_new(_params_bytes(recorded)):
         raise RunConflict(f"run id already exists: {run_dir.url} (use --resume to continue it)")
+
+
+def record_shards(run_dir: Location, recorded: RecordedParams) -> None:
+    """Rewrite ``params.json`` of a followed job whose glob matched more shards by its end than when it was claimed."""
+    RunPaths(run_dir).params.write_bytes(_params_bytes(recorded))
+
+
+def _params_bytes(recorded: RecordedParams) -> bytes:
+    return orjson.dumps(recorded.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
 
 
 def recorded_params(run_dir: Location) -> RecordedParams:

@@ -43,7 +43,7 @@ from flows.execution.credentials import storage_options_with
 from flows.execution.groups import GroupSizes, fan_out, make_groups
 from flows.execution.job import ProcessedJob, Timings, process_job
 from flows.execution.progress import Progress
-from flows.execution.resolve import run_record
+from flows.execution.resolve import recorded_rollouts, run_record
 from flows.execution.runners import attempt_pool, parallel_groups
 from flows.params.gate import GateLimits
 from flows.params.stage import StageParams
@@ -52,7 +52,7 @@ from tasks.follow.tail import JobTail
 from tasks.publish.events import job_gate_breached, job_snapshot
 from tasks.publish.report import render_run_report
 from tasks.publish.task import build_manifest, emit, write_document
-from tasks.rundir import ACCOUNTING_FILE, GATE_FILE, LIVE_FILE, RunPaths, read_document, remove_snapshot_outputs
+from tasks.rundir import ACCOUNTING_FILE, GATE_FILE, LIVE_FILE, RunPaths, read_document, record_shards, remove_snapshot_outputs
 
 POLL_SECONDS = 1.0
 """How often the job is looked at (at most; a snapshot interval below it looks as often as it snapshots)."""
@@ -68,8 +68,9 @@ class GateBreached(StageError):
 
 def follow_job(
     params: StageParams, ctx: RunContext, recorded: RecordedParams, started_at: datetime, timings: Timings, stack: ExitStack
-) -> tuple[ProcessedJob, EndReason]:
-    """Follow the job until it ends, then process it as a post-hoc run would; the processed job and why it ended.
+) -> tuple[ProcessedJob, EndReason, RecordedParams]:
+    """Follow the job until it ends, then process it as a post-hoc run would; the processed job, why it
+    ended, and its parameters (a glob's shards as they are at the end, recorded in ``params.json``).
 
     Raises:
         GateBreached: a snapshot breached the gate with ``stop_on_breach`` set.
@@ -113,12 +114,16 @@ def follow_job(
         logger.info("the followed job ended (%s) after %.0f s: finishing the run as a post-hoc run would", ended.value, now - started)
         remove_snapshot_outputs(ctx.run_dir)
         final = replace(ctx, shards=tuple(shard.shard for shard in tail.shards))
+        shards = recorded_rollouts(final.shards)
+        if shards != recorded.rollouts:  # a glob that matched more shards as they appeared
+            recorded = recorded.model_copy(update={"rollouts": shards})
+            record_shards(ctx.run_dir, recorded)
         job = process_job(params, final, recorded, timings, stack, running=pool)
     final_status = replace(
         live_status(params, tail, time.time(), done=True, ended=ended), unhealthy_share=unhealthy_share(job.reduced.verdicts)
     )
     write_live(ctx, final_status)  # then publishing: _SUCCESS, LATEST
-    return job, ended
+    return job, ended, recorded
 
 
 def live_status(params: StageParams, tail: JobTail, now: float, *, done: bool = False, ended: EndReason | None = None) -> LiveStatus:

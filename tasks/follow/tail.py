@@ -231,7 +231,7 @@ class JobTail:
             else:
                 ready.append(replace(attempt, out_line=attempt.out_line + offset))
         self._held = held
-        return ready
+        return sorted(ready, key=_input_order)
 
     # -- what the job looks like
 
@@ -274,6 +274,10 @@ class JobTail:
         if len(self.shards) != 1:
             return False
         return Location(self.shards[0].shard.main.url.removesuffix(".jsonl") + AGGREGATE_SUFFIX + ".json", self.options).is_file()
+
+
+def _input_order(attempt: AttemptRef) -> tuple[bool, int, int]:
+    return attempt.source != MAIN, attempt.shard or 0, attempt.line
 
 
 def _first_seen(entry: FileEntry, now: float) -> float:

@@ -55,3 +55,35 @@ def test_new_rows_become_the_attempts_discovery_makes_of_them(tmp_path: Path) ->
     assert tail.outstanding() == []
     with discover((Shard(Location(str(path))),), Location(str(captures))) as plan:
         assert list(plan.attempts) == first.attempts + second.attempts  # same keys, lines, offsets, captures, fingerprints
+
+
+def test_a_later_shards_main_rows_wait_until_the_shards_before_it_are_closed(tmp_path: Path) -> None:
+    """Main rows number on across shards: shard 1's first row is line 3 of the outputs only once shard 0 owes nothing more."""
+    (tmp_path / "model-calls").mkdir()
+
+    def row(task: int, rollout: int) -> bytes:
+        return b'{"_ng_task_index": %d, "_ng_rollout_index": %d}\n' % (task, rollout)
+
+    for k in (0, 1):
+        (tmp_path / f"r-chunk{k}_materialized_inputs.jsonl").write_bytes(row(k, 0) + row(k, 1))
+    (tmp_path / "r-chunk0.jsonl").write_bytes(row(0, 0))
+    (tmp_path / "r-chunk1.jsonl").write_bytes(row(1, 0))
+    tail = JobTail(str(tmp_path / "r-chunk*.jsonl"), None, {}, Location(str(tmp_path / "model-calls")))
+    assert [(a.shard, a.out_line) for a in tail.look(now=1.0).attempts] == [(0, 1)]
+    assert tail.ends()[Location(str(tmp_path / "r-chunk1.jsonl")).url] == 0  # a snapshot leaves it out too
+    with (tmp_path / "r-chunk0.jsonl").open("ab") as f:
+        f.write(row(0, 1))
+    assert [(a.shard, a.line, a.out_line) for a in tail.look(now=2.0).attempts] == [(0, 2, 2), (1, 1, 3)]
+
+
+def test_an_object_replaced_by_a_longer_one_is_followed_by_its_new_bytes(memfs: None) -> None:
+    """An object store has no append: the producer (or a sync) writes the whole object again."""
+    location = Location("memory://job/rollouts.jsonl")
+    location.write_bytes(b'{"a": 1}\n')
+    tail = FileTail(location)
+    assert [raw for _, _, raw in tail.new_lines()] == [b'{"a": 1}']
+    location.write_bytes(b'{"a": 1}\n{"b": 2}\n')
+    assert [raw for _, _, raw in tail.new_lines()] == [b'{"b": 2}']
+    location.write_bytes(b'{"A": 1}\n{"b": 2}\n{"c": 3}\n')
+    with pytest.raises(FollowedFileChanged, match="replaced while followed"):
+        tail.new_lines()
