@@ -136,6 +136,7 @@ class Producer:
         self.late_capture = set(late_capture)
         self.aggregate = aggregate and not shards
         self.rows_written = 0
+        self.finished_at: float | None = None  # when the last file was written (the aggregate file, where there is one)
         self._thread: threading.Thread | None = None
         self.completed: set[int] = set()  # indices of the rollouts whose rows are written
 
@@ -182,6 +183,7 @@ class Producer:
         if self.aggregate:
             time.sleep(self.interval)
             _append(self.aggregate_file, orjson.dumps([{"agent_ref": "replayed", "rows": self.rows_written}]) + b"\n", fresh=True)
+        self.finished_at = time.time()
 
     def _begin(self) -> None:
         for orphan in self.orphans:

@@ -93,10 +93,9 @@ def follow_job(
             rows, failures, expected = tail.counts()
             progress.total = max(expected or 0, rows + failures)
             if look.attempts:
-                with timings.measure("follow_batch_s"):
-                    current = replace(ctx, shards=tuple(shard.shard for shard in tail.shards))
-                    sizes = GroupSizes(len(look.attempts), params.attempts_per_task, parallel_groups(params))
-                    fan_out(params, current, make_groups(look.attempts, sizes), len(look.attempts), pool, progress)
+                current = replace(ctx, shards=tuple(shard.shard for shard in tail.shards))
+                sizes = GroupSizes(len(look.attempts), params.attempts_per_task, parallel_groups(params))
+                fan_out(params, current, make_groups(look.attempts, sizes), len(look.attempts), pool, progress)
             ended = end_of_job(
                 end_file=tail.end_file(),
                 expected=expected,
@@ -111,6 +110,7 @@ def follow_job(
                 publish_snapshot(params, ctx, recorded, started_at, tail, now, pool)
                 next_snapshot = time.time() + params.snapshot_every
             time.sleep(poll)
+        timings.seconds["follow_s"] = now - started  # from the first look to the end of the job
         logger.info("the followed job ended (%s) after %.0f s: finishing the run as a post-hoc run would", ended.value, now - started)
         remove_snapshot_outputs(ctx.run_dir)
         final = replace(ctx, shards=tuple(shard.shard for shard in tail.shards))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from evidence import EndReason, LiveStatus, Outstanding, answered_accounting, capture_activity, end_of_job, outstanding_rollouts
 
 
@@ -46,3 +48,16 @@ def test_live_json_names_the_rollouts_with_their_idle_time() -> None:
     assert (document["in_flight"], document["stalled"], document["waiting"], document["done"]) == (1, 1, 3, False)
     assert document["stalled_rollouts"] == [{"rollout": "0-3", "idle_s": 700.0}]
     assert document["in_flight_rollouts"] == [{"rollout": "1-0", "idle_s": 2.0}]
+
+
+def test_a_snapshots_report_says_it_is_live_and_names_the_stalled_rollouts() -> None:
+    from evidence import ReportContext, render_report
+
+    status = LiveStatus("2026-01-01T00:00:00+00:00", 3, 1, 8, [], [Outstanding("0-3", 700.0)], waiting=3)
+    context = ReportContext("j", "r", "2026-01-01T00:00:00+00:00", "2026-01-01T00:00:00+00:00", {}, {}, None, None, None, [], [], [])
+    live = render_report(replace(context, live=status.document()))
+    assert '<h2 id="live" data-done="false">Live: provisional</h2>' in live
+    assert "3 rows and 1 failed attempts of 8 expected" in live
+    assert '<table id="stalled-rollouts">' in live
+    assert "<td>0-3</td>" in live
+    assert 'id="live"' not in render_report(context)  # a finished run's report has no live section
