@@ -51,6 +51,8 @@ class FileTail:
 
     def new_lines(self) -> list[tuple[int, int, bytes]]:
         """The complete lines written since the last look (``(line number, offset, line)``); none while the file is missing."""
+        if not self.location.is_local:
+            self.location.fs.invalidate_cache(self.location.path)  # s3fs answers info from its listing cache
         try:
             size = self.location.entry().size
         except InputNotFound:

@@ -3,7 +3,8 @@
 A generated job (``tests/jobgen.py``, cached) is replayed into a fresh folder by ``tests/producer.py``
 at ``--rows-per-second`` while the stage follows it in this process against a running Prefect
 server (``--api-url``, else one is started). Prints one JSON line per snapshot (its seconds and the
-rows it held) and one for the end: the seconds from the aggregate file to ``_SUCCESS``.
+rows it held) and one for the end: the seconds from the aggregate file to ``_SUCCESS`` and the
+final pass's timings (the manifest's).
 
 Usage: python tests/bench/follow_latency.py [--rollouts 2000] [--rows-per-second 200] [--snapshot-every 5] [--api-url URL]
 """
@@ -18,6 +19,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -69,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
                 "rows": result["counts"]["rows"],
                 "ended": result["follow_ended"],
                 "end_file_to_success_s": round(success.stat().st_mtime - producer.finished_at, 3),
+                "final_pass_timings": orjson.loads((success.parent / "manifest.json").read_bytes())["timings"],
             }
         )
     return 0

@@ -76,9 +76,18 @@ def test_a_later_shards_main_rows_wait_until_the_shards_before_it_are_closed(tmp
     assert [(a.shard, a.line, a.out_line) for a in tail.look(now=2.0).attempts] == [(0, 2, 2), (1, 1, 3)]
 
 
-def test_an_object_replaced_by_a_longer_one_is_followed_by_its_new_bytes(memfs: None) -> None:
+@pytest.mark.parametrize("store", ["memory", "s3"])
+def test_an_object_replaced_by_a_longer_one_is_followed_by_its_new_bytes(store: str, request: pytest.FixtureRequest) -> None:
     """An object store has no append: the producer (or a sync) writes the whole object again."""
-    location = Location("memory://job/rollouts.jsonl")
+    if store == "s3":
+        import s3fs
+
+        request.getfixturevalue("s3")
+        s3fs.S3FileSystem().mkdir("job")
+    else:
+        request.getfixturevalue("memfs")
+    location = Location(f"{store}://job/rollouts.jsonl")
+    assert FileTail(location).new_lines() == []  # not there yet
     location.write_bytes(b'{"a": 1}\n')
     tail = FileTail(location)
     assert [raw for _, _, raw in tail.new_lines()] == [b'{"a": 1}']
