@@ -21,6 +21,7 @@ from flows.execution.job import Timings, process_job, publish_job
 from flows.execution.modelflow import flow
 from flows.execution.resolve import REFUSAL, NothingToRun, Refused, reason_of, resolve_run
 from flows.params.stage import StageParams
+from tasks.follow.tail import FollowedFileChanged
 from tasks.inputs.naming import job_id_for
 from tasks.publish.events import gate_failed, run_completed, run_failed
 from tasks.publish.gate import GateFailed
@@ -62,9 +63,11 @@ def stage_flow(params: StageParams) -> dict[str, Any] | State:
         emit(run_failed(params.job_id or job_id_for(params.rollouts), None if isinstance(refusal, NothingToRun) else run_id, cause))
         logger.error("%s", reason_of(cause), extra={REFUSAL: True})  # noqa: TRY400 - one line, no traceback: the point
         return Failed(message=reason_of(cause), data=cause)
-    except GateBreached as breach:  # the run is kept, unfinished: a resume continues the follow
-        logger.error("%s", breach, extra={REFUSAL: True})  # noqa: TRY400 - one line, as a refusal
-        return Failed(message=str(breach), data=breach)
+    except (GateBreached, FollowedFileChanged) as stopped:  # a follow that cannot go on: the run is kept, unfinished
+        if isinstance(stopped, FollowedFileChanged):
+            emit(run_failed(params.job_id or job_id_for(params.rollouts), run_id, stopped))
+        logger.error("%s", stopped, extra={REFUSAL: True})  # noqa: TRY400 - one line, as a refusal
+        return Failed(message=str(stopped), data=stopped)
     except Exception as exc:
         emit(run_failed(params.job_id or job_id_for(params.rollouts), run_id, exc))
         raise

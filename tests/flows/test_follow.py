@@ -180,3 +180,33 @@ def test_a_follow_killed_mid_job_is_resumed_without_reprocessing_its_rows(templa
     assert before <= after
     redone = {line for name in after - before for line in range(int(name[:9]), int(name[10:19]) + 1)} & covered
     assert not redone, f"rows processed before the kill were processed again: lines {sorted(redone)}"
+
+
+def test_a_rollouts_file_truncated_while_followed_stops_the_follow_in_one_line(
+    template: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = tmp_path / "job"
+    producer = Producer(template, job, rows_per_second=6)
+    run = tmp_path / "out" / "j" / "runs" / "t"
+    watcher = Watcher(run)
+
+    def truncate() -> None:
+        watcher.until(lambda live: live["rows"] >= 2)
+        producer.interrupt_after = producer.rows_written  # the producer stops at its next row
+        time.sleep(1)
+        producer.truncate(0)
+
+    threading.Thread(target=producer.run, daemon=True).start()
+    threading.Thread(target=truncate, daemon=True).start()
+    try:
+        code = main([*_argv(job, tmp_path / "out"), "--job-id", "j", "--run-id", "t", "--follow", "--snapshot-every", "0.5"])
+    finally:
+        watcher.stop()
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith(f"evidence-stage: error: {job / 'rollouts.jsonl'} was truncated while followed ("), line
+    assert line.endswith(" 0 now): the run is kept; start a new run once the job is over"), line
+    assert (run / "params.json").exists()
+    assert not (run / "_SUCCESS").exists()
