@@ -93,6 +93,10 @@ def _interrupted_task(producer: Producer) -> set[str]:
     return {f"{t}-{r}" for t, r in _keys(r for r in producer.rollouts if r.task == task) - _keys(done)}
 
 
+def _named(live: dict[str, Any], listed: str) -> set[str]:
+    return {item["rollout"] for item in live[listed]}
+
+
 def test_a_followed_job_shows_partial_counts_and_stalled_work_then_ends_as_a_post_hoc_run(template: Path, tmp_path: Path) -> None:
     job = tmp_path / "job"
     late = next(r.rollout_id for r in Producer(template, job).rollouts if r.task == 5 and r.rollout_id)
@@ -103,7 +107,12 @@ def test_a_followed_job_shows_partial_counts_and_stalled_work_then_ends_as_a_pos
     def produce() -> None:
         producer.run()  # interrupted: the task's other rollouts have captures and no rows
         stalled.update(_interrupted_task(producer))
-        watcher.until(lambda live: set(stalled) <= {item["rollout"] for item in live["stalled_rollouts"]})
+        deadline = time.monotonic() + 60
+        while not any(stalled <= _named(live, "in_flight_rollouts") for live in watcher.seen) and time.monotonic() < deadline:
+            for rollout in stalled:  # still running: their captures keep changing
+                os.utime(job / "model-calls" / f"{rollout}.capture.jsonl")
+            time.sleep(0.1)
+        watcher.until(lambda live: stalled <= _named(live, "stalled_rollouts"))  # then still for longer than stall_after
         producer.resume().wait()
 
     threading.Thread(target=produce, daemon=True).start()
@@ -117,8 +126,8 @@ def test_a_followed_job_shows_partial_counts_and_stalled_work_then_ends_as_a_pos
     assert partial, watcher.seen
     assert all(live["expected"] == 24 for live in partial)
     assert stalled
-    assert any(stalled <= {item["rollout"] for item in live["stalled_rollouts"]} for live in partial)
-    assert any(live["in_flight"] for live in partial)
+    assert any(stalled <= _named(live, "in_flight_rollouts") for live in partial)
+    assert any(stalled <= _named(live, "stalled_rollouts") for live in partial)
     final = orjson.loads((tmp_path / "out" / "j" / "runs" / "live" / "live.json").read_bytes())
     assert (final["done"], final["rows"], final["stalled"], final["ended"]) == (True, 24, 0, "aggregate_metrics")
 
@@ -137,7 +146,7 @@ def test_a_followed_job_shows_partial_counts_and_stalled_work_then_ends_as_a_pos
 
 def test_a_gate_breach_stops_the_follow_and_keeps_the_run(template: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     job = tmp_path / "job"
-    producer = Producer(template, job, rows_per_second=4).start()
+    producer = Producer(template, job, rows_per_second=8, interrupt_after=12).start()  # paused mid-job until the follow stops
     gate = ["--gate", "min_key_metric.mean/reward=2", "--gate-min-rollouts", "4", "--stop-on-breach"]
     code = main([*_argv(job, tmp_path / "out"), "--job-id", "j", "--run-id", "r", "--follow", "--snapshot-every", "0.5", *gate])
     assert code == 3
@@ -148,10 +157,11 @@ def test_a_gate_breach_stops_the_follow_and_keeps_the_run(template: Path, tmp_pa
     live = orjson.loads((run / "live.json").read_bytes())
     assert live["gate_breached"]
     assert not live["done"]
-    assert 4 <= live["rows"] < 24
+    assert 4 <= live["rows"] <= 12
     assert not (run / "_SUCCESS").exists()
     assert any((run / "attempts").rglob("*.seg"))  # kept for the resume
     producer.wait()
+    producer.resume().wait()
 
 
 def test_a_follow_killed_mid_job_is_resumed_without_reprocessing_its_rows(template: Path, tmp_path: Path, prefect_server: str) -> None:
@@ -162,9 +172,9 @@ def test_a_follow_killed_mid_job_is_resumed_without_reprocessing_its_rows(templa
         [*_argv(job, tmp_path / "out"), "--job-id", "j", "--run-id", "k", "--follow", "--snapshot-every", "0.5"], prefect_server
     )
     assert _claimed(process) == "k"  # the follow waits for a job that has not started yet
-    producer = Producer(template, job, rows_per_second=4).start()
+    producer = Producer(template, job, rows_per_second=8, interrupt_after=10).start()  # paused mid-job
     try:
-        watcher.until(lambda live: live["rows"] >= 4 and not live["done"], timeout=120)
+        watcher.until(lambda live: live["rows"] >= 4, timeout=120)
     finally:
         os.killpg(process.pid, signal.SIGKILL)  # kill -9 mid-job
         process.communicate(timeout=60)
@@ -173,6 +183,8 @@ def test_a_follow_killed_mid_job_is_resumed_without_reprocessing_its_rows(templa
     before = {p.name for p in run.glob("attempts/main/*.seg")}
     assert before
     covered = {line for name in before for line in range(int(name[:9]), int(name[10:19]) + 1)}
+    producer.wait()
+    producer.resume()
     result = run_stage(**_job_args(job, tmp_path / "out"), resume="k", keep_parts=True, **FOLLOW)
     producer.wait()
     assert result["counts"]["rows"]["main"] == 24
@@ -186,14 +198,12 @@ def test_a_rollouts_file_truncated_while_followed_stops_the_follow_in_one_line(
     template: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     job = tmp_path / "job"
-    producer = Producer(template, job, rows_per_second=6)
+    producer = Producer(template, job, rows_per_second=8, interrupt_after=8)  # paused mid-job
     run = tmp_path / "out" / "j" / "runs" / "t"
     watcher = Watcher(run)
 
     def truncate() -> None:
         watcher.until(lambda live: live["rows"] >= 2)
-        producer.interrupt_after = producer.rows_written  # the producer stops at its next row
-        time.sleep(1)
         producer.truncate(0)
 
     threading.Thread(target=producer.run, daemon=True).start()
