@@ -51,7 +51,7 @@ from tasks.attempts.context import RunContext
 from tasks.follow.tail import JobTail
 from tasks.publish.events import job_gate_breached, job_snapshot
 from tasks.publish.report import render_run_report
-from tasks.publish.task import build_manifest, emit, write_document
+from tasks.publish.task import build_manifest, emit, publish_artifacts, write_document
 from tasks.rundir import ACCOUNTING_FILE, GATE_FILE, LIVE_FILE, RunPaths, read_document, record_shards, remove_snapshot_outputs
 
 POLL_SECONDS = 1.0
@@ -166,7 +166,7 @@ def snapshot_outputs(
 def publish_snapshot(
     params: StageParams, ctx: RunContext, recorded: RecordedParams, started_at: datetime, tail: JobTail, now: float, pool: Executor | None
 ) -> LiveStatus:
-    """One snapshot: the outputs as they stand, the live gate, ``live.json``, the report, the event.
+    """One snapshot: the outputs as they stand, the live gate, ``live.json``, the report, the artifacts, the event.
 
     Raises:
         GateBreached: the gate is breached and ``stop_on_breach`` is set (after the snapshot is written).
@@ -184,10 +184,11 @@ def publish_snapshot(
                 status = replace(status, gate_breached=not gate["passed"])
             run = run_record(params, recorded, ctx, ctx.run_id, started_at)
             manifest = replace(build_manifest(run=run, params=recorded, plan=job.plan, reduced=job.reduced, timings={}), gate=gate)
-            report_html, _, _ = render_run_report(ctx.run_dir, manifest.document(), job.reduced.histograms, status.document())
+            report_html, tables, _ = render_run_report(ctx.run_dir, manifest.document(), job.reduced.histograms, status.document())
             paths = RunPaths(ctx.run_dir)
             paths.manifest.write_chunks(manifest.json_chunks)
             paths.report.write_bytes(report_html.encode())
+            publish_artifacts(manifest, ctx.run_dir, tables)  # the same keys as the finished run's: each snapshot updates them
     write_live(ctx, status)
     emit(job_snapshot(ctx.job_id, ctx.run_id, ctx.run_dir, status.counts()))
     if gate is not None and not gate["passed"]:
