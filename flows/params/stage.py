@@ -256,6 +256,11 @@ class StageParams(BaseModel):
             raise ValueError(f"{' and '.join(given)} apply to follow only: add --follow")
         if self.follow and (self.rollout_ids or self.rollout_glob is not None):
             raise ValueError("follow processes the whole job: a subset (rollout_ids, rollout_glob) is rerun after it ends")
+        if self.follow and self.task_runner is TaskRunnerKind.dask and self.dask_address is None:
+            raise ValueError(
+                "follow starts the task runner for each batch of new rows, which would start a local Dask cluster each time:"
+                " give --dask-address (an existing cluster) or use the process runner"
+            )
         return self
 
     @model_validator(mode="after")

@@ -171,4 +171,6 @@ def test_the_follow_settings_need_follow_and_a_follow_takes_the_whole_job() -> N
         StageParams(**base, snapshot_every=5, stop_on_breach=True)
     with pytest.raises(ValueError, match="follow processes the whole job"):
         StageParams(**base, follow=True, rollout_ids=["0-1"])
+    with pytest.raises(ValueError, match="would start a local Dask cluster each time"):
+        StageParams(**base, follow=True, task_runner="dask")
     assert StageParams(**base, follow=True, snapshot_every=5).snapshot_every == 5
