@@ -17,7 +17,9 @@ import orjson
 import pytest
 
 from flows.cli.main import main
+from tasks.publish.events import JOB_GATE_BREACHED, JOB_SNAPSHOT
 from tests.flows.support import local_path, run_stage, tree_digest
+from tests.flows.test_events import events_of
 from tests.flows.test_operator_edges import _claimed, _start
 from tests.jobgen import generate_job
 from tests.producer import Producer, Rollout
@@ -160,6 +162,12 @@ def test_a_gate_breach_stops_the_follow_and_keeps_the_run(template: Path, tmp_pa
     assert 4 <= live["rows"] <= 12
     assert not (run / "_SUCCESS").exists()
     assert any((run / "attempts").rglob("*.seg"))  # kept for the resume
+    events = events_of("evidence-stage.run.j.r", 2, names="evidence-stage.job.")
+    snapshots = [e.payload for e in events if e.event == JOB_SNAPSHOT]
+    (breach,) = [e.payload for e in events if e.event == JOB_GATE_BREACHED]
+    assert snapshots
+    assert breach["reason"].startswith("quality gate failed: min_key_metric.mean/reward")
+    assert breach["counts"]["rows"] == live["rows"]
     producer.wait()
     producer.resume().wait()
 
