@@ -22,6 +22,7 @@ import orjson
 
 from evidence import StageError, capture_file_id
 from evidence.accounting import rollout_key
+from tasks.discover.inputs import capture_entries
 from tasks.discover.refs import FAILURES, MAIN, AttemptRef
 from tasks.discover.scan import attempt_ref, scan_lines
 from tasks.inputs.shards import Shard, expand_rollouts, find_shards
@@ -179,7 +180,7 @@ class JobTail:
 
     def _list_captures(self, now: float) -> bool:
         try:
-            listed = {entry.name: entry for entry in self.capture_dir.list_files()}
+            listed = {entry.name: entry for entry in capture_entries(self.capture_dir)}  # as discovery lists them
         except InputNotFound:
             listed = {}
         changed = False
