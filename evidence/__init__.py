@@ -8,7 +8,7 @@ the mapping of a finished run onto tracking stores (OpenTelemetry spans, MLflow 
 Callers import from ``evidence``; the public surface below is pinned by a test.
 """
 
-from evidence.accounting import ShardAccount, accounted_fields, run_accounting
+from evidence.accounting import ShardAccount, accounted_fields, rollout_key, run_accounting
 from evidence.atif import (
     MANIFEST_NAME,
     BatchRules,
@@ -88,6 +88,16 @@ from evidence.health import (
 )
 from evidence.identity import capture_file_id, capture_rollout_id, check_capture_file_id, trajectory_identity
 from evidence.jsonl import deep_recursion, deep_retry, dump_row, dumps, loads_line, orjson_line
+from evidence.live import (
+    EndReason,
+    LiveStatus,
+    Outstanding,
+    answered_accounting,
+    capture_activity,
+    end_of_job,
+    outstanding_rollouts,
+    unhealthy_share,
+)
 from evidence.models.atif import Exporter
 from evidence.models.run import ManifestHead, RecordedParams, RunCounts, RunIdentity, RunManifest, Streamed
 from evidence.perf_summary import PerfSummaryFold, compute_perf_summary, perf_group, summary_input
@@ -130,14 +140,17 @@ __all__ = [
     "CaptureLookup",
     "CollectedRow",
     "Comparison",
+    "EndReason",
     "EvidenceError",
     "Exporter",
     "FirstKeyWins",
     "GroupRefusal",
     "HealthFold",
+    "LiveStatus",
     "MainDigests",
     "ManifestHead",
     "MaskedRollout",
+    "Outstanding",
     "PartError",
     "PerfDigest",
     "PerfSummaryFold",
@@ -164,12 +177,14 @@ __all__ = [
     "UnknownHealthCheck",
     "accounted_fields",
     "accounting_markdown",
+    "answered_accounting",
     "atif_of_line",
     "build_capabilities",
     "build_scores",
     "capabilities_markdown",
     "capability_digest",
     "capability_table_rows",
+    "capture_activity",
     "capture_file_id",
     "capture_rollout_id",
     "check_capture_file_id",
@@ -187,6 +202,7 @@ __all__ = [
     "dumps_aggregate_metrics",
     "duplicate_key_message",
     "encode_part",
+    "end_of_job",
     "evaluate_gate",
     "evaluate_row",
     "export_rollouts",
@@ -203,6 +219,7 @@ __all__ = [
     "orjson_line",
     "output_created_message",
     "output_exists_message",
+    "outstanding_rollouts",
     "parse_ignored_checks",
     "perf_group",
     "perf_markdown",
@@ -212,6 +229,7 @@ __all__ = [
     "render_report",
     "reward_values",
     "rollout_facts",
+    "rollout_key",
     "rollout_trace",
     "rollouts_not_found_message",
     "run_accounting",
@@ -222,6 +240,7 @@ __all__ = [
     "success_lines",
     "summary_input",
     "trajectory_identity",
+    "unhealthy_share",
     "unprocessed_attempt",
     "verdict_facts",
     "verdict_line",

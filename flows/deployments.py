@@ -4,6 +4,8 @@
   ``gym.eval.completed`` (``evidence-stage notify``); the event payload becomes the parameters.
 - ``evidence-stage/manual``: no schedule; reruns from the UI form or ``prefect deployment run``.
 - ``evidence-stage/compare``: no schedule; compares two run directories (its own form).
+- ``evidence-stage/follow`` (only with a ``follow`` section): the job flow with ``follow`` on, when an
+  evaluation script emits ``gym.eval.started`` (``evidence-stage notify --started``) as its job starts.
 - ``evidence-stage/sweep``: the bucket flow on a cron, so jobs nobody announced (or whose
   inputs or config changed) are processed too.
 - ``evidence-stage-export-mlflow/on-run-completed`` and ``evidence-stage-export-otel/on-run-completed``
@@ -13,7 +15,7 @@
 ``serve`` also installs the automation that marks a flow run ``Crashed`` when its process stops
 sending heartbeats (``install_crash_automation``; OPERATIONS.md gives it for ``prefect deploy``).
 
-``configs/prefect.yaml`` declares the same four (without the export ones) for ``prefect deploy`` with a work pool; a test
+``configs/prefect.yaml`` declares the same five (without the export ones) for ``prefect deploy`` with a work pool; a test
 keeps the two in agreement.
 """
 
@@ -47,6 +49,7 @@ from tasks.inputs.naming import canonical_url, job_id_for
 from tasks.publish.events import RUN_COMPLETED
 
 EVAL_COMPLETED = "gym.eval.completed"
+EVAL_STARTED = "gym.eval.started"
 ON_RUN_COMPLETED = "on-run-completed"
 CRASH_AUTOMATION = "evidence-stage: crash flow runs without heartbeats"
 HEARTBEAT = "prefect.flow-run.heartbeat"
@@ -85,6 +88,17 @@ class OtelTarget(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict, description="HTTP headers of every export request.")
 
 
+class FollowConfig(BaseModel):
+    """The follow deployment: the job flow with ``follow`` on, started when a job starts (``gym.eval.started``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    snapshot_every: float = Field(default=30.0, gt=0, description="Seconds between snapshots.")
+    stall_after: float = Field(default=600.0, gt=0, description="Seconds after which a rollout whose capture is still is stalled.")
+    idle_timeout: float = Field(default=3600.0, gt=0, description="Seconds without a new line after which the job is taken as over.")
+    gate_min_rollouts: int | None = Field(default=None, ge=1, description="Rows in before the gate is checked on snapshots.")
+    stop_on_breach: bool = Field(default=False, description="End the follow when a snapshot breaches the gate.")
+
+
 class ExportConfig(BaseModel):
     """Where finished runs are exported (each target optional)."""
 
@@ -109,6 +123,7 @@ class ServeConfig(BaseModel):
         default=ScoreMask.unhealthy, description="Rollouts the clean scores of triggered and swept runs leave out, by health verdict."
     )
     sweep: SweepConfig | None = None
+    follow: FollowConfig | None = None
     export: ExportConfig | None = None
 
     @property
@@ -131,13 +146,13 @@ def load_config(path: Path) -> ServeConfig:
     return ServeConfig.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
 
 
-def eval_completed_event(rollouts: str, capture_dir: str) -> dict[str, Any]:
-    """The ``gym.eval.completed`` event for one job: local paths become absolute URLs, so a
-    server process in another working directory reads the same files and derives the same job id."""
+def eval_event(rollouts: str, capture_dir: str, name: str = EVAL_COMPLETED) -> dict[str, Any]:
+    """The ``gym.eval.completed`` (or ``gym.eval.started``) event for one job: local paths become absolute
+    URLs, so a server process in another working directory reads the same files and derives the same job id."""
     rollouts, capture_dir = canonical_url(rollouts), canonical_url(capture_dir)
     job_id = job_id_for(rollouts)
     return {
-        "event": EVAL_COMPLETED,
+        "event": name,
         "resource": {"prefect.resource.id": f"gym.eval.{job_id}", "prefect.resource.name": job_id},
         "payload": {"rollouts": rollouts, "capture_dir": capture_dir},
     }
@@ -156,6 +171,12 @@ def trigger_parameters(config: ServeConfig) -> dict[str, Any]:
             **config.score_mask_parameter,
         }
     }
+
+
+def follow_parameters(config: ServeConfig, follow: FollowConfig) -> dict[str, Any]:
+    """The triggered job flow's parameters with ``follow`` on and the follow's settings (a blank one left out)."""
+    settings = {key: value for key, value in follow.model_dump().items() if value is not None}
+    return {"params": {**trigger_parameters(config)["params"], "follow": True, **settings}}
 
 
 def sweep_parameters(config: ServeConfig, sweep: SweepConfig) -> dict[str, Any]:
@@ -231,6 +252,18 @@ def build_deployments(config: ServeConfig) -> list[RunnerDeployment]:
             description="Compares two run directories (UI form or prefect deployment run).",
         ),
     ]
+    if config.follow is not None:
+        on_start = DeploymentEventTrigger(
+            name="evidence-stage on gym.eval.started", expect={EVAL_STARTED}, parameters=follow_parameters(config, config.follow)
+        )
+        deployments.append(
+            deployment(
+                stage_flow,
+                name="follow",
+                triggers=[on_start],
+                description=f"Follows a job from `{EVAL_STARTED}` (evidence-stage notify --started) until it ends.",
+            )
+        )
     deployments += export_deployments(config)
     if config.sweep is not None:
         deployments.append(

@@ -16,10 +16,12 @@ from prefect import get_run_logger
 from prefect.client.schemas.objects import State
 from prefect.states import Failed
 
+from flows.execution.follow import GateBreached, follow_job
 from flows.execution.job import Timings, process_job, publish_job
 from flows.execution.modelflow import flow
 from flows.execution.resolve import REFUSAL, NothingToRun, Refused, reason_of, resolve_run
 from flows.params.stage import StageParams
+from tasks.follow.tail import FollowedFileChanged
 from tasks.inputs.naming import job_id_for
 from tasks.publish.events import gate_failed, run_completed, run_failed
 from tasks.publish.gate import GateFailed
@@ -50,19 +52,30 @@ def stage_flow(params: StageParams) -> dict[str, Any] | State:
                 logger.info("run %s is already complete; nothing to do", run_id)
                 return {"run_id": run_id, "run_dir": ctx.run_dir.url, "already_complete": True}
             timings = Timings()
-            job = process_job(params, ctx, recorded, timings, stack)
+            ended = None
+            if params.follow:
+                job, ended, recorded = follow_job(params, ctx, recorded, started_at, timings, stack)
+            else:
+                job = process_job(params, ctx, recorded, timings, stack)
             manifest, outputs = publish_job(params, ctx, job_dir, recorded, run_id, started_at, job, timings)
     except (Refused, NothingToRun) as refusal:
         cause = refusal.cause if isinstance(refusal, Refused) else refusal
         emit(run_failed(params.job_id or job_id_for(params.rollouts), None if isinstance(refusal, NothingToRun) else run_id, cause))
         logger.error("%s", reason_of(cause), extra={REFUSAL: True})  # noqa: TRY400 - one line, no traceback: the point
         return Failed(message=reason_of(cause), data=cause)
+    except (GateBreached, FollowedFileChanged) as stopped:  # a follow that cannot go on: the run is kept, unfinished
+        if isinstance(stopped, FollowedFileChanged):
+            emit(run_failed(params.job_id or job_id_for(params.rollouts), run_id, stopped))
+        logger.error("%s", stopped, extra={REFUSAL: True})  # noqa: TRY400 - one line, as a refusal
+        return Failed(message=str(stopped), data=stopped)
     except Exception as exc:
         emit(run_failed(params.job_id or job_id_for(params.rollouts), run_id, exc))
         raise
     counts = manifest.counts.to_json()
     logger.info("run %s complete: %s", run_id, counts)
     result = {"run_id": run_id, "run_dir": ctx.run_dir.url, "counts": counts, "scores": job.reduced.scores, "already_complete": False}
+    if ended is not None:
+        result["follow_ended"] = ended.value
     if manifest.gate is not None and not manifest.gate_passed:
         event = gate_failed(manifest.run, manifest.gate)
         emit(event)

@@ -52,6 +52,7 @@ VIEWER_FOLDER = "viewer"  # the rollout viewer: index.html and its detail files 
 VIEWER_PAGE = f"{VIEWER_FOLDER}/index.html"
 ATTEMPTS_FOLDER = "attempts"  # the per-attempt parts, removed once the run is published
 LEASE_FILE = "LEASE"  # who is working in the run, while it runs (tasks.lease); removed when it ends
+LIVE_FILE = "live.json"  # a followed job's status at its last snapshot (flows/execution/follow.py)
 COMPARE_JSON, COMPARE_MARKDOWN, COMPARE_PAGE = "compare.json", "compare.md", "compare.html"  # in a comparison folder
 COMPARE_FILES = (COMPARE_JSON, COMPARE_MARKDOWN, COMPARE_PAGE)
 
@@ -187,8 +188,17 @@ def check_apart(job_dir: Location, inputs: Iterable[Location]) -> None:
 
 def claim(run_dir: Location, recorded: RecordedParams) -> None:
     """Create the run directory's ``params.json``; a taken run id is an error."""
-    if not RunPaths(run_dir).params.write_new(orjson.dumps(recorded.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"):
+    if not RunPaths(run_dir).params.write_new(_params_bytes(recorded)):
         raise RunConflict(f"run id already exists: {run_dir.url} (use --resume to continue it)")
+
+
+def record_shards(run_dir: Location, recorded: RecordedParams) -> None:
+    """Rewrite ``params.json`` of a followed job whose glob matched more shards by its end than when it was claimed."""
+    RunPaths(run_dir).params.write_bytes(_params_bytes(recorded))
+
+
+def _params_bytes(recorded: RecordedParams) -> bytes:
+    return orjson.dumps(recorded.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
 
 
 def recorded_params(run_dir: Location) -> RecordedParams:
@@ -289,3 +299,20 @@ def latest_manifest(output: Location, job_id: str, pointer: str = LATEST_FILE) -
     if not is_complete(run_dir) or not manifest.is_file():
         return None
     return ManifestHead.from_json(manifest.read_bytes())
+
+
+def remove_snapshot_outputs(run_dir: Location) -> None:
+    """Remove what a followed job's snapshots wrote, before its final pass writes the run's outputs.
+
+    A snapshot's outputs are the run's as they stood: a file one of them wrote that the finished
+    run does not (an all-or-nothing run's ATIF files, say) must not outlive it. The parameters,
+    the parts, the lease and ``live.json`` stay.
+    """
+    kept = {PARAMS_FILE, ATTEMPTS_FOLDER, LEASE_FILE, LIVE_FILE}
+    for entry in run_dir.list_files(folders=True):
+        if entry.name not in kept:
+            location = run_dir.child(entry.name)
+            if entry.folder:
+                location.remove_tree()
+            else:
+                location.remove()

@@ -29,6 +29,7 @@ TASKS_RANKS = {
     "export": 2,
     "attempts": 3,
     "tables": 3,
+    "follow": 3,
     "reduce": 4,
     "publish": 5,
     "compare": 6,

@@ -43,6 +43,8 @@ class ReportContext:
         rewards: per-rollout rewards (histogram; :func:`evidence.reward_values`).
         scope: ``full``, or what a subset run selected (``subset: rollout ids a, b``).
         viewer: the rollout viewer's page (``viewer/index.html``, relative to the run directory), or None when the run has none.
+        live: a followed job's ``live.json`` document (:class:`evidence.LiveStatus`) while it runs: the page then says it is
+            live and provisional, and names the stalled and in-flight rollouts; None for a finished run.
     """
 
     job_id: str
@@ -65,3 +67,4 @@ class ReportContext:
     rewards: Sequence[float] = ()
     scope: str = "full"
     viewer: str | None = None
+    live: Mapping[str, Any] | None = None

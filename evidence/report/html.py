@@ -35,6 +35,7 @@ def render_report(context: ReportContext) -> str:
     """Render the run report as one HTML document (UTF-8 text, ends with a newline)."""
     sections = [
         _identity(context),
+        *([_live(context.live)] if context.live is not None else []),
         *([_viewer(context.viewer)] if context.viewer else []),
         _scores(context),
         *([_gate(context.gate)] if context.gate is not None else []),
@@ -57,6 +58,30 @@ def _identity(context: ReportContext) -> str:
     )
     took = duration_text(context.started_at, context.finished_at)
     return "<h1>evidence-stage run report</h1>\n" + listed + times + (f"<dt>Took</dt><dd>{escape(took)}</dd>" if took else "") + "</dl>"
+
+
+def _live(live: Mapping[str, Any]) -> str:
+    """A followed job's snapshot: said plainly to be live and provisional, with its stalled and in-flight rollouts."""
+    expected = "unknown" if live["expected"] is None else str(live["expected"])
+    breach = " The quality gate is breached on what has landed so far." if live.get("gate_breached") else ""
+    text = (
+        f'<h2 id="live" data-done="false">Live: provisional</h2>\n<p class="warning">This is a snapshot of a running job taken at '
+        f"{escape(readable_time(live['snapshot_at']))}: {live['rows']} rows and {live['failures']} failed attempts of {escape(expected)} "
+        f"expected; {live['in_flight']} in flight, {live['stalled']} stalled, {live['waiting']} not started. Every figure below is "
+        "provisional: the task-level health checks wait for every repeat of a task, and the run is final only with _SUCCESS."
+        f"{escape(breach)}</p>"
+    )
+    for name, title in (("stalled_rollouts", "Stalled rollouts"), ("in_flight_rollouts", "In-flight rollouts")):
+        if live[name]:
+            rows = "".join(
+                f'<tr><td>{escape(item["rollout"])}</td><td class="num">{escape(format_value(item["idle_s"]))}</td></tr>'
+                for item in live[name]
+            )
+            text += (
+                f'\n<h3>{title}</h3>\n<table id="{name.replace("_", "-")}"><thead><tr><th>Rollout</th>'
+                f"<th>Seconds since its capture changed</th></tr></thead><tbody>{rows}</tbody></table>"
+            )
+    return text
 
 
 def _viewer(href: str) -> str:

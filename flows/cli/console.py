@@ -40,6 +40,7 @@ def run_with_progress(params: StageParams, argv: Sequence[str] = ()) -> int:
 
         start_forkserver(params)  # boots while Prefect is imported below
     from flows.execution.ephemeral import shield_ephemeral_server
+    from flows.execution.follow import GateBreached
     from flows.execution.progress import add_listener, remove_listener
     from flows.execution.resolve import claims_told_to, preflight
     from flows.stage import stage_flow
@@ -67,6 +68,10 @@ def run_with_progress(params: StageParams, argv: Sequence[str] = ()) -> int:
     except GateFailed as failed:
         print_summary(failed.result)
         console.print(f"evidence-stage: {failed}", markup=False, highlight=False, soft_wrap=True)
+        return EXIT_GATE_FAILED
+    except GateBreached as breached:  # a followed job's snapshot: the run is kept, unfinished
+        line = f"evidence-stage: {breached}; resume it with: {resume_command(argv, breached.result['run_id'])}"
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
         return EXIT_GATE_FAILED
     except KeyboardInterrupt:
         if claimed:
@@ -192,6 +197,8 @@ def print_summary(result: dict[str, Any]) -> None:
     out.print(table)
     if result.get("scores"):
         out.print(scores_table(result["scores"]))
+    if result.get("follow_ended"):
+        out.print(f"followed until: {result['follow_ended']}", soft_wrap=True, markup=False, highlight=False)
     out.print(f"outputs: {result['run_dir']}", soft_wrap=True, markup=False, highlight=False)
 
 

@@ -1,4 +1,5 @@
-"""``evidence-stage notify``: announce a finished evaluation job (the ``gym.eval.completed`` event).
+"""``evidence-stage notify``: announce a finished evaluation job (the ``gym.eval.completed`` event), or with
+``--started`` one that has just started (``gym.eval.started``, which starts the follow deployment).
 
 The event goes straight to the server's events endpoint and the command waits for it, so the
 last line of an eval script knows whether the stage was told.
@@ -15,10 +16,21 @@ from typing import Any
 def register(subcommands: Any) -> None:
     parser = subcommands.add_parser("notify", help="emit gym.eval.completed for a finished job (triggers evidence-stage/on-eval-complete)")
     parser.add_argument(
-        "--rollouts", required=True, metavar="URL", help="the job's rollouts JSONL (local path, file://, s3://); it must exist"
+        "--rollouts",
+        required=True,
+        metavar="URL",
+        help="the job's rollouts JSONL (local path, file://, s3://); it must exist (unless --started)",
     )
     parser.add_argument(
-        "--capture-dir", required=True, metavar="URL", help="the job's model-call capture directory (model-calls/); it must exist"
+        "--capture-dir",
+        required=True,
+        metavar="URL",
+        help="the job's model-call capture directory (model-calls/); it must exist (unless --started)",
+    )
+    parser.add_argument(
+        "--started",
+        action="store_true",
+        help="announce a job that has just started (gym.eval.started: triggers evidence-stage/follow); its files need not exist yet",
     )
     parser.set_defaults(handler=handle)
 
@@ -27,12 +39,13 @@ def handle(args: argparse.Namespace) -> int:
     from prefect.events import Event
     from prefect.settings import PREFECT_API_URL
 
-    from flows.deployments import eval_completed_event
+    from flows.deployments import EVAL_COMPLETED, EVAL_STARTED, eval_event
 
     if not PREFECT_API_URL.value():
         raise RuntimeError("no Prefect server to notify: set PREFECT_API_URL (e.g. http://127.0.0.1:4200/api)")
-    fields = eval_completed_event(args.rollouts, args.capture_dir)
-    check_job(fields["payload"]["rollouts"], fields["payload"]["capture_dir"])
+    fields = eval_event(args.rollouts, args.capture_dir, EVAL_STARTED if args.started else EVAL_COMPLETED)
+    if not args.started:
+        check_job(fields["payload"]["rollouts"], fields["payload"]["capture_dir"])
     event = Event(**fields)
     asyncio.run(_emit(event))
     print(f"emitted {event.event} {event.id} for {event.payload['rollouts']}")

@@ -64,14 +64,23 @@ def make_groups(attempts: Iterable[AttemptRef], sizes: GroupSizes) -> Iterator[l
         yield group
 
 
-def fan_out(params: StageParams, ctx: RunContext, groups: Iterator[list[AttemptRef]], total: int, pool: Executor | None) -> GroupSummary:
+def fan_out(
+    params: StageParams,
+    ctx: RunContext,
+    groups: Iterator[list[AttemptRef]],
+    total: int,
+    pool: Executor | None,
+    progress: Progress | None = None,
+) -> GroupSummary:
     """Run a task per group, a bounded window of them in flight; return their summaries added up.
 
     Groups are read from the plan's spill as the window moves, so the flow holds the attempts
-    of the groups in flight, not the job's. Each attempt's status is in its part.
+    of the groups in flight, not the job's. Each attempt's status is in its part. A followed
+    job passes the one ``progress`` it keeps for all its batches of new rows.
     """
     summaries: list[GroupSummary] = []  # one per task run: a few dozen at most
-    progress = Progress(total=total, job_id=ctx.run_dir.parent().parent().name)  # <output>/<job id>/runs/<run id>
+    if progress is None:
+        progress = Progress(total=total, job_id=ctx.run_dir.parent().parent().name)  # <output>/<job id>/runs/<run id>
     in_flight: deque[PrefectFuture[GroupSummary]] = deque()
 
     def finish_oldest() -> None:

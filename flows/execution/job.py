@@ -8,8 +8,9 @@ tasks these steps call run as task runs of the flow that calls them.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Executor
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -56,12 +57,26 @@ class ProcessedJob:
     reduced: ReduceSummary
 
 
-def process_job(params: StageParams, ctx: RunContext, recorded: RecordedParams, timings: Timings, stack: ExitStack) -> ProcessedJob:
-    """Discover the job's attempts, process them in groups on the attempt pool, reduce the parts."""
-    with attempt_pool(params) as pool:  # its workers scan the rollouts file, then process groups
+def process_job(
+    params: StageParams,
+    ctx: RunContext,
+    recorded: RecordedParams,
+    timings: Timings,
+    stack: ExitStack,
+    *,
+    running: Executor | None = None,
+    ends: Mapping[str, int] | None = None,
+) -> ProcessedJob:
+    """Discover the job's attempts, process them in groups on the attempt pool, reduce the parts.
+
+    A followed job (``flows.execution.follow``) passes the attempt pool it keeps open (``running``), and for a
+    snapshot the ``ends`` of its files (``tasks.discover.scan.discover``); otherwise a pool is
+    started for the run.
+    """
+    with attempt_pool(params) if running is None else nullcontext(running) as pool:  # its workers scan, then process groups
         with timings.measure("discover_s"):
             keep = subset_filter(recorded.rollout_ids, recorded.rollout_glob) if recorded.is_subset else None  # a resumed subset stays one
-            plan = stack.enter_context(discover_job(ctx.shards, ctx.capture_dir, pool, keep))
+            plan = stack.enter_context(discover_job(ctx.shards, ctx.capture_dir, pool, keep, ends))
         timings.seconds["discover_task_s"] = plan.seconds
         if keep is not None and not plan.attempts.count:
             raise NothingToRun(f"{subset_described(recorded)} selects no rollout of the job: nothing to run (the run was not kept)")

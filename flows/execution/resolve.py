@@ -141,9 +141,12 @@ def job_locations(params: StageParams) -> tuple[tuple[Shard, ...], Location, Loc
     options = storage_options_with(params.storage_options, params.aws_credentials_block)
     capture_dir = Location(params.capture_dir, options)
     urls = expand_rollouts(params.rollouts, options)
+    if params.follow and params.job_id is None and any(char in "*?[" for char in str(params.rollouts)):
+        raise ValueError("a followed glob needs --job-id: the job id derived from the files it matches would change as shards appear")
     shards = find_shards(urls, options, params.failures)
-    check_inputs(shards, capture_dir)
-    check_rows(shards)
+    if not params.follow:  # a followed job's files may not be written yet (tasks.follow)
+        check_inputs(shards, capture_dir)
+        check_rows(shards)
     job_id = params.job_id or job_id_for(urls)
     output = Location(params.output, options)
     files = [f for shard in shards for f in (shard.main, shard.failures, shard.materialized) if f is not None]
@@ -238,8 +241,10 @@ def _removed_when_nothing_to_run(run_dir: Location) -> ExitCallback:
 
 
 def _explicit(params: StageParams, requested: RecordedParams) -> dict[str, Any]:
-    """The output parameters the caller set explicitly (a resume must agree with them)."""
-    return {k: v for k, v in requested.to_json().items() if k in params.model_fields_set or k == "job_id"}
+    """The output parameters the caller set explicitly (a resume must agree with them); a followed glob's
+    shards are those it matches now, which may be more than the run recorded when it was claimed."""
+    followed = {"rollouts"} if params.follow else set()
+    return {k: v for k, v in requested.to_json().items() if (k in params.model_fields_set or k == "job_id") and k not in followed}
 
 
 def preflight(params: StageParams) -> None:

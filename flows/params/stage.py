@@ -88,6 +88,10 @@ class ScoreMask(str, Enum):  # noqa: UP042  # as TaskRunnerKind
     none = "none"
 
 
+Seconds = Annotated[float, Cli(parse=float, metavar="SECONDS")]
+FOLLOW_SETTINGS = ("snapshot_every", "stall_after", "idle_timeout", "gate_min_rollouts", "stop_on_breach")
+
+
 class StageParams(BaseModel):
     """One evaluation job into a new run directory: the job's three URLs, the rollout ids of a
     subset rerun (if any), then settings; a blank field takes its default."""
@@ -195,6 +199,37 @@ class StageParams(BaseModel):
         "a failing gate leaves LATEST alone and ends the flow run Failed.",
     )
 
+    follow: bool = Field(
+        default=False,
+        title="Follow a running job",
+        description="Process the job while it runs: new rows as they land, a snapshot of the outputs with live.json every "
+        "snapshot_every seconds, then the finished run when the job ends (OPERATIONS.md, 'Following a running job').",
+    )
+    snapshot_every: Seconds = Field(default=30.0, gt=0, title="Snapshot every (s)", description="With follow: seconds between snapshots.")
+    stall_after: Seconds = Field(
+        default=600.0,
+        gt=0,
+        title="Stalled after (s)",
+        description="With follow: a rollout without a row whose capture has not changed for this long is stalled.",
+    )
+    idle_timeout: Seconds = Field(
+        default=3600.0,
+        gt=0,
+        title="Idle timeout (s)",
+        description="With follow: the job is taken as over when no new line arrived for this long (reported as such).",
+    )
+    gate_min_rollouts: OptionalCount = Field(
+        default=None,
+        ge=1,
+        title="Gate from rollouts",
+        description="With follow: the gate is checked on every snapshot once this many rows are in; blank: from the first row.",
+    )
+    stop_on_breach: bool = Field(
+        default=False,
+        title="Stop on breach",
+        description="With follow: a snapshot that breaches the gate ends the follow (exit 3; the run is kept and resumable).",
+    )
+
     @field_validator("run_id", "resume", "job_id")
     @classmethod
     def _safe_name(cls, value: str | None) -> str | None:
@@ -211,6 +246,21 @@ class StageParams(BaseModel):
     @model_validator(mode="after")
     def _dask_options(self) -> StageParams:
         check_dask_options(self.task_runner, self.dask_address, self.dask_workers)
+        return self
+
+    @model_validator(mode="after")
+    def _follow_options(self) -> StageParams:
+        """The follow's settings only with follow (they were silently ignored), and a follow processes the whole job."""
+        given = [name for name in FOLLOW_SETTINGS if name in self.model_fields_set]
+        if given and not self.follow:
+            raise ValueError(f"{' and '.join(given)} apply to follow only: add --follow")
+        if self.follow and (self.rollout_ids or self.rollout_glob is not None):
+            raise ValueError("follow processes the whole job: a subset (rollout_ids, rollout_glob) is rerun after it ends")
+        if self.follow and self.task_runner is TaskRunnerKind.dask and self.dask_address is None:
+            raise ValueError(
+                "follow starts the task runner for each batch of new rows, which would start a local Dask cluster each time:"
+                " give --dask-address (an existing cluster) or use the process runner"
+            )
         return self
 
     @model_validator(mode="after")

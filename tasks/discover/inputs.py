@@ -140,10 +140,10 @@ def list_inputs(shards: Sequence[Shard], capture_dir: Location) -> JobInputs:
     located = [location for shard in shards for location in (shard.main, shard.failures, shard.materialized) if location is not None]
     entries = at_once([location.entry for location in located], remote=is_remote(located))
     files = {location.name: entry for location, entry in zip(located, entries, strict=True)}
-    return JobInputs(files, capture_dir.name, _capture_entries(capture_dir))
+    return JobInputs(files, capture_dir.name, capture_entries(capture_dir))
 
 
-def _capture_entries(capture_dir: Location) -> list[FileEntry]:
+def capture_entries(capture_dir: Location) -> list[FileEntry]:
     """The capture folder's files, and its folders named as a capture file or marker: 0.7.0's
     lookups find those as they find files. Such a folder's entry has no size or version (0.7.0
     asks only whether the name exists; what is inside never changes an attempt), and an S3

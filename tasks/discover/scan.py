@@ -16,7 +16,7 @@ import pickle
 import tempfile
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
@@ -86,20 +86,26 @@ def _shard_summaries(
 
 
 def discover(
-    shards: Sequence[Shard], capture_dir: Location, pool: Executor | None = None, keep: Callable[[AttemptRef], bool] | None = None
+    shards: Sequence[Shard],
+    capture_dir: Location,
+    pool: Executor | None = None,
+    keep: Callable[[AttemptRef], bool] | None = None,
+    ends: Mapping[str, int] | None = None,
 ) -> JobPlan:
     """Scan the rollouts file(s) once and the capture directory once; return the job plan.
 
     With ``pool`` (the attempt pool, idle until the fan-out), spans of a long rollouts file are
     scanned by its workers at once. With ``keep`` (a subset run), only the attempts it accepts
     are planned and accounted: the run's accounting counts the rows it holds, and owes nothing.
+    With ``ends`` (a followed job's snapshot: input URL -> bytes of complete lines read so far),
+    the lines of a file starting at or past its end are left out, as if not written yet.
     """
     started = time.perf_counter()
     inputs = list_inputs(shards, capture_dir)
     plan = JobPlan()
     sharded = len(shards) > 1
     sources = [
-        (k if sharded else None, source, location, inputs.files[location.name].size)
+        (k if sharded else None, source, location, _end(location, inputs.files[location.name].size, ends))
         for source in (MAIN, FAILURES)
         for k, shard in enumerate(shards)
         if (location := shard.main if source == MAIN else shard.failures) is not None
@@ -109,7 +115,7 @@ def discover(
         rows = _scan(plan, sources, inputs.captures, accounts, pool, keep)
         for shard, account in zip(shards, accounts, strict=True):
             if shard.materialized is not None and keep is None:
-                _read_inventory(shard.materialized, account)
+                _read_inventory(shard.materialized, account, ends.get(shard.materialized.url) if ends is not None else None)
         plan.accounting = run_accounting(accounts, subset=keep is not None)
         plan.fingerprint = fingerprint_inputs(inputs)
         plan.shards = _shard_summaries(shards, inputs, rows, sharded)
@@ -122,9 +128,14 @@ def discover(
     return plan
 
 
-def _read_inventory(location: Location, account: ShardAccount) -> None:
+def _end(location: Location, size: int, ends: Mapping[str, int] | None) -> int:
+    """Where a file's scan stops: its size as listed, or sooner where ``ends`` says."""
+    return min(size, ends.get(location.url, size)) if ends is not None else size
+
+
+def _read_inventory(location: Location, account: ShardAccount, end: int | None) -> None:
     """Every non-blank line of a shard's materialized inputs is one rollout it owed."""
-    for _, _, raw in location.iter_lines():
+    for _, _, raw in location.iter_lines(0, end):
         if raw.strip():
             try:
                 account.expect(orjson.loads(raw))
@@ -194,11 +205,32 @@ def scan_span(location: Location, listing: Mapping[str, FileEntry] | ListingFile
     """Parse every line starting in ``[start, end)`` once; runs in the flow or in an attempt worker."""
     if isinstance(listing, ListingFile):
         listing = listing.listing()
-    rows, lines = [], 0
-    for lines, offset, raw in location.iter_lines(start, end):
+    return scan_lines(location.iter_lines(start, end), listing)
+
+
+def scan_lines(lines: Iterable[tuple[int, int, bytes]], listing: Mapping[str, FileEntry]) -> ScannedSpan:
+    """Parse each ``(line number, offset, line)`` once: a span of a file, or the new lines of a followed one."""
+    rows, count = [], 0
+    for count, offset, raw in lines:
         if raw.strip():
-            rows.append(_scan_line(lines, offset, raw, listing))
-    return ScannedSpan(lines, rows)
+            rows.append(_scan_line(count, offset, raw, listing))
+    return ScannedSpan(count, rows)
+
+
+def attempt_ref(scanned: ScannedLine, source: str, line: int, out_line: int, shard: int | None) -> AttemptRef:
+    """The attempt of a scanned row at ``line`` of its file (``out_line`` of its source's output)."""
+    return AttemptRef(
+        source=source,
+        line=line,
+        offset=scanned.offset,
+        length=scanned.length,
+        out_line=out_line,
+        rollout_id=scanned.rollout_id,
+        capture=scanned.capture,
+        incomplete=scanned.incomplete,
+        fingerprint=scanned.fingerprint,
+        shard=shard,
+    )
 
 
 def _scan_line(line: int, offset: int, raw: bytes, listing: Mapping[str, FileEntry]) -> ScannedLine:
@@ -223,11 +255,12 @@ def _cut(size: int) -> bool:
 def _spans(
     location: Location, size: int, listing: Mapping[str, FileEntry], shared: ListingFile | None, pool: Executor | None
 ) -> Iterator[ScannedSpan]:
+    # ``size`` is where the scan stops: the file's listed size, or a followed file's end.
     """The file's spans in order: scanned by the attempt pool's workers (reading ``shared``) when
     there is one and the file is worth cutting, else here. Parsing every row is discovery's whole
     cost (a second per 400 MB), and the pool's workers are idle until the fan-out starts."""
     if pool is None or shared is None or not _cut(size):
-        yield scan_span(location, listing)
+        yield scan_span(location, listing, 0, size)
         return
     starts = range(0, size, SCAN_SPAN_BYTES)
     pending: deque[Future[ScannedSpan]] = deque()
@@ -235,7 +268,7 @@ def _spans(
         for start in starts:
             if len(pending) >= SCAN_SPANS_IN_FLIGHT:
                 yield pending.popleft().result()
-            end = None if start == starts[-1] else start + SCAN_SPAN_BYTES  # the last span reads to the end, as one scan would
+            end = size if start == starts[-1] else start + SCAN_SPAN_BYTES  # the last span reads to the end, as one scan would
             pending.append(pool.submit(scan_span, location, shared, start, end))
         while pending:
             yield pending.popleft().result()
@@ -276,18 +309,7 @@ def _scan(
                     rows[(shard, source)] += 1
                     if scanned.rollout_id is not None:
                         claimed.add(scanned.rollout_id)
-                    attempt = AttemptRef(
-                        source=source,
-                        line=line_no,
-                        offset=scanned.offset,
-                        length=scanned.length,
-                        out_line=out_lines[source] + 1,
-                        rollout_id=scanned.rollout_id,
-                        capture=scanned.capture,
-                        incomplete=scanned.incomplete,
-                        fingerprint=scanned.fingerprint,
-                        shard=shard,
-                    )
+                    attempt = attempt_ref(scanned, source, line_no, out_lines[source] + 1, shard)
                     if keep is not None and not keep(attempt):
                         continue  # a subset run's outputs hold the chosen rows only, numbered on without the others
                     out_lines[source] += 1

@@ -6,7 +6,7 @@ never import Prefect.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 
 from prefect import task
@@ -21,6 +21,10 @@ from tasks.storage.retry import retry_on_transient
 
 @task(name="discover-job", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_condition_fn=retry_on_transient)
 def discover_job(
-    shards: tuple[Shard, ...], capture_dir: Location, pool: Executor | None = None, keep: Callable[[AttemptRef], bool] | None = None
+    shards: tuple[Shard, ...],
+    capture_dir: Location,
+    pool: Executor | None = None,
+    keep: Callable[[AttemptRef], bool] | None = None,
+    ends: Mapping[str, int] | None = None,
 ) -> JobPlan:
-    return discover(shards, capture_dir, pool, keep)
+    return discover(shards, capture_dir, pool, keep, ends)

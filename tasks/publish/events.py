@@ -20,6 +20,8 @@ from tasks.storage import Location
 RUN_COMPLETED = "evidence-stage.run.completed"
 RUN_FAILED = "evidence-stage.run.failed"
 GATE_FAILED = "evidence-stage.gate.failed"
+JOB_SNAPSHOT = "evidence-stage.job.snapshot"
+JOB_GATE_BREACHED = "evidence-stage.job.gate-breached"
 ERROR_CHARS = 2_000
 UNCLAIMED = "unclaimed"  # a run that failed before it had a run id
 
@@ -75,3 +77,22 @@ def gate_failed(run: RunIdentity, gate: dict[str, Any]) -> StageEvent:
         "failing": [limit for limit in gate["limits"] if not limit["passed"]],
     }
     return StageEvent(GATE_FAILED, run_resource(run.job_id, run.run_id), payload)
+
+
+def job_snapshot(job_id: str, run_id: str, run_dir: Location, counts: dict[str, Any]) -> StageEvent:
+    """``evidence-stage.job.snapshot``: a followed job's counts at one snapshot (``live.json``'s figures)."""
+    return StageEvent(JOB_SNAPSHOT, run_resource(job_id, run_id), {"run_dir": run_dir.url, **counts})
+
+
+def job_gate_breached(job_id: str, run_id: str, run_dir: Location, gate: dict[str, Any], counts: dict[str, Any]) -> StageEvent:
+    """``evidence-stage.job.gate-breached``: a followed job's snapshot failed the gate, with the figures
+    (an automation can cancel the evaluation on it)."""
+    payload = {
+        "job_id": job_id,
+        "run_id": run_id,
+        "run_dir": run_dir.url,
+        "reason": gate_reason(gate),
+        "failing": [limit for limit in gate["limits"] if not limit["passed"]],
+        "counts": counts,
+    }
+    return StageEvent(JOB_GATE_BREACHED, run_resource(job_id, run_id), payload)

@@ -108,8 +108,10 @@ def masked_rollouts(run_dir: Location, verdicts: tuple[str, ...]) -> list[Masked
     return found
 
 
-def report_context(run_dir: Location, manifest: dict[str, Any], histograms: dict[str, list[float]]) -> ReportContext:
-    """Everything the page shows, from the run's files and its manifest."""
+def report_context(
+    run_dir: Location, manifest: dict[str, Any], histograms: dict[str, list[float]], live: dict[str, Any] | None = None
+) -> ReportContext:
+    """Everything the page shows, from the run's files and its manifest (and ``live.json``'s document, in a followed job's snapshot)."""
     run, params = manifest["run"], manifest["parameters"]
     inputs = {"rollouts": params["rollouts"], "capture dir": params["capture_dir"], **sidecars_found(manifest)}
     masked_verdicts = RecordedParams.model_validate(params).masked_verdicts
@@ -136,6 +138,7 @@ def report_context(run_dir: Location, manifest: dict[str, Any], histograms: dict
         rewards=histograms.get("reward", []),
         scope=scope_text(run["scope"], params),
         viewer=VIEWER_PAGE if VIEWER_PAGE in present else None,
+        live=live,
     )
 
 
@@ -189,10 +192,10 @@ def artifact_tables(context: ReportContext) -> dict[str, Any]:
 
 
 def render_run_report(
-    run_dir: Location, manifest: dict[str, Any], histograms: dict[str, list[float]]
+    run_dir: Location, manifest: dict[str, Any], histograms: dict[str, list[float]], live: dict[str, Any] | None = None
 ) -> tuple[str, dict[str, Any], list[str]]:
     """``report.html`` text, the artifact tables and the names of the linked outputs the run has."""
-    context = report_context(run_dir, manifest, histograms)
+    context = report_context(run_dir, manifest, histograms, live)
     return render_report(context), artifact_tables(context), [name for _, name in context.links]
 
 

@@ -114,6 +114,7 @@ EXPECTED = {
     "accounted_fields",
     "accounting_markdown",
     "gate_markdown",
+    "rollout_key",
     "run_accounting",
     "evaluate_gate",
     "gate_reason",
@@ -124,6 +125,14 @@ EXPECTED = {
     "reward_values",
     "scores_markdown",
     "RolloutVerdicts",
+    "EndReason",
+    "LiveStatus",
+    "Outstanding",
+    "answered_accounting",
+    "capture_activity",
+    "end_of_job",
+    "outstanding_rollouts",
+    "unhealthy_share",
 }
 
 

@@ -28,7 +28,11 @@ MODELS: dict[str, type[BaseModel]] = {"run": StageParams, "batch": BatchParams}
 # A value each option accepts; any other option takes "x1" (an id, a URL, a glob) or 3 (a number).
 SAMPLES = {"--ignore-check": "model_call_failed", "--gate": "max_lost_share=0.5", "--storage-option": "endpoint_url=http://127.0.0.1:5000"}
 # Options that apply only beside another (refused alone, issue 35): given with it, which is then not counted.
-CONTEXT = {"--dask-address": ["--task-runner", "dask"], "--dask-workers": ["--task-runner", "dask"]}
+CONTEXT = {
+    "--dask-address": ["--task-runner", "dask"],
+    "--dask-workers": ["--task-runner", "dask"],
+    **{flag: ["--follow"] for flag in ("--snapshot-every", "--stall-after", "--idle-timeout", "--gate-min-rollouts", "--stop-on-breach")},
+}
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
@@ -57,7 +61,7 @@ def _sample(action: argparse.Action) -> list[str]:
         return [flag]
     if action.choices:
         return [flag, str(next(iter(action.choices)))]
-    return [flag, SAMPLES.get(flag, "3" if action.type is int else "x1")]
+    return [flag, SAMPLES.get(flag, "3" if action.type in (int, float) else "x1")]
 
 
 def _fields_of_options(command: str) -> dict[str, argparse.Action]:
@@ -159,3 +163,14 @@ def test_the_score_mask_choices_are_the_evidence_rule() -> None:
 
     assert [mask.value for mask in ScoreMask] == list(SCORE_MASKS)
     assert StageParams.model_fields["score_mask"].default.value == DEFAULT_SCORE_MASK
+
+
+def test_the_follow_settings_need_follow_and_a_follow_takes_the_whole_job() -> None:
+    base = {"rollouts": "r.jsonl", "capture_dir": "c", "output": "o"}
+    with pytest.raises(ValueError, match="snapshot_every and stop_on_breach apply to follow only: add --follow"):
+        StageParams(**base, snapshot_every=5, stop_on_breach=True)
+    with pytest.raises(ValueError, match="follow processes the whole job"):
+        StageParams(**base, follow=True, rollout_ids=["0-1"])
+    with pytest.raises(ValueError, match="would start a local Dask cluster each time"):
+        StageParams(**base, follow=True, task_runner="dask")
+    assert StageParams(**base, follow=True, snapshot_every=5).snapshot_every == 5

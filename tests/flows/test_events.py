@@ -16,13 +16,14 @@ from tests.flows.support import local_path, run_stage
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
 
-def events_of(resource_prefix: str, expected: int) -> list[Any]:
-    """The evidence-stage run events whose resource id starts with ``resource_prefix`` (waits for them)."""
+def events_of(resource_prefix: str, expected: int, names: str = "evidence-stage.run.") -> list[Any]:
+    """The evidence-stage events (``names``: their names' prefix, the run events by default) whose resource id
+    starts with ``resource_prefix`` (waits for them)."""
     from prefect.client.orchestration import get_client
     from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter, EventResourceFilter
 
     query = EventFilter(
-        event=EventNameFilter(prefix=["evidence-stage.run."]),
+        event=EventNameFilter(prefix=[names]),
         resource=EventResourceFilter(id_prefix=[resource_prefix]),
         occurred=EventOccurredFilter(since=datetime.now(UTC) - timedelta(hours=1)),
     )
