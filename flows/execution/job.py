@@ -38,6 +38,16 @@ class Timings:
     """Wall-clock seconds per step of the run, as the manifest records them."""
 
     seconds: dict[str, float] = field(default_factory=dict)
+    attempts_ended: float | None = None  # perf_counter when the flow saw the last group's attempts end
+
+    def attempts_end(self) -> None:
+        """The run's attempts (every group so far) have ended: the tail starts now."""
+        self.attempts_ended = time.perf_counter()
+
+    def tail(self) -> float:
+        """Seconds since the last attempt ended (since the fan-out ended, for a run of none)."""
+        assert self.attempts_ended is not None, "the tail is measured after the fan-out"
+        return time.perf_counter() - self.attempts_ended
 
     @contextmanager
     def measure(self, name: str) -> Iterator[None]:
@@ -75,7 +85,9 @@ def process_job(params: StageParams, ctx: RunContext, recorded: RecordedParams, 
         )
         preload_libraries()  # the reduce's imports, while the attempt pool works
         with timings.measure("fan_out_s"):
-            work = fan_out(params, ctx, make_groups(plan.attempts, sizes), plan.attempts.count, pool)
+            work = fan_out(params, ctx, make_groups(plan.attempts, sizes), plan.attempts.count, pool, lambda _: timings.attempts_end())
+        if timings.attempts_ended is None:  # no group: the tail starts where the fan-out ended
+            timings.attempts_end()
     timings.seconds["in_task_s"] = work.seconds
     timings.seconds["fan_out_parallelism"] = min(parallel_groups(params), work.runs)
     with timings.measure("reduce_s"):
@@ -105,6 +117,7 @@ def publish_job(
     clock = time.perf_counter()
     report_html, tables, outputs = render_run_report(ctx.run_dir, manifest.document(), job.reduced.histograms)
     manifest = manifest.with_timing("report_s", time.perf_counter() - clock)
+    manifest = manifest.with_timing("tail_s", timings.tail())  # up to manifest.json: _SUCCESS follows it and report.html at once
     has_rows = any(manifest.counts.rows.values())  # a run of no rows (inputs changed since the check) never stands as LATEST
     publish_run(ctx.run_dir, job_dir, manifest, report_html, not recorded.is_subset and has_rows)
     with parts_removed_meanwhile(ctx.run_dir, params.keep_parts):
