@@ -22,12 +22,14 @@ from flows.execution.runners import attempt_pool, parallel_groups
 from flows.params.gate import GateLimits
 from flows.params.stage import StageParams
 from tasks.attempts.context import RunContext
+from tasks.discover.refs import AttemptRef
 from tasks.discover.scan import JobPlan
 from tasks.discover.task import discover_job
 from tasks.publish.gate import judge_run
 from tasks.publish.report import render_run_report
 from tasks.publish.task import build_manifest, parts_removed_meanwhile, publish_artifacts, publish_run, write_document
-from tasks.reduce.outputs import ReduceSummary
+from tasks.reduce.feed import Feed
+from tasks.reduce.outputs import ReduceSummary, RunFolds
 from tasks.reduce.task import preload_libraries, reduce_run
 from tasks.rundir import ACCOUNTING_FILE
 from tasks.storage import Location
@@ -84,14 +86,20 @@ def process_job(params: StageParams, ctx: RunContext, recorded: RecordedParams, 
             len(plan.skipped),
         )
         preload_libraries()  # the reduce's imports, while the attempt pool works
+        feed = stack.enter_context(Feed(stack.enter_context(RunFolds(ctx, recorded.atif_all_or_nothing))))
+
+        def done(group: list[AttemptRef]) -> None:
+            timings.attempts_end()
+            feed.put(group)  # folded beside the fan-out
+
         with timings.measure("fan_out_s"):
-            work = fan_out(params, ctx, make_groups(plan.attempts, sizes), plan.attempts.count, pool, lambda _: timings.attempts_end())
+            work = fan_out(params, ctx, make_groups(plan.attempts, sizes), plan.attempts.count, pool, done)
         if timings.attempts_ended is None:  # no group: the tail starts where the fan-out ended
             timings.attempts_end()
     timings.seconds["in_task_s"] = work.seconds
     timings.seconds["fan_out_parallelism"] = min(parallel_groups(params), work.runs)
     with timings.measure("reduce_s"):
-        reduced = reduce_run(ctx, plan.attempts, recorded.atif_all_or_nothing)
+        reduced = reduce_run(ctx, plan.attempts, recorded.atif_all_or_nothing, feed)
         stack.enter_context(reduced.log)
     timings.seconds["reduce_task_s"] = reduced.seconds
     timings.seconds["tables_s"] = reduced.tables_seconds
