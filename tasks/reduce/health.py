@@ -53,6 +53,10 @@ class HealthOutputs:
         """Rows per verdict as they stand."""
         return self._fold.verdicts
 
+    def summary_text(self) -> str:
+        """``quality_summary.json``'s text as the fold stands (before ``finish`` counts the identities)."""
+        return self._fold.summary_text()
+
     def add(self, digest: RowDigest) -> str:
         """Fold the next main row's digest; its verdict line, final unless its identity turns out to repeat."""
         line = self._fold_one(self._digests.count, digest)
@@ -77,7 +81,7 @@ class HealthOutputs:
             for index, digest in enumerate(self._digests):
                 lines.add(self._fold_one(index, digest))
             self._lines = lines
-        documents.put(self._ctx.paths.quality_summary, self._fold.summary_text().encode())
+        documents.put(self._ctx.paths.quality_summary, self.summary_text().encode())
         with atomic_writer(self._ctx.paths.verdicts) as out:
             for _, line in self._sorted.items():  # noqa: PERF102  # a SortedSpill, not a dict: items() is its merge
                 out.write(line.encode())

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, Protocol, Self
 
 from evidence import (
     AttemptOutcome,
@@ -123,7 +123,23 @@ class _MainFold:
         self.analysis.add(attempt, outcome, entry, self.atif.decide(attempt, outcome, digests.atif), verdict)
 
 
-def write_perf(ctx: RunContext, spill: Spill[PerfDigest], documents: Documents) -> tuple[dict[str, Any], list[str]]:
+class DocumentSink(Protocol):
+    """Where the reduce's whole documents go: written (``Documents``) or gathered (``Gathered``)."""
+
+    def put(self, target: Location, data: bytes) -> None: ...
+
+
+class Gathered:
+    """Documents kept in memory instead of written (``RunFolds.documents``): a ``Documents`` stand-in."""
+
+    def __init__(self) -> None:
+        self.documents: dict[Location, bytes] = {}
+
+    def put(self, target: Location, data: bytes) -> None:
+        self.documents[target] = data
+
+
+def write_perf(ctx: RunContext, spill: Spill[PerfDigest], documents: DocumentSink) -> tuple[dict[str, Any], list[str]]:
     """``perf_summary.json`` from the spilled digests (groups by a stable external sort); the document and its problems."""
     with SortedSpill[dict[str, Any] | None]() as by_group:
         fold = PerfSummaryFold(by_group)
@@ -192,7 +208,7 @@ class RunFolds:
         self.seconds += time.perf_counter() - started
 
     def snapshot(self) -> FoldSnapshot:
-        """The counts after every group consumed so far (never a group half folded)."""
+        """The counts after every group consumed so far (never a group half folded); cheap, unlike ``documents``."""
         with self._lock:
             log = self.summary.log
             return FoldSnapshot(
@@ -204,6 +220,27 @@ class RunFolds:
                 atif_rejections=self._main.atif.rejections.count,
                 unavailable=dict(sorted(self._main.unavailable.items())),
             )
+
+    def documents(self) -> dict[Location, bytes]:
+        """The run-level documents as they stand after every group consumed so far, by where
+        ``finish`` writes them: the health summary (before the identities are counted: no
+        duplicate-identity finding yet), the perf summary, the three score files, the capabilities."""
+        with self._lock:
+            gathered = Gathered()
+            gathered.put(self._ctx.paths.quality_summary, self._main.health.summary_text().encode())
+            self._fold_documents(gathered)
+            return gathered.documents
+
+    def _fold_documents(self, documents: DocumentSink) -> tuple[list[str], dict[str, Any]]:
+        """The perf summary, the score files and the capabilities to ``documents``; the fold problems and ``scores.json``'s document."""
+        ctx, fold = self._ctx, self._main
+        perf, perf_problems = write_perf(ctx, fold.perf, documents)
+        problems = [f"perf_summary: {problem}" for problem in perf_problems]
+        score_problems, scores = write_scores(ctx, fold.scores, fold.health.masked, perf.get("groups") or {}, perf_problems, documents)
+        problems += score_problems
+        problems += [f"{name}: {count} main rows without a digest" for name, count in sorted(fold.unavailable.items())]
+        documents.put(ctx.paths.capabilities, dumps(build_capabilities(fold.capabilities), indent=True) + b"\n")
+        return problems, scores
 
     def _writer(self, source: str) -> LineWriter:
         """Where a source's output lines go, opened when its first group comes (main rows come first)."""
@@ -224,14 +261,8 @@ class RunFolds:
             documents = stack.enter_context(Documents(remote=not ctx.run_dir.is_local))
             verdicts_stand = fold.health.finish(documents)
             result.verdicts = fold.health.verdicts
-            perf, perf_problems = write_perf(ctx, fold.perf, documents)
-            result.fold_problems = [f"perf_summary: {problem}" for problem in perf_problems]
-            score_problems, scores = write_scores(ctx, fold.scores, fold.health.masked, perf.get("groups") or {}, perf_problems, documents)
-            result.fold_problems += score_problems
+            result.fold_problems, scores = self._fold_documents(documents)
             result.scores = key_metrics(scores)
-            result.fold_problems += [f"{name}: {count} main rows without a digest" for name, count in sorted(fold.unavailable.items())]
-            capabilities = build_capabilities(fold.capabilities)
-            documents.put(ctx.paths.capabilities, dumps(capabilities, indent=True) + b"\n")
             result.histograms = {**histogram_values(fold.capabilities), "reward": reward_values(digest for _, digest in fold.scores)}
             result.atif_published = write_atif(ctx, fold.atif)
             if verdicts_stand and result.atif_published and not result.log.shares_rollout_ids():

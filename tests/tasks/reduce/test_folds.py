@@ -60,7 +60,10 @@ def test_groups_folded_as_they_land_give_the_outputs_of_every_part_folded_at_onc
             snapshot = folds.snapshot()
             assert snapshot.attempts == sum(map(len, groups[:done]))
             assert sum(snapshot.rows.values()) == snapshot.attempts == sum(snapshot.by_status.values())
+        standing = {location.path: data for location, data in folds.documents().items()}
         summary = folds.finish()
+    assert len(standing) == 6
+    assert all(Path(path).read_bytes() == data for path, data in standing.items())  # the last snapshot is what finish writes
     with summary.log:
         assert (summary.rows, summary.verdicts, summary.atif_files, summary.scores) == (
             whole.rows,
