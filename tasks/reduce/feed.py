@@ -27,7 +27,8 @@ class Feed:
     """Groups to ``folds.consume`` on a thread, in the order ``put``; ``folds`` once every group put is folded.
 
     A group that fails to fold stops the folding (the later groups are only taken off the
-    queue, so the fan-out never waits for a consumer that is gone) and ``folds`` raises its error.
+    queue, so the fan-out never waits for a consumer that is gone) and ``folds`` raises its error;
+    leaving the block on an error stops it at once (the folds are discarded with the run's stack).
     While the feed is open the interpreter's objects alive at its start are frozen out of the
     cycle collector (``gc.freeze``): the folds make millions of short-lived objects, and full
     collections walking the plan, Prefect's client and every module were a large share of a
@@ -38,6 +39,7 @@ class Feed:
         self._folds = folds
         self._queue: queue.Queue[Sequence[AttemptRef] | None] = queue.Queue(maxsize=FEED_GROUPS)
         self._error: BaseException | None = None
+        self._abandoned = False  # the run failed: the groups still waiting are only taken off the queue
         self._closed = False
         gc.freeze()
         self._thread = threading.Thread(target=self._run, name="evidence-stage-reduce", daemon=True)
@@ -56,7 +58,7 @@ class Feed:
 
     def _run(self) -> None:
         while (group := self._queue.get()) is not None:
-            if self._error is None:
+            if self._error is None and not self._abandoned:
                 try:
                     self._folds.consume(group)
                 except BaseException as error:  # noqa: BLE001  # handed to the caller by folds()
@@ -71,6 +73,7 @@ class Feed:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        self._abandoned = kind is not None
         self._stop()
         gc.unfreeze()
