@@ -7,6 +7,7 @@ tasks these steps call run as task runs of the flow that calls them.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -86,7 +87,7 @@ def process_job(params: StageParams, ctx: RunContext, recorded: RecordedParams, 
             len(plan.skipped),
         )
         preload_libraries()  # the reduce's imports, while the attempt pool works
-        feed = stack.enter_context(Feed(stack.enter_context(RunFolds(ctx, recorded.atif_all_or_nothing))))
+        feed = stack.enter_context(Feed(functools.partial(RunFolds, ctx, recorded.atif_all_or_nothing)))
 
         def done(group: list[AttemptRef]) -> None:
             timings.attempts_end()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 import queue
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Self
 
 from tasks.discover.refs import AttemptRef
@@ -24,19 +24,23 @@ FEED_GROUPS = 4
 
 
 class Feed:
-    """Groups to ``folds.consume`` on a thread, in the order ``put``; ``folds`` once every group put is folded.
+    """Groups to ``RunFolds.consume`` on a thread, in the order ``put``; ``folds`` once every group put is folded.
+
+    The folds are opened on the thread too (``open_folds``), so the fan-out never waits for
+    what opening them imports (the tables' pyarrow, loading meanwhile on the preload thread).
 
     A group that fails to fold stops the folding (the later groups are only taken off the
     queue, so the fan-out never waits for a consumer that is gone) and ``folds`` raises its error;
-    leaving the block on an error stops it at once (the folds are discarded with the run's stack).
+    leaving the block on an error stops it at once.
     While the feed is open the interpreter's objects alive at its start are frozen out of the
     cycle collector (``gc.freeze``): the folds make millions of short-lived objects, and full
     collections walking the plan, Prefect's client and every module were a large share of a
     reduce's time in one profile.
     """
 
-    def __init__(self, folds: RunFolds) -> None:
-        self._folds = folds
+    def __init__(self, open_folds: Callable[[], RunFolds]) -> None:
+        self._open_folds = open_folds
+        self._folds: RunFolds | None = None
         self._queue: queue.Queue[Sequence[AttemptRef] | None] = queue.Queue(maxsize=FEED_GROUPS)
         self._error: BaseException | None = None
         self._abandoned = False  # the run failed: the groups still waiting are only taken off the queue
@@ -54,11 +58,16 @@ class Feed:
         self._stop()
         if self._error is not None:
             raise self._error
+        assert self._folds is not None, "opened, or the error says why not"
         return self._folds
 
     def _run(self) -> None:
+        try:
+            self._folds = self._open_folds()
+        except BaseException as error:  # noqa: BLE001  # handed to the caller by folds()
+            self._error = error
         while (group := self._queue.get()) is not None:
-            if self._error is None and not self._abandoned:
+            if self._folds is not None and self._error is None and not self._abandoned:
                 try:
                     self._folds.consume(group)
                 except BaseException as error:  # noqa: BLE001  # handed to the caller by folds()
@@ -74,6 +83,9 @@ class Feed:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        """Stop the thread; close the folds (what they did not finish is discarded; a finished run's are closed already)."""
         self._abandoned = kind is not None
         self._stop()
+        if self._folds is not None:
+            self._folds.close()
         gc.unfreeze()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from pathlib import Path
 
@@ -109,7 +110,7 @@ def test_a_group_that_fails_to_fold_raises_from_the_feed_which_never_blocks_the_
     ctx = _context(tmp_path)
     with discover(list(ctx.shards), ctx.capture_dir) as plan:
         attempts = list(plan.attempts)
-    with RunFolds(ctx, all_or_nothing=False) as folds, Feed(folds) as feed:
+    with Feed(functools.partial(RunFolds, ctx, all_or_nothing=False)) as feed:
         for group in _groups(attempts, 1)[: FEED_GROUPS * 3]:  # no part was written: the first fails
             feed.put(group)
         with pytest.raises(PartMissing, match="no current part"):
