@@ -150,6 +150,10 @@ def write_perf(ctx: RunContext, spill: Spill[PerfDigest], documents: DocumentSin
     return document, fold.problems
 
 
+class Unfinished(Exception):  # not an error raised: what an unfinished reduce's writers are closed with
+    """The reduce was closed before ``finish``: its outputs are discarded."""
+
+
 @dataclass(frozen=True, slots=True)
 class FoldSnapshot:
     """The run's counts as they stand after the attempts folded so far (``RunFolds.snapshot``)."""
@@ -278,9 +282,17 @@ class RunFolds:
         return result
 
     def close(self) -> None:
-        """Delete the spills and discard the outputs not finished; the log too, unless finished (then it is the caller's)."""
-        self._stack.close()
-        if not self._finished:
+        """Delete the spills; unless finished, discard every output begun (never publish a part of one) and the log.
+
+        The outputs' writers commit when their block ends without an error, so the stack is left
+        as if on one: ``Unfinished``.
+        """
+        if self._finished:
+            self._stack.close()  # already closed by finish: nothing left
+            return
+        try:
+            self._stack.__exit__(Unfinished, Unfinished(), None)
+        finally:
             self.summary.log.close()
 
     def __enter__(self) -> Self:

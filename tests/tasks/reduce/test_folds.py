@@ -106,6 +106,20 @@ def test_what_only_the_end_of_the_run_settles_judges_the_attempts_again(tmp_path
     assert bool(published) is not all_or_nothing
 
 
+def test_folds_closed_before_they_finish_publish_nothing(tmp_path: Path) -> None:
+    """A failed fan-out, or a retried reduce starting over, closes the folds it leaves: no part of an output appears."""
+    ctx = _context(tmp_path)
+    with discover(list(ctx.shards), ctx.capture_dir) as plan:
+        attempts = list(plan.attempts)
+    group = _groups(attempts, 5)[0]
+    run_group(ctx, group, check_existing=False)
+    with RunFolds(ctx, all_or_nothing=False) as folds:
+        folds.consume(group)
+        assert folds.snapshot().attempts == len(group)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["atif", "attempts"]  # accepted ATIF files, as they are accepted
+    assert not (tmp_path / "atif" / "manifest.jsonl").exists()
+
+
 def test_a_group_that_fails_to_fold_raises_from_the_feed_which_never_blocks_the_fan_out(tmp_path: Path) -> None:
     ctx = _context(tmp_path)
     with discover(list(ctx.shards), ctx.capture_dir) as plan:
