@@ -95,7 +95,8 @@ def follow_job(
             if look.attempts:
                 current = replace(ctx, shards=tuple(shard.shard for shard in tail.shards))
                 sizes = GroupSizes(len(look.attempts), params.attempts_per_task, parallel_groups(params))
-                fan_out(params, current, make_groups(look.attempts, sizes), len(look.attempts), pool, progress)
+                # parts only: a snapshot folds them through process_job, the end of the job as a post-hoc run
+                fan_out(params, current, make_groups(look.attempts, sizes), len(look.attempts), pool, lambda _group: None, progress)
             ended = end_of_job(
                 end_file=tail.end_file(),
                 expected=expected,

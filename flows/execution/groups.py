@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass
 
@@ -70,28 +70,33 @@ def fan_out(
     groups: Iterator[list[AttemptRef]],
     total: int,
     pool: Executor | None,
+    done: Callable[[list[AttemptRef]], None],
     progress: Progress | None = None,
 ) -> GroupSummary:
     """Run a task per group, a bounded window of them in flight; return their summaries added up.
 
     Groups are read from the plan's spill as the window moves, so the flow holds the attempts
-    of the groups in flight, not the job's. Each attempt's status is in its part. A followed
-    job passes the one ``progress`` it keeps for all its batches of new rows.
+    of the groups in flight, not the job's. Each attempt's status is in its part. Each group is
+    handed to ``done`` once its task and those of every group before it have finished (in
+    input order, the order the reduce consumes them). A followed job passes the one ``progress``
+    it keeps for all its batches of new rows.
     """
     summaries: list[GroupSummary] = []  # one per task run: a few dozen at most
     if progress is None:
         progress = Progress(total=total, job_id=ctx.run_dir.parent().parent().name)  # <output>/<job id>/runs/<run id>
-    in_flight: deque[PrefectFuture[GroupSummary]] = deque()
+    in_flight: deque[tuple[list[AttemptRef], PrefectFuture[GroupSummary]]] = deque()
 
     def finish_oldest() -> None:
-        summary = in_flight.popleft().result()
+        group, future = in_flight.popleft()
+        summary = future.result()
         summaries.append(summary)
+        done(group)
         progress.advance(summary.processed + summary.skipped)
 
     with shared_api(params), build_runner(params) as runner:
         for group in groups:
             arguments = {"ctx": task_argument(params, ctx), "attempts": task_argument(params, group), "pool": pool}
-            in_flight.append(runner.submit(process_group, arguments))
+            in_flight.append((group, runner.submit(process_group, arguments)))
             if len(in_flight) > runner_slots(params):
                 finish_oldest()
         while in_flight:

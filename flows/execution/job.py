@@ -7,6 +7,7 @@ tasks these steps call run as task runs of the flow that calls them.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Executor
@@ -23,12 +24,14 @@ from flows.execution.runners import attempt_pool, parallel_groups
 from flows.params.gate import GateLimits
 from flows.params.stage import StageParams
 from tasks.attempts.context import RunContext
+from tasks.discover.refs import AttemptRef
 from tasks.discover.scan import JobPlan
 from tasks.discover.task import discover_job
 from tasks.publish.gate import judge_run
 from tasks.publish.report import render_run_report
 from tasks.publish.task import build_manifest, parts_removed_meanwhile, publish_artifacts, publish_run, write_document
-from tasks.reduce.outputs import ReduceSummary
+from tasks.reduce.feed import Feed
+from tasks.reduce.outputs import ReduceSummary, RunFolds
 from tasks.reduce.task import preload_libraries, reduce_run
 from tasks.rundir import ACCOUNTING_FILE
 from tasks.storage import Location
@@ -39,6 +42,16 @@ class Timings:
     """Wall-clock seconds per step of the run, as the manifest records them."""
 
     seconds: dict[str, float] = field(default_factory=dict)
+    attempts_ended: float | None = None  # perf_counter when the flow saw the last group's attempts end
+
+    def attempts_end(self) -> None:
+        """The run's attempts (every group so far) have ended: the tail starts now."""
+        self.attempts_ended = time.perf_counter()
+
+    def tail(self) -> float:
+        """Seconds since the last attempt ended (since the fan-out ended, for a run of none)."""
+        assert self.attempts_ended is not None, "the tail is measured after the fan-out"
+        return time.perf_counter() - self.attempts_ended
 
     @contextmanager
     def measure(self, name: str) -> Iterator[None]:
@@ -89,12 +102,20 @@ def process_job(
             len(plan.skipped),
         )
         preload_libraries()  # the reduce's imports, while the attempt pool works
+        feed = stack.enter_context(Feed(functools.partial(RunFolds, ctx, recorded.atif_all_or_nothing)))
+
+        def done(group: list[AttemptRef]) -> None:
+            timings.attempts_end()
+            feed.put(group)  # folded beside the fan-out
+
         with timings.measure("fan_out_s"):
-            work = fan_out(params, ctx, make_groups(plan.attempts, sizes), plan.attempts.count, pool)
+            work = fan_out(params, ctx, make_groups(plan.attempts, sizes), plan.attempts.count, pool, done)
+        if timings.attempts_ended is None:  # no group: the tail starts where the fan-out ended
+            timings.attempts_end()
     timings.seconds["in_task_s"] = work.seconds
     timings.seconds["fan_out_parallelism"] = min(parallel_groups(params), work.runs)
     with timings.measure("reduce_s"):
-        reduced = reduce_run(ctx, plan.attempts, recorded.atif_all_or_nothing)
+        reduced = reduce_run(ctx, plan.attempts, recorded.atif_all_or_nothing, feed)
         stack.enter_context(reduced.log)
     timings.seconds["reduce_task_s"] = reduced.seconds
     timings.seconds["tables_s"] = reduced.tables_seconds
@@ -120,6 +141,7 @@ def publish_job(
     clock = time.perf_counter()
     report_html, tables, outputs = render_run_report(ctx.run_dir, manifest.document(), job.reduced.histograms)
     manifest = manifest.with_timing("report_s", time.perf_counter() - clock)
+    manifest = manifest.with_timing("tail_s", timings.tail())  # up to manifest.json: _SUCCESS follows it and report.html at once
     has_rows = any(manifest.counts.rows.values())  # a run of no rows (inputs changed since the check) never stands as LATEST
     publish_run(ctx.run_dir, job_dir, manifest, report_html, not recorded.is_subset and has_rows)
     with parts_removed_meanwhile(ctx.run_dir, params.keep_parts):

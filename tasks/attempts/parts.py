@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import secrets
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import orjson
@@ -150,10 +150,9 @@ class _Segment:
     size: int
 
 
-def _segments(folder: Location, lines: range | None = None) -> list[_Segment]:
-    """The folder's segments by first line, then last (name order while lines have nine digits),
-    those that may hold parts of ``lines`` when given; a file whose name is not a segment's is
-    no segment."""
+def _segments(folder: Location, lines: range) -> list[_Segment]:
+    """The folder's segments that may hold parts of ``lines``, by first line, then last (name
+    order while lines have nine digits); a file whose name is not a segment's is no segment."""
     try:
         files = folder.list_files()
     except InputNotFound:
@@ -161,7 +160,7 @@ def _segments(folder: Location, lines: range | None = None) -> list[_Segment]:
     found = []
     for entry in files:
         span = _span(entry.name)
-        if span is not None and (lines is None or (span[0] <= lines.stop - 1 and span[1] >= lines.start)):
+        if span is not None and span[0] <= lines.stop - 1 and span[1] >= lines.start:
             found.append(_Segment(entry.name, span[0], span[1], entry.size))
     found.sort(key=lambda segment: (segment.first, segment.last, segment.name))
     return found
@@ -274,8 +273,10 @@ def _current(entries: Iterable[PartEntry], attempt: AttemptRef) -> PartEntry | N
     return next((entry for entry in entries if entry.fingerprint == attempt.fingerprint), None)
 
 
-def read_parts(folder: Location, attempts: Iterable[AttemptRef]) -> Iterator[tuple[AttemptRef, AttemptPart, FilePlace | None]]:
-    """Each attempt's current part from the folder's segments, attempts in line order; each
+def read_parts(folder: Location, attempts: Sequence[AttemptRef]) -> Iterator[tuple[AttemptRef, AttemptPart, FilePlace | None]]:
+    """Each attempt's current part from the folder's segments that may hold the attempts' lines
+    (so a group of a running fan-out is read without listing the segments of the groups after
+    it), attempts in line order; each
     segment read once (ahead, on an object store), its head as the lines reach it, its cached pages let go once
     the reader is past it (``release_view``). With each part, where its line lies in a local
     segment file (None on an object store), for ``LineWriter``.
@@ -283,7 +284,10 @@ def read_parts(folder: Location, attempts: Iterable[AttemptRef]) -> Iterator[tup
     Raises:
         PartMissing: an attempt has no current part (its segment is gone, stale or damaged).
     """
-    segments = _segments(folder)
+    if not attempts:
+        return
+    lines = [attempt.line for attempt in attempts]
+    segments = _segments(folder, range(min(lines), max(lines) + 1))
     remote = not folder.is_local
     heads = _heads(folder, segments)
     index = _OpenSegments(folder, heads, segments)

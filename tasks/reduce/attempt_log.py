@@ -40,7 +40,8 @@ class AttemptLog(TemporaryStore):
         self.by_status: Counter[str] = Counter()
         self.repairs = 0
 
-    def add(self, attempt: AttemptRef, part: AttemptPart) -> None:
+    def add(self, attempt: AttemptRef, part: AttemptPart) -> dict[str, Any]:
+        """Record the next attempt's entry; the entry as it stands (``entries`` adds the notes only the whole run knows)."""
         status = attempt_status(part)
         entry = {"key": attempt.key, "line": attempt.line, "source": attempt.source, "fingerprint": part.fingerprint, **status}
         self._entries.add(entry)
@@ -48,17 +49,26 @@ class AttemptLog(TemporaryStore):
         self.repairs += bool(status.get("repaired"))
         if status["rollout_id"] is not None:
             self._rollout_ids.add(status["rollout_id"])
+        return entry
 
     @property
     def count(self) -> int:
         return self._entries.count
 
-    def entries(self) -> Iterator[dict[str, Any]]:
-        """The entries in input order; attempts sharing a rollout id get a note saying how many do."""
+    def shares_rollout_ids(self) -> bool:
+        """Whether any two attempts recorded share a rollout id (their entries then get a note); once every attempt is."""
+        return bool(self._shared_ids())
+
+    def _shared_ids(self) -> dict[str, int]:
         if self._shared is None:
             self._shared = count_repeats(self._rollout_ids, str)
+        return self._shared
+
+    def entries(self) -> Iterator[dict[str, Any]]:
+        """The entries in input order; attempts sharing a rollout id get a note saying how many do."""
+        shared_ids = self._shared_ids()
         for entry in self._entries:
-            shared = self._shared.get(entry["rollout_id"], 0)
+            shared = shared_ids.get(entry["rollout_id"], 0)
             if shared:
                 entry["notes"] = [*entry.get("notes", []), f"duplicate rollout id: {shared} attempts share it"]
             yield entry

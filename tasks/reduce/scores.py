@@ -10,12 +10,14 @@ coverage keys say how many were masked.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evidence import AggregateMetricsFold, ScoreDigest, build_scores, dumps, dumps_aggregate_metrics
 from tasks.attempts.context import RunContext
-from tasks.storage.concurrent import Documents
 from tasks.storage.spill import Spill
+
+if TYPE_CHECKING:
+    from tasks.reduce.outputs import DocumentSink
 
 NO_HEALTH = -1
 """The health index of a main row without a health digest: it has no verdict, so it is never masked."""
@@ -27,7 +29,7 @@ def write_scores(
     masked: set[int],
     perf_groups: Mapping[str, dict[str, Any] | None],
     perf_problems: Iterable[str],
-    documents: Documents,
+    documents: DocumentSink,
 ) -> tuple[list[str], dict[str, Any]]:
     """The three score files from ``(health index, digest)`` pairs in input order; the groups left
     out, and the ``scores.json`` document.

@@ -1,19 +1,18 @@
-"""The reduce as a Prefect task: ``tasks.reduce.outputs`` writes every run-level output from the parts."""
+"""The reduce's tail as a Prefect task: the last groups folded, then every run-level output (``tasks.reduce.outputs``)."""
 
 from __future__ import annotations
 
-import gc
 import importlib
 import threading
-import time
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from prefect.runtime import task_run as task_run_runtime
 
 from tasks.attempts.context import RunContext
 from tasks.discover.refs import AttemptRef
-from tasks.reduce.attempt_log import AttemptLog
-from tasks.reduce.outputs import ReduceSummary, write_outputs
+from tasks.reduce.feed import Feed
+from tasks.reduce.outputs import ReduceSummary, RunFolds, fold_all
 from tasks.storage.retry import retry_on_transient
 from tasks.storage.spill import Spill
 
@@ -43,24 +42,18 @@ def preload_libraries() -> threading.Thread:
 
 
 @task(name="reduce-run", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_condition_fn=retry_on_transient)
-def reduce_run(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool) -> ReduceSummary:
-    """Write every run-level output from the parts; the summary's ``log`` holds each attempt's manifest entry.
+def reduce_run(ctx: RunContext, attempts: Spill[AttemptRef], all_or_nothing: bool, feed: Feed) -> ReduceSummary:
+    """Wait for the feed to fold the last groups, then write every run-level output; the
+    summary's ``log`` holds each attempt's manifest entry.
 
-    A retried reduce starts over with a new log, so no entry is recorded twice.
+    A retry starts over from the parts with new folds (and a new log), so no entry is recorded
+    twice: the folds fed during the fan-out failed or were discarded with their outputs.
     """
-    started = time.perf_counter()
-    # What is alive now (modules, the plan, Prefect's client) outlives the reduce, which makes
-    # millions of short-lived objects: frozen, the collector's full passes skip it (they were a
-    # large share of a 2,000-rollout run's reduce in one profile, on a loaded machine). Thawed after, so a long-lived process (a
-    # deployment's worker) still collects whatever of it becomes cyclic garbage.
-    gc.freeze()
-    result = ReduceSummary(AttemptLog())
+    if (task_run_runtime.run_count or 1) > 1:
+        return fold_all(ctx, attempts, all_or_nothing)
+    folds: RunFolds = feed.folds()
     try:
-        write_outputs(ctx, attempts, all_or_nothing, result)
+        return folds.finish()
     except BaseException:
-        result.log.close()
+        folds.close()
         raise
-    finally:
-        gc.unfreeze()
-    result.seconds = time.perf_counter() - started
-    return result

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 ROW_GROUP_ROWS = 16_384
 """Rows per row group: big enough for column statistics to skip whole groups, small enough that six buffered tables stay a few MB."""
+CONVERT_ROWS = 1024
+"""Buffered rows are turned into Arrow columns this many at a time (the Parquet writer's own batch of values)."""
 COMPRESSION = "zstd"
 COPY_BLOCK = 8 * 2**20
 VERSION_KEY = b"evidence_stage.tables.schema_version"
@@ -69,6 +71,8 @@ class TableWriter:
         self.rows = 0
         self._group = row_group_rows
         self._buffer: list[Sequence[Any]] = []
+        self._batches: list[pa.RecordBatch] = []  # the row group's first rows, as Arrow columns
+        self._converted = 0  # rows in ``_batches``
         fd, self.path = tempfile.mkstemp(prefix=f"evidence-stage-table-{table.name}-", suffix=".parquet")
         os.close(fd)
         import pyarrow.parquet as pq
@@ -80,23 +84,39 @@ class TableWriter:
 
     def extend(self, rows: Sequence[Sequence[Any]]) -> None:
         """The rows in order, in the same row groups as adding them one at a time."""
-        buffer = self._buffer
-        buffer.extend(rows)
-        while len(buffer) >= self._group:
-            self._buffer, buffer = buffer[: self._group], buffer[self._group :]
+        self._buffer.extend(rows)
+        while self._converted + len(self._buffer) >= self._group:
+            rest = self._buffer[self._group - self._converted :]
+            del self._buffer[self._group - self._converted :]
             self._flush()
-        self._buffer = buffer
+            self._buffer = rest
+        if len(self._buffer) >= CONVERT_ROWS:
+            self._convert(len(self._buffer) // CONVERT_ROWS * CONVERT_ROWS)
 
-    def _flush(self) -> None:
-        if not self._buffer or self._writer is None:
+    def _convert(self, count: int) -> None:
+        """The first ``count`` buffered rows into Arrow columns, as the rows come, so a row group's
+        last rows are all that is left to convert when it is written (the run's end, for most tables)."""
+        if not count:
             return
         import pyarrow as pa
 
-        columns = zip(*self._buffer, strict=True)
+        columns = zip(*self._buffer[:count], strict=True)
         arrays = [pa.array(values, type=field.type) for values, field in zip(columns, self.schema, strict=True)]
-        self._writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema), row_group_size=len(self._buffer))
-        self.rows += len(self._buffer)
-        self._buffer = []
+        self._batches.append(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
+        self._converted += count
+        del self._buffer[:count]
+
+    def _flush(self) -> None:
+        if self._writer is None:
+            return
+        self._convert(len(self._buffer))
+        if not self._converted:
+            return
+        import pyarrow as pa
+
+        self._writer.write_table(pa.Table.from_batches(self._batches, schema=self.schema), row_group_size=self._converted)
+        self.rows += self._converted
+        self._batches, self._converted = [], 0
 
     def finish(self) -> int:
         """Write the last row group and close the file; the table's row count."""
@@ -116,7 +136,7 @@ class TableWriter:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
-        self._buffer = []
+        self._buffer, self._batches, self._converted = [], [], 0
         if os.path.exists(self.path):
             os.unlink(self.path)
 

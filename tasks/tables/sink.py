@@ -21,6 +21,9 @@ from tasks.storage.concurrent import at_once
 from tasks.tables.judged import JudgedAttempt
 from tasks.tables.parquet import ROW_GROUP_ROWS, TableWriter
 
+JUDGED_TABLES = ("rollouts", "findings")
+"""The tables ``add_judged`` writes."""
+
 
 @dataclass
 class TablesSummary:
@@ -37,6 +40,7 @@ class TableSink:
 
     def __init__(self, row_group_rows: int = ROW_GROUP_ROWS) -> None:
         self._started = time.perf_counter()
+        self._row_group_rows = row_group_rows
         self._writers = {name: TableWriter(table, row_group_rows) for name, table in TABLES.items()}
 
     def add_children(self, keys: tuple[str, str, str, str], facts: RowFacts) -> None:
@@ -54,6 +58,12 @@ class TableSink:
         rollout = rollout_row(judged.facts, judged.identity)
         self._writers["rollouts"].add((*rollout, *judged.atif, *verdict_columns(judged.verdict)))
         self._writers["findings"].extend(finding_rows(judged.verdict, judged.identity.keys))
+
+    def restart_judged(self) -> None:
+        """Drop every ``rollouts`` row and finding added so far: the attempts are judged again."""
+        for name in JUDGED_TABLES:
+            self._writers[name].discard()
+            self._writers[name] = TableWriter(TABLES[name], self._row_group_rows)
 
     def publish(self, folder: Location) -> TablesSummary:
         """Finish every table and publish it into ``folder``, ``_schema.json`` last."""

@@ -34,10 +34,18 @@ class ViewerSink:
     def __init__(self, run_dir: Location) -> None:
         self._run_dir = run_dir
         self._folder = RunPaths(run_dir).viewer
+        self._writes = WriteBehind(window=WRITES_IN_FLIGHT, remote=not self._folder.is_local, budget=WRITE_BUDGET_BYTES)
+        self._start()
+
+    def _start(self) -> None:
         self._folder.remove_tree()
         self._index = ViewerIndex()
         self._names: list[str] = []
-        self._writes = WriteBehind(window=WRITES_IN_FLIGHT, remote=not self._folder.is_local, budget=WRITE_BUDGET_BYTES)
+
+    def restart(self) -> None:
+        """Remove every detail file written so far and start again: the attempts are judged again."""
+        self._writes.drain()
+        self._start()
 
     def add(self, judged: JudgedAttempt) -> None:
         """A main attempt (the next in input order) with its view facts."""

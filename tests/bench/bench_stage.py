@@ -13,8 +13,9 @@ the flow call to its return, so Python and Prefect import times are not counted 
 Fields: rows (input rows processed), input_mb (every input byte), wall_s, rows_per_s, mb_per_s,
 peak_rss_mb (the stage's process tree, summed, sampled every 20 ms), stage_process_rss_mb (the
 flow process alone, VmHWM), prefect_overhead_s and _pct (wall time minus in-task time: the
-discover and reduce task bodies, the group task bodies divided by the workers that ran them in
-parallel, and the flow's own report rendering), orjson_parse_s (reading and parsing every input
+discover task body, the reduce after the fan-out, the group task bodies divided by the workers
+that ran them in parallel, and the flow's own report rendering), tail_s (the manifest's: from
+the last attempt's end to publishing), orjson_parse_s (reading and parsing every input
 line once with orjson: the floor), stage_cpu_s (CPU seconds of the stage's process tree, which
 includes Python start-up and imports; the load average tells how busy the machine was), plus
 the shape and settings used; server_cpu_s is the Prefect server's CPU during the stage when
@@ -209,9 +210,10 @@ def _cpu_seconds(server: Server) -> float:
 
 
 def in_task_seconds(timings: dict[str, float]) -> float:
-    """Work done inside task bodies (and the flow's own rendering), parallel fan-out divided out."""
+    """Work done inside task bodies (and the flow's own rendering), parallel fan-out divided out;
+    of the reduce, its part after the fan-out (the rest runs beside it)."""
     fan_out = timings["in_task_s"] / max(1, timings["fan_out_parallelism"])
-    return timings["discover_task_s"] + fan_out + timings["reduce_task_s"] + timings["report_s"]
+    return timings["discover_task_s"] + fan_out + timings["reduce_s"] + timings["report_s"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -245,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
                 "stage_process_rss_mb": round(child["stage_process_rss_mb"], 1),
                 "prefect_overhead_s": round(overhead, 2),
                 "prefect_overhead_pct": round(100 * overhead / wall, 1),
+                "tail_s": timings["tail_s"],
                 "orjson_parse_s": round(parse_s, 2),
                 "stage_cpu_s": round(sum(sampler.cpu.values()), 1),
                 "peak_disk_mb": round(sampler.peak_disk / MB, 1),

@@ -6,7 +6,8 @@ Usage (from the repository root; jobs are generated once and cached, 50,000 roll
     .venv/bin/python tests/bench/cost_curve.py [--sizes 20,2000,10000,50000] [--api-url URL]
 
 Runs ``tests/bench/bench_stage.py`` once per size, one after the other against one Prefect
-server, and prints its JSON line for each, then one line per size: attempts, wall seconds, CPU
+server, and prints its JSON line for each, then one line per size: attempts, wall seconds, the
+manifest's tail_s (from the last attempt's end to publishing), CPU
 seconds of the stage's process tree per attempt (all of it, and beyond the smallest size's
 CPU: what one more attempt costs once the run's fixed cost is paid), peak RSS of the process
 tree and of the flow process, the most disk the run held while it worked and what its run
@@ -73,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
                     "rollouts": rollouts,
                     "attempts": attempts,
                     "wall_s": result["wall_s"],
+                    "tail_s": result["tail_s"],
                     "cpu_ms_per_attempt": round(1000 * result["stage_cpu_s"] / attempts, 2),
                     "marginal_cpu_ms_per_attempt": None if beyond is None else round(1000 * beyond, 2),
                     "peak_rss_mb": result["peak_rss_mb"],

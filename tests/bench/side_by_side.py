@@ -12,7 +12,7 @@ against a running Prefect server (``--api-url``, else one started here and not t
 
 Prints three JSON lines per pair: ``{"side": "oracle", "pair", "oracle_s", "cpu_steal_s"}``,
 ``{"side": "stage", "pair", "stage_s", "cpu_steal_s", "timings"}`` (the run manifest's timings) and ``{"pair", "oracle_s",
-"stage_s", "ratio", "rollouts", "attempts", "load_average_1m"}``, where ratio = oracle_s /
+"stage_s", "ratio", "tail_s", "rollouts", "attempts", "load_average_1m"}``, where ratio = oracle_s /
 stage_s; with ``--pairs N`` (N > 1) a last line ``{"pairs", "ratios", "median_ratio"}``. Each
 side starts after ``sync``, so neither pays for writing back the other's outputs.
 """
@@ -124,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                         "oracle_s": oracle_s,
                         "stage_s": stage_s,
                         "ratio": ratios[-1],
+                        "tail_s": manifest["timings"]["tail_s"],
                         "rollouts": args.rollouts,
                         "attempts": manifest["counts"]["attempts"],
                         "load_average_1m": round(os.getloadavg()[0], 2),

@@ -3,13 +3,15 @@
 1. ``health_check_bytes``: the drop-in over the exact input text.
 2. ``evaluate_row`` per parsed line, digests round-tripped through JSON in groups of 1 and of 7
    (as the per-attempt tasks store them), then ``reduce_digests``: grouping must not matter.
-3. The stage's reduce: digests spilled to disk, duplicates found by an external sort and the
-   verdict lines sorted on disk, with sort buffers small enough to need several runs.
+3. The stage's reduce: digests folded as they come and spilled to disk, duplicates found by an
+   external sort (the fold done again from the spill when an identity repeats) and the verdict
+   lines sorted on disk, with sort buffers small enough to need several runs.
 """
 
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +27,9 @@ from evidence.health import (
 )
 from tasks.attempts.context import RunContext
 from tasks.inputs.shards import Shard
-from tasks.reduce.outputs import write_health
+from tasks.reduce.health import HealthOutputs
 from tasks.storage import Location
 from tasks.storage.concurrent import Documents
-from tasks.storage.spill import Spill
 from tests.conformance.conftest import load_cases
 
 CASES = load_cases("health")
@@ -101,10 +102,12 @@ def test_stage_reduce_matches_golden_bytes(name: str, case: dict[str, Any], tmp_
         ignored_checks=ignored,
         masked_verdicts=(),
     )
-    with Spill() as spill:
+    with ExitStack() as stack:
+        health = HealthOutputs(ctx, stack)
         for digest in digest_lines(case["rollouts_jsonl"].encode(), source=ROLLOUTS_PATH, ignored=ignored):
-            spill.add(RowDigest.from_json(json.loads(json.dumps(digest.to_json()))))
-        write_health(ctx, spill, set(), Spill(), Documents(remote=False))
+            health.add(RowDigest.from_json(json.loads(json.dumps(digest.to_json()))))
+        with Documents(remote=False) as documents:
+            health.finish(documents)
     summary, verdicts, _ = _expected(case)
     assert (tmp_path / "health" / "rollout_verdicts.jsonl").read_text(encoding="utf-8") == verdicts
     assert (tmp_path / "health" / "quality_summary.json").read_text(encoding="utf-8") == summary

@@ -106,6 +106,8 @@ def test_fan_out_keeps_one_group_beyond_the_runner_slots_in_flight(monkeypatch: 
             yield [_attempt(MAIN, i)]
 
     ctx = SimpleNamespace(run_dir=Location("memory://out/job/runs/r1"))  # what the stubbed runner and progress read of it
-    work = fan_out(params, ctx, groups(), 40, None)  # type: ignore[arg-type]
+    done: list[int] = []
+    work = fan_out(params, ctx, groups(), 40, None, lambda group: done.extend(attempt.line for attempt in group))  # type: ignore[arg-type]
     assert (work.seconds, work.runs, work.processed, pulled, runner.in_flight) == (40.0, 40, 40, 40, 0)
+    assert done == list(range(40))  # every group handed on once, in input order
     assert runner.most == runner_slots(params) + 1

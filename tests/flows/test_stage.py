@@ -82,6 +82,7 @@ def test_example_job_is_reproducible_and_grouping_independent(tmp_path: Path) ->
     manifest = orjson.loads((local_path(whole["run_dir"]) / "manifest.json").read_bytes())
     assert manifest["counts"]["orphans"] >= 1
     assert manifest["run"]["scope"] == "full"
+    assert manifest["timings"]["report_s"] <= manifest["timings"]["tail_s"]  # the report is written after the last attempt
 
 
 def test_parts_are_removed_once_the_run_is_published_unless_kept(tmp_path: Path) -> None:
