@@ -239,7 +239,7 @@ def _removed_when_nothing_to_run(run_dir: Location) -> ExitCallback:
 
 def _explicit(params: StageParams, requested: RecordedParams) -> dict[str, Any]:
     """The output parameters the caller set explicitly (a resume must agree with them)."""
-    return {k: v for k, v in requested.to_json().items() if k in params.model_fields_set or k == "job_id"}
+    return {k: v for k, v in requested.model_dump().items() if k in params.model_fields_set or k == "job_id"}
 
 
 def preflight(params: StageParams) -> None:

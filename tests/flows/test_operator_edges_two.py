@@ -1,0 +1,49 @@
+"""Operator edges, round two (issue 43): what a new user still hit, tried as they would: the real CLI in a subprocess."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.flows.test_operator_edges import cli, refusal, run_args
+
+RUN_ID = "r1"
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory, prefect_server: str) -> tuple[list[str], Path]:
+    """One finished run of the example job through the CLI: its command line and its run directory."""
+    from tests.conftest import EXAMPLE_JOB
+
+    argv = run_args(EXAMPLE_JOB, str(tmp_path_factory.mktemp("finished") / "out"), "--task-runner", "thread")
+    done = cli(*argv, "--run-id", RUN_ID, api_url=prefect_server)
+    assert done.returncode == 0, done.stderr
+    (run,) = Path(argv[argv.index("--output") + 1]).glob(f"*/runs/{RUN_ID}")
+    return argv, run
+
+
+@pytest.mark.parametrize(
+    ("extra", "conflict"),
+    [
+        (["--gate", "max_lost_share=0.5"], "gate: run has None, asked {'max_lost_share': 0.5}"),
+        (["--score-mask", "none"], "score_mask: run has 'unhealthy', asked 'none'"),
+    ],
+)
+def test_a_resume_with_another_gate_or_score_mask_is_refused(
+    extra: list[str], conflict: str, finished: tuple[list[str], Path], prefect_server: str
+) -> None:
+    argv, run = finished
+    reason = refusal(cli(*argv, "--resume", RUN_ID, *extra, api_url=prefect_server))
+    assert reason == f"--resume conflicts with the run's parameters ({conflict})"
+    params = json.loads((run / "params.json").read_text())
+    assert "gate" not in params
+    assert "score_mask" not in params
+
+
+def test_a_resume_that_repeats_the_runs_own_score_mask_goes_ahead(finished: tuple[list[str], Path], prefect_server: str) -> None:
+    argv, _ = finished
+    done = cli(*argv, "--resume", RUN_ID, "--score-mask", "unhealthy", api_url=prefect_server)
+    assert done.returncode == 0, done.stderr
+    assert "already complete" in done.stdout
