@@ -10,6 +10,7 @@ Hierarchy (where each class lives)::
     ├── StorageError                talking to storage failed; ``url`` names the object (tasks.storage.base)
     │   ├── TransientStorageError   may succeed when tried again: retried
     │   └── PermanentStorageError   retrying cannot fix it
+    │       ├── UnknownStorageOption  a storage option the store does not take (tasks.storage.base)
     │       ├── InputNotFound       a required input does not exist
     │       └── PartMissing         an attempt's part is not where its index says (tasks.attempts.parts)
     ├── RunConflict                 the run cannot start: id taken, resume disagrees, outputs among inputs (tasks.rundir)

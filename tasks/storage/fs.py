@@ -24,6 +24,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from tasks.storage import retry  # the module, not its names: importing tasks.storage.retry first imports this package
 from tasks.storage.listing import FileEntry, file_found, folder_found, list_folder, version_of
+from tasks.storage.options import check_options
 from tasks.storage.writes import atomic_writer, content_type, create_local
 
 READ_BLOCK = 8 * 2**20
@@ -73,6 +74,8 @@ class Location:
         location for them several times per file it writes: parsing was 5 % of a 10,000-rollout
         reduce). Frozen fields never change, so neither does this; ``child`` may set it."""
         resolved: tuple[fsspec.AbstractFileSystem, str] = fsspec.core.url_to_fs(self.url, **self.options)
+        if self.options:
+            check_options(resolved[0], self.url, self.options)
         return resolved
 
     def __getstate__(self) -> dict[str, Any]:

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.flows.test_operator_edges import cli, refusal, run_args
+from tests.flows.test_operator_edges import cli, job, refusal, run_args
+
+__all__ = ["job"]  # the fixture, shared
 
 RUN_ID = "r1"
 
@@ -47,3 +49,10 @@ def test_a_resume_that_repeats_the_runs_own_score_mask_goes_ahead(finished: tupl
     done = cli(*argv, "--resume", RUN_ID, "--score-mask", "unhealthy", api_url=prefect_server)
     assert done.returncode == 0, done.stderr
     assert "already complete" in done.stdout
+
+
+def test_an_unknown_storage_option_is_refused_by_its_name(job: Path) -> None:
+    """Refused before any request (the endpoint answers nothing); the options S3 takes pass, whichever layer takes them."""
+    options = ["bogus_opt=1", "endpoint_url=http://127.0.0.1:9", "profile=default", "use_listings_cache=false", "anon=true"]
+    argv = run_args(job, "s3://bucket/out", *(arg for option in options for arg in ("--storage-option", option)))
+    assert refusal(cli(*argv)) == "unknown storage option bogus_opt (not an option of S3FileSystem)"
