@@ -29,7 +29,7 @@ def accepted_options(fs_class: type[AbstractFileSystem]) -> frozenset[str] | Non
         protocols = fs_class.protocol if isinstance(fs_class.protocol, tuple) else (fs_class.protocol,)
         if "s3" not in protocols:
             return None
-        from aiobotocore.session import AioSession  # s3fs is loaded: so is its session
+        from aiobotocore.session import AioSession  # type: ignore[import-untyped]  # loaded with s3fs; no stubs
 
         named |= set(inspect.signature(AioSession.__init__).parameters) - {"self"}
     return frozenset(named | FSSPEC_OPTIONS)
@@ -37,7 +37,7 @@ def accepted_options(fs_class: type[AbstractFileSystem]) -> frozenset[str] | Non
 
 def check_options(fs: AbstractFileSystem, url: str, options: dict[str, Any]) -> None:
     """Raise ``UnknownStorageOption`` naming every option ``fs`` does not take."""
-    accepted = accepted_options(type(fs))
+    accepted = accepted_options(fs.__class__)
     unknown = sorted(set(options) - accepted) if accepted is not None else []
     if unknown:
         plural = "s" if len(unknown) > 1 else ""
