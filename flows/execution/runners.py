@@ -44,7 +44,7 @@ def build_runner(params: StageParams) -> TaskRunner:
         if params.dask_address:
             return DaskTaskRunner(address=params.dask_address)
         return DaskTaskRunner(
-            cluster_kwargs={"n_workers": params.dask_workers, "threads_per_worker": 1, "processes": True, "dashboard_address": None}
+            cluster_kwargs={"n_workers": params.local_dask_workers, "threads_per_worker": 1, "processes": True, "dashboard_address": None}
         )
     return ThreadPoolTaskRunner(max_workers=params.max_workers)
 
@@ -62,7 +62,7 @@ def task_argument(params: StageParams, value: T) -> T | quote:
 def parallel_groups(params: StageParams) -> int:
     """Group tasks that compute at once: the workers (threads, attempt processes, Dask workers)."""
     if params.task_runner is TaskRunnerKind.dask and not params.dask_address:
-        return params.dask_workers
+        return params.local_dask_workers
     return params.max_workers
 
 

@@ -56,3 +56,19 @@ def test_an_unknown_storage_option_is_refused_by_its_name(job: Path) -> None:
     options = ["bogus_opt=1", "endpoint_url=http://127.0.0.1:9", "profile=default", "use_listings_cache=false", "anon=true"]
     argv = run_args(job, "s3://bucket/out", *(arg for option in options for arg in ("--storage-option", option)))
     assert refusal(cli(*argv)) == "unknown storage option bogus_opt (not an option of S3FileSystem)"
+
+
+@pytest.mark.parametrize(
+    ("extra", "reason"),
+    [
+        (["--dask-workers", "2"], "dask_workers applies to the dask task runner only (task_runner is process): add --task-runner dask"),
+        (
+            ["--task-runner", "dask", "--dask-workers", "2", "--dask-address", "tcp://127.0.0.1:9"],
+            "dask_workers sizes a local cluster; with dask_address the cluster is the scheduler's (size the window with max_workers)",
+        ),
+    ],
+)
+def test_dask_workers_given_at_its_default_size_is_still_refused_without_a_local_dask_cluster(
+    extra: list[str], reason: str, job: Path, tmp_path: Path
+) -> None:
+    assert refusal(cli(*run_args(job, str(tmp_path / "out"), *extra))) == reason
