@@ -72,3 +72,10 @@ def test_dask_workers_given_at_its_default_size_is_still_refused_without_a_local
     extra: list[str], reason: str, job: Path, tmp_path: Path
 ) -> None:
     assert refusal(cli(*run_args(job, str(tmp_path / "out"), *extra))) == reason
+
+
+def test_a_capture_dir_that_is_a_file_is_said_to_be_one(job: Path, tmp_path: Path) -> None:
+    argv = run_args(job, str(tmp_path / "out"))
+    argv[argv.index("--capture-dir") + 1] = str(job / "rollouts.jsonl")
+    assert refusal(cli(*argv)) == f"{job}/rollouts.jsonl: a file, not a folder (capture directory expected)"
+    assert not (tmp_path / "out").exists()
