@@ -88,4 +88,6 @@ def test_a_capture_dir_that_is_a_file_is_said_to_be_one(job: Path, tmp_path: Pat
 def test_a_one_slash_url_is_refused_pointing_to_the_url_meant(url: str, meant: str, job: Path, tmp_path: Path) -> None:
     argv = run_args(job, str(tmp_path / "out"))
     argv[argv.index("--rollouts") + 1] = url
-    assert refusal(cli(*argv)) == f"invalid parameter rollouts: malformed URL {url!r}: scheme {url.split(':')[0]!r} needs '://' ({meant})"
+    assert (
+        refusal(cli(*argv)) == f"invalid parameter rollouts: malformed URL {url!r}: scheme {url.partition(':')[0]!r} needs '://' ({meant})"
+    )
