@@ -91,3 +91,15 @@ def test_a_one_slash_url_is_refused_pointing_to_the_url_meant(url: str, meant: s
     assert (
         refusal(cli(*argv)) == f"invalid parameter rollouts: malformed URL {url!r}: scheme {url.partition(':')[0]!r} needs '://' ({meant})"
     )
+
+
+def test_a_line_that_is_not_utf8_is_skipped_naming_its_first_bad_byte(job: Path, tmp_path: Path, prefect_server: str) -> None:
+    rollouts = job / "rollouts.jsonl"
+    lines = rollouts.read_bytes().count(b"\n")
+    with rollouts.open("ab") as file:
+        file.write(b'{"a": "x\xffy"}\n')
+    done = cli(*run_args(job, str(tmp_path / "out"), "--task-runner", "thread"), api_url=prefect_server)
+    assert done.returncode == 0, done.stderr
+    (manifest,) = (tmp_path / "out").glob("*/runs/*/manifest.json")
+    skipped = json.loads(manifest.read_text())["skipped_lines"]
+    assert [(s["line"], s["reason"]) for s in skipped] == [(lines + 1, "invalid UTF-8 at byte 9")]  # 1-based: the 9th byte
