@@ -103,3 +103,14 @@ def test_a_line_that_is_not_utf8_is_skipped_naming_its_first_bad_byte(job: Path,
     (manifest,) = (tmp_path / "out").glob("*/runs/*/manifest.json")
     skipped = json.loads(manifest.read_text())["skipped_lines"]
     assert [(s["line"], s["reason"]) for s in skipped] == [(lines + 1, "invalid UTF-8 at byte 9")]  # 1-based: the 9th byte
+
+
+def test_tables_of_a_run_whose_tables_are_current_says_so_and_succeeds(finished: tuple[list[str], Path]) -> None:
+    from evidence.tables import SCHEMA_VERSION
+
+    _, run = finished
+    before = {p.name: p.stat().st_mtime_ns for p in (run / "tables").iterdir()}
+    done = cli("tables", str(run))
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == f"tables are current (schema version {SCHEMA_VERSION}): {run / 'tables'} (--replace builds them again)\n"
+    assert {p.name: p.stat().st_mtime_ns for p in (run / "tables").iterdir()} == before
