@@ -40,16 +40,19 @@ def run_with_progress(params: StageParams, argv: Sequence[str] = ()) -> int:
 
         start_forkserver(params)  # boots while Prefect is imported below
     from flows.execution.ephemeral import shield_ephemeral_server
-    from flows.execution.progress import add_listener, remove_listener
+    from flows.execution.progress import add_listener, expected_attempts, remove_listener
     from flows.execution.resolve import claims_told_to, preflight
     from flows.stage import stage_flow
     from tasks.publish.gate import GateFailed
 
-    preflight(params)
+    shards = preflight(params)
     shield_ephemeral_server()
 
     bar = Progress(TextColumn("attempts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True)
-    handle = bar.add_task("attempts", total=None)
+    whole_job = not (
+        params.rollout_ids or params.rollout_glob or params.resume
+    )  # a subset's (a resumed run's may be one) is known once scanned
+    handle = bar.add_task("attempts", total=expected_attempts(shards) if whole_job and console.is_terminal else None)
     claimed: list[str] = []
 
     def listener(done: int, total: int) -> None:

@@ -242,8 +242,8 @@ def _explicit(params: StageParams, requested: RecordedParams) -> dict[str, Any]:
     return {k: v for k, v in requested.model_dump().items() if k in params.model_fields_set or k == "job_id"}
 
 
-def preflight(params: StageParams) -> None:
-    """The checks that stop a run before it starts, made without starting a flow run.
+def preflight(params: StageParams) -> tuple[Shard, ...]:
+    """The checks that stop a run before it starts, made without starting a flow run; the job's shards.
 
     The CLI calls this first so a typo or a taken run id costs one line, not a failed flow run;
     ``resolve_run`` repeats the checks inside the flow (deployments do not pass through here).
@@ -252,13 +252,14 @@ def preflight(params: StageParams) -> None:
     check_runner(params)
     run_id = params.resume or params.run_id
     if run_id is None:
-        return
+        return shards
     run_dir = run_dir_of(output, job_id, run_id)
     if params.resume:
         check_resume(recorded_params(run_dir), _explicit(params, output_params(params, job_id, recorded_rollouts(shards))))
         check_free(run_dir, run_id)
     elif run_dir.child(PARAMS_FILE).is_file():
         raise RunConflict(f"run id already exists: {run_dir.url} (use --resume to continue it)")
+    return shards
 
 
 def run_record(params: StageParams, recorded: RecordedParams, ctx: RunContext, run_id: str, started_at: datetime) -> RunIdentity:

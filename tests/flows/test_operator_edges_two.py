@@ -114,3 +114,38 @@ def test_tables_of_a_run_whose_tables_are_current_says_so_and_succeeds(finished:
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == f"tables are current (schema version {SCHEMA_VERSION}): {run / 'tables'} (--replace builds them again)\n"
     assert {p.name: p.stat().st_mtime_ns for p in (run / "tables").iterdir()} == before
+
+
+def _in_a_terminal(argv: list[str], api_url: str) -> tuple[int, str]:
+    """``evidence-stage ARGV`` with a terminal for its three streams (rich draws its bar only there): exit status, all it drew."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    leader, follower = pty.openpty()
+    environment = os.environ | {"PYTHONPATH": str(REPO), "PREFECT_LOGGING_LEVEL": "ERROR", "PREFECT_API_URL": api_url, "COLUMNS": "120"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flows.cli.main", *argv], cwd=REPO, env=environment, stdin=follower, stdout=follower, stderr=follower
+    )
+    os.close(follower)
+    drawn = bytearray()
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed: every writer is gone
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    os.close(leader)
+    return process.wait(timeout=180), drawn.decode(errors="replace")
+
+
+def test_the_progress_bar_has_its_total_from_the_start(job: Path, tmp_path: Path, prefect_server: str) -> None:
+    code, drawn = _in_a_terminal(run_args(job, str(tmp_path / "out"), "--task-runner", "thread"), prefect_server)
+    assert code == 0, drawn
+    assert "0/26" in drawn  # 24 rows and 2 failures sidecar rows, counted before discovery
+    assert "/?" not in drawn
