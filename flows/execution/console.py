@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import json
 import logging
+import os
 import shlex
 import signal
 import sys
@@ -21,14 +23,32 @@ from flows.params.stage import StageParams, TaskRunnerKind
 
 console = Console(stderr=True)
 
+QUIET_LOGS = {"PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING", "DASK_LOGGING__DISTRIBUTED": "warning"}
+"""What a command prints of Prefect's and Dask's logs unless ``--verbose``: their warnings and errors.
+
+Prefect printed every INFO record of a run (a line per task run), and a local Dask cluster 33
+``distributed.*`` INFO lines even at ``PREFECT_LOGGING_LEVEL=WARNING``, which Dask does not read.
+Only the console handler is quieted: the server still gets every record. Set in the environment,
+before either library loads, so the processes a run starts (attempt workers, Dask workers, the
+temporary server) inherit it; a value the user set is kept.
+"""
+
+
+def quiet_logs(verbose: bool) -> None:
+    """Keep Prefect's and Dask's INFO logs off the terminal unless ``verbose`` (call before either is imported)."""
+    if not verbose:
+        for name, value in QUIET_LOGS.items():
+            os.environ.setdefault(name, value)
+
 
 EXIT_GATE_FAILED = 3
 EXIT_INTERRUPTED = 130
 """128 + SIGINT, as a shell reports a command ended by Ctrl-C."""
 
 
-def run_with_progress(params: StageParams, argv: Sequence[str] = ()) -> int:
-    """Run the flow with a live progress bar; print where the outputs are and what they hold.
+def run_with_progress(params: StageParams, argv: Sequence[str] = (), as_json: bool = False) -> int:
+    """Run the flow with a live progress bar; print where the outputs are and what they hold
+    (tables, or with ``as_json`` one JSON line for a script: ``print_json``).
 
     The run id and directory are printed (stderr) as soon as the run is claimed. A failing
     quality gate still prints the run (it was written), then the gate's reason as one line on
@@ -68,7 +88,7 @@ def run_with_progress(params: StageParams, argv: Sequence[str] = ()) -> int:
         with live, heartbeat_thread_not_joined(), claims_told_to(told), quiet_console():
             result = cast(dict[str, Any], stage_flow(params))  # a Failed state it returns raises here
     except GateFailed as failed:
-        print_summary(failed.result)
+        (print_json if as_json else print_summary)(failed.result)
         console.print(f"evidence-stage: {failed}", markup=False, highlight=False, soft_wrap=True)
         return EXIT_GATE_FAILED
     except KeyboardInterrupt:
@@ -80,7 +100,7 @@ def run_with_progress(params: StageParams, argv: Sequence[str] = ()) -> int:
         return EXIT_INTERRUPTED
     finally:
         remove_listener(listener)
-    print_summary(result)
+    (print_json if as_json else print_summary)(result)
     return 0
 
 
@@ -168,6 +188,13 @@ def stdout_console() -> Console:
     """A console on stdout; off a terminal (a pipe, a CI log) nothing is wrapped or cut, tables are as wide as they need."""
     out = Console()
     return out if out.is_terminal else Console(width=UNWRAPPED_WIDTH)
+
+
+def print_json(result: dict[str, Any]) -> None:
+    """The flow's result as one JSON line on stdout: ``run_id``, ``run_dir`` (its URL),
+    ``already_complete``, and for a run that ran ``counts`` (verdicts among them), ``scores``
+    (each group's key metrics raw and clean) and ``gate`` (``gate.json``; null for an ungated run)."""
+    print(json.dumps(result, separators=(",", ":")), flush=True)  # noqa: T201  # the line a script reads
 
 
 def print_summary(result: dict[str, Any]) -> None:

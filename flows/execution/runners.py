@@ -43,8 +43,10 @@ def build_runner(params: StageParams) -> TaskRunner:
 
         if params.dask_address:
             return DaskTaskRunner(address=params.dask_address)
+        # The scheduler's HTTP server on a free port: with None it took Dask's 8787, and a second
+        # local cluster on the machine printed a 4-line "Port 8787 is already in use" warning.
         return DaskTaskRunner(
-            cluster_kwargs={"n_workers": params.local_dask_workers, "threads_per_worker": 1, "processes": True, "dashboard_address": None}
+            cluster_kwargs={"n_workers": params.local_dask_workers, "threads_per_worker": 1, "processes": True, "dashboard_address": ":0"}
         )
     return ThreadPoolTaskRunner(max_workers=params.max_workers)
 

@@ -15,15 +15,37 @@ RUN_ID = "r1"
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory: pytest.TempPathFactory, prefect_server: str) -> tuple[list[str], Path]:
-    """One finished run of the example job through the CLI: its command line and its run directory."""
+def finished_json(tmp_path_factory: pytest.TempPathFactory, prefect_server: str) -> tuple[list[str], Path, str]:
+    """One finished run of the example job through the CLI, with ``--json``: its command line, run directory and stdout."""
     from tests.conftest import EXAMPLE_JOB
 
     argv = run_args(EXAMPLE_JOB, str(tmp_path_factory.mktemp("finished") / "out"), "--task-runner", "thread")
-    done = cli(*argv, "--run-id", RUN_ID, api_url=prefect_server)
+    done = cli(*argv, "--run-id", RUN_ID, "--json", api_url=prefect_server)
     assert done.returncode == 0, done.stderr
     (run,) = Path(argv[argv.index("--output") + 1]).glob(f"*/runs/{RUN_ID}")
-    return argv, run
+    return argv, run, done.stdout
+
+
+@pytest.fixture(scope="module")
+def finished(finished_json: tuple[list[str], Path, str]) -> tuple[list[str], Path]:
+    """The finished run's command line and run directory."""
+    return finished_json[0], finished_json[1]
+
+
+def test_run_json_prints_one_line_a_script_reads(finished_json: tuple[list[str], Path, str]) -> None:
+    _, run, stdout = finished_json
+    line, *rest = stdout.splitlines()
+    assert rest == []
+    summary = json.loads(line)
+    assert (summary["run_id"], summary["run_dir"], summary["already_complete"], summary["gate"]) == (RUN_ID, f"file://{run}", False, None)
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert summary["counts"] == manifest["counts"]
+    assert summary["counts"]["verdicts"] == {"healthy": 16, "unhealthy": 4, "unobserved": 4}
+    groups = json.loads((run / "scores.json").read_text())["groups"]
+    assert summary["scores"]
+    for group, metrics in summary["scores"].items():
+        for name, score in metrics.items():
+            assert (score["raw"], score["clean"]) == (groups[group]["metrics"][name]["raw"], groups[group]["metrics"][name]["clean"])
 
 
 @pytest.mark.parametrize(
@@ -149,3 +171,26 @@ def test_the_progress_bar_has_its_total_from_the_start(job: Path, tmp_path: Path
     assert code == 0, drawn
     assert "0/26" in drawn  # 24 rows and 2 failures sidecar rows, counted before discovery
     assert "/?" not in drawn
+
+
+def test_a_run_keeps_prefects_and_dasks_info_logs_off_the_terminal_unless_verbose(
+    job: Path, tmp_path: Path, prefect_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At Prefect's own level (INFO): a local Dask cluster's run says its claim line alone; ``--verbose`` shows the logs."""
+    from flows.execution.console import QUIET_LOGS
+
+    for name in QUIET_LOGS:  # as a run in this process (an in-process CLI test) leaves them
+        monkeypatch.delenv(name, raising=False)
+    argv = run_args(job, str(tmp_path / "dask"), "--task-runner", "dask", "--dask-workers", "1")
+    done = cli(*argv, api_url=prefect_server, PREFECT_LOGGING_LEVEL="INFO")
+    assert done.returncode == 0, done.stderr
+    shown = [line for line in done.stderr.splitlines() if " | WARNING | distributed.nanny - Worker process still alive" not in line]
+    assert len(shown) == 1, done.stderr  # no distributed.* INFO line, no Prefect INFO line
+    assert shown[0].startswith("evidence-stage: run ")
+    verbose = cli(
+        *run_args(job, str(tmp_path / "verbose"), "--task-runner", "thread", "--verbose"),
+        api_url=prefect_server,
+        PREFECT_LOGGING_LEVEL="INFO",
+    )
+    assert verbose.returncode == 0, verbose.stderr
+    assert "| INFO    | Flow run " in verbose.stderr
