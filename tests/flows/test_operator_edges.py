@@ -423,7 +423,7 @@ def test_every_command_and_option_says_what_it_does_and_its_default() -> None:
     for parser in walk(top):
         assert parser.description, parser.prog
         for action in parser._actions:
-            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+            if isinstance(action, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)):
                 continue
             assert (action.help or "").strip(), (parser.prog, action.option_strings or action.dest)
             if action.default not in (None, [], False):

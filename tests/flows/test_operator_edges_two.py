@@ -194,3 +194,29 @@ def test_a_run_keeps_prefects_and_dasks_info_logs_off_the_terminal_unless_verbos
     )
     assert verbose.returncode == 0, verbose.stderr
     assert "| INFO    | Flow run " in verbose.stderr
+
+
+def test_a_selection_that_matches_nothing_says_why_it_may_have(finished: tuple[list[str], Path], tmp_path: Path) -> None:
+    _, run = finished
+    picked = tmp_path / "picked.jsonl"
+    done = cli("select", str(run), "--verdict", "healthy", "--agent", "nobody", "--output", str(picked))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "0 rollouts selected"
+    assert done.stderr.startswith("evidence-stage: no rollout selected: the run has no agent 'nobody' (its agents: chat_agent, ")
+    assert picked.read_bytes() == b""
+    done = cli("select", str(run), "--verdict", "unhealthy", "--agent", "chat_agent", "--min-reward", "1", "--output", str(picked))
+    assert (
+        done.stderr == "evidence-stage: no rollout selected: no main rollout has verdict unhealthy and agent 'chat_agent' and reward >= 1\n"
+    )
+    done = cli("select", str(run), "--verdict", "healthy", "--output", str(picked))
+    assert (done.returncode, done.stderr) == (0, "")  # rows selected: no hint
+
+
+def test_version_and_a_choice_list_that_reads_as_its_choices() -> None:
+    from importlib.metadata import version
+
+    done = cli("--version")
+    assert (done.returncode, done.stdout) == (0, f"evidence-stage {version('evidence-stage')}\n")
+    shown = cli("run", "--help").stdout
+    assert "--score-mask {unhealthy|unhealthy,unobserved|none}" in shown  # it read {unhealthy,unhealthy,unobserved,none}
+    assert "--task-runner {thread|process|dask}" in shown
