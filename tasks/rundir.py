@@ -213,6 +213,11 @@ def check_resume(run: RecordedParams, requested: dict[str, Any]) -> None:
         raise RunConflict(f"--resume conflicts with the run's parameters ({detail})")
 
 
+def claimed_at(run_dir: Location) -> datetime:
+    """When the run was claimed: ``params.json`` is written then, once, and never again (a resume reads it)."""
+    return RunPaths(run_dir).params.modified()
+
+
 def discard_temporaries(run_dir: Location) -> list[str]:
     """Delete the temp files a killed run left behind (local disk only; returns their paths).
 

@@ -60,7 +60,7 @@ def run_with_progress(params: StageParams, argv: Sequence[str] = (), as_json: bo
 
         start_forkserver(params)  # boots while Prefect is imported below
     from flows.execution.ephemeral import shield_ephemeral_server
-    from flows.execution.progress import add_listener, expected_attempts, remove_listener
+    from flows.execution.progress import add_listener, expected_attempts, notes_told_to, remove_listener
     from flows.execution.resolve import claims_told_to, preflight
     from flows.stage import stage_flow
     from tasks.publish.gate import GateFailed
@@ -80,12 +80,15 @@ def run_with_progress(params: StageParams, argv: Sequence[str] = (), as_json: bo
 
     def told(run_id: str, run_dir: Any) -> None:
         claimed.append(run_id)
-        console.print(f"evidence-stage: run {run_id}: {run_dir.display}", markup=False, highlight=False, soft_wrap=True)
+        said(f"run {run_id}: {run_dir.display}")
+
+    def said(text: str) -> None:
+        console.print(f"evidence-stage: {text}", markup=False, highlight=False, soft_wrap=True)
 
     add_listener(listener)
     try:
         live = bar if console.is_terminal else nullcontext()  # off a terminal, rich's bar only left a blank line
-        with live, heartbeat_thread_not_joined(), claims_told_to(told), quiet_console():
+        with live, heartbeat_thread_not_joined(), claims_told_to(told), notes_told_to(said), quiet_console():
             result = cast(dict[str, Any], stage_flow(params))  # a Failed state it returns raises here
     except GateFailed as failed:
         (print_json if as_json else print_summary)(failed.result)

@@ -31,6 +31,7 @@ from tasks.rundir import (
     check_apart,
     check_resume,
     claim,
+    claimed_at,
     discard_temporaries,
     finished_at,
     gate_passed,
@@ -263,14 +264,20 @@ def preflight(params: StageParams) -> tuple[Shard, ...]:
 
 
 def run_record(params: StageParams, recorded: RecordedParams, ctx: RunContext, run_id: str, started_at: datetime) -> RunIdentity:
-    """The manifest's ``run`` section: identity, scope and times of this run."""
+    """The manifest's ``run`` section: identity, scope and times of this run.
+
+    A resumed run's ``started_at`` stays the time it was claimed (it was the resume's, so the
+    time the run took was lost), and ``resumed_at`` is when this resume started.
+    """
+    resumed = bool(params.resume)
     return RunIdentity(
         run_id=run_id,
         job_id=recorded.job_id,
         run_dir=ctx.run_dir.url,
         scope="subset" if recorded.is_subset else "full",
         package_version=package_version(),
-        started_at=started_at.isoformat(),
+        started_at=(claimed_at(ctx.run_dir) if resumed else started_at).isoformat(),
         finished_at=datetime.now(UTC).isoformat(),
-        resumed=bool(params.resume),
+        resumed=resumed,
+        resumed_at=started_at.isoformat() if resumed else None,
     )

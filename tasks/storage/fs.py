@@ -17,6 +17,7 @@ import posixpath
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import fsspec
@@ -136,6 +137,15 @@ class Location:
     def is_dir(self) -> bool:
         """Whether this is a folder (on S3: a prefix holding an object; one small LIST, not s3fs's whole listing)."""
         return retry.call_with_retries(self.url, lambda: folder_found(self.fs, self.path))
+
+    def modified(self) -> datetime:
+        """When the file was last written, in UTC (for a file written once: when it was made)."""
+
+        def when() -> datetime:
+            moment: datetime = self.fs.modified(self.path)
+            return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+        return retry.call_with_retries(self.url, when)
 
     def is_file(self) -> bool:
         """Whether a file is here (on S3 one HEAD: s3fs's ``exists`` adds a LIST when there is none)."""

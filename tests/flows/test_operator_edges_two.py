@@ -39,6 +39,7 @@ def test_run_json_prints_one_line_a_script_reads(finished_json: tuple[list[str],
     summary = json.loads(line)
     assert (summary["run_id"], summary["run_dir"], summary["already_complete"], summary["gate"]) == (RUN_ID, f"file://{run}", False, None)
     manifest = json.loads((run / "manifest.json").read_text())
+    assert (manifest["run"]["resumed"], "resumed_at" in manifest["run"]) == (False, False)  # a run never resumed has no resume time
     assert summary["counts"] == manifest["counts"]
     assert summary["counts"]["verdicts"] == {"healthy": 16, "unhealthy": 4, "unobserved": 4}
     groups = json.loads((run / "scores.json").read_text())["groups"]
@@ -220,3 +221,24 @@ def test_version_and_a_choice_list_that_reads_as_its_choices() -> None:
     shown = cli("run", "--help").stdout
     assert "--score-mask {unhealthy|unhealthy,unobserved|none}" in shown  # it read {unhealthy,unhealthy,unobserved,none}
     assert "--task-runner {thread|process|dask}" in shown
+
+
+def test_a_resume_says_what_it_reuses_and_the_manifest_keeps_both_start_times(job: Path, tmp_path: Path, prefect_server: str) -> None:
+    from datetime import UTC, datetime
+
+    from tests.reliability.support import run_cli
+
+    argv = run_args(job, str(tmp_path / "out"), "--task-runner", "thread", "--attempts-per-task", "2")[1:]
+    killed = run_cli(prefect_server, [*argv, "--run-id", "crashed"], kill_at="after:*.seg:3")
+    assert killed.returncode == -9, killed.stderr
+    (run,) = (tmp_path / "out").glob("*/runs/crashed")
+    reusable = sum(len(json.loads(seg.read_bytes().split(b"\n")[1])) for seg in (run / "attempts").rglob("*.seg"))
+    assert 0 < reusable < 26
+    claimed = datetime.fromtimestamp((run / "params.json").stat().st_mtime, UTC)
+    done = cli("run", *argv, "--resume", "crashed", api_url=prefect_server)
+    assert done.returncode == 0, done.stderr
+    assert f"evidence-stage: resumed: {reusable} attempts reused, {26 - reusable} to go" in done.stderr.splitlines()
+    times = json.loads((run / "manifest.json").read_text())["run"]
+    assert times["resumed"] is True
+    assert datetime.fromisoformat(times["started_at"]) == claimed
+    assert claimed < datetime.fromisoformat(times["resumed_at"]) < datetime.fromisoformat(times["finished_at"])
