@@ -17,8 +17,7 @@ from prefect import get_run_logger
 
 from evidence import RecordedParams, RunManifest
 from flows.execution.groups import GroupSizes, fan_out, make_groups
-from flows.execution.progress import tell
-from flows.execution.resolve import NothingToRun, run_record, subset_described, subset_filter
+from flows.execution.resolve import NothingToRun, run_record, subset_described, subset_filter, tell
 from flows.execution.runners import attempt_pool, parallel_groups
 from flows.params.gate import GateLimits
 from flows.params.stage import StageParams

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import cast
 from uuid import UUID
 
-from prefect import get_run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from tasks.inputs.shards import Shard
@@ -16,8 +14,6 @@ from tasks.storage import release_view
 
 Listener = Callable[[int, int], None]
 _listeners: list[Listener] = []
-Note = Callable[[str], None]
-_notes: list[Note] = []
 
 
 COUNT_BLOCK = 2**24
@@ -53,23 +49,6 @@ def add_listener(listener: Listener) -> None:
 
 def remove_listener(listener: Listener) -> None:
     _listeners.remove(listener)
-
-
-@contextmanager
-def notes_told_to(note: Note) -> Iterator[None]:
-    """Call ``note(text)`` with what a run of this process says of itself once (the CLI prints it)."""
-    _notes.append(note)
-    try:
-        yield
-    finally:
-        _notes.remove(note)
-
-
-def tell(text: str) -> None:
-    """Say ``text`` in the flow run's log and to this process's note listeners (the terminal, where Prefect's INFO is quiet)."""
-    get_run_logger().info("%s", text)
-    for note in tuple(_notes):
-        note(text)
 
 
 class Progress:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import fnmatch
 import socket
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from datetime import UTC, datetime
 from importlib.metadata import version
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from evidence import RecordedParams, RunIdentity
 from flows.execution.credentials import storage_options_with
@@ -47,6 +47,9 @@ DASK_CONNECT_TIMEOUT_S = 5.0
 
 ClaimListener = Callable[[str, Location], None]
 _claim_listeners: list[ClaimListener] = []
+Note = Callable[[str], None]
+_notes: list[Note] = []
+L = TypeVar("L")
 
 
 class RunnerRefused(ValueError):
@@ -75,14 +78,32 @@ def reason_of(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-@contextmanager
-def claims_told_to(listener: ClaimListener) -> Iterator[None]:
+def claims_told_to(listener: ClaimListener) -> AbstractContextManager[None]:
     """Call ``listener(run_id, run_dir)`` when a run of this process is claimed (or taken up to resume)."""
-    _claim_listeners.append(listener)
+    return _listening(_claim_listeners, listener)
+
+
+def notes_told_to(note: Note) -> AbstractContextManager[None]:
+    """Call ``note(text)`` with what a run of this process says of itself once (``tell``; the CLI prints it)."""
+    return _listening(_notes, note)
+
+
+def tell(text: str) -> None:
+    """Say ``text`` in the flow run's log and to this process's note listeners (the terminal, where Prefect's INFO is quiet)."""
+    from prefect import get_run_logger
+
+    get_run_logger().info("%s", text)
+    for note in tuple(_notes):
+        note(text)
+
+
+@contextmanager
+def _listening(listeners: list[L], listener: L) -> Iterator[None]:
+    listeners.append(listener)
     try:
         yield
     finally:
-        _claim_listeners.remove(listener)
+        listeners.remove(listener)
 
 
 def package_version() -> str:
