@@ -14,6 +14,7 @@ Hierarchy (where each class lives)::
     │       ├── InputNotFound       a required input does not exist
     │       └── PartMissing         an attempt's part is not where its index says (tasks.attempts.parts)
     ├── RunConflict                 the run cannot start: id taken, resume disagrees, outputs among inputs (tasks.rundir)
+    ├── NoSpace                     a run's disk filled: which folder, what the run needs (flows.execution.nospace)
     ├── GateFailed                  the run was published but its quality gate failed (tasks.publish.gate)
     └── ExportError                 an export that cannot go on (tasks.export.run_dir)
         └── ExtraMissing            an optional client library is not installed

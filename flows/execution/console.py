@@ -94,6 +94,8 @@ def run_with_progress(params: StageParams, argv: Sequence[str] = (), as_json: bo
         (print_json if as_json else print_summary)(failed.result)
         console.print(f"evidence-stage: {failed}", markup=False, highlight=False, soft_wrap=True)
         return EXIT_GATE_FAILED
+    except Exception as exc:
+        raise _where_no_space(exc, shards, argv, claimed) from exc
     except KeyboardInterrupt:
         if claimed:
             line = f"evidence-stage: interrupted; run {claimed[-1]} is kept, resume it with: {resume_command(argv, claimed[-1])}"
@@ -105,6 +107,18 @@ def run_with_progress(params: StageParams, argv: Sequence[str] = (), as_json: bo
         remove_listener(listener)
     (print_json if as_json else print_summary)(result)
     return 0
+
+
+def _where_no_space(exc: Exception, shards: Sequence[Any], argv: Sequence[str], claimed: list[str]) -> Exception:
+    """``exc`` itself, or for a full disk the one line that says where, how much the run needs,
+    and how to resume it (``flows.execution.nospace``)."""
+    from flows.execution.nospace import NoSpace, no_space, no_space_reason
+
+    error = no_space(exc)
+    if error is None:
+        return exc
+    kept = f"; run {claimed[-1]} is kept, resume it with: {resume_command(argv, claimed[-1])}" if claimed else ""
+    return NoSpace(no_space_reason(error, shards) + kept)
 
 
 def resume_command(argv: Sequence[str], run_id: str) -> str:
@@ -126,16 +140,18 @@ def resume_command(argv: Sequence[str], run_id: str) -> str:
 def quiet_console() -> Iterator[None]:
     """Prefect's console logging leaves out what the CLI says itself (the server still gets every record).
 
-    A refusal's log line (``REFUSAL``) is the CLI's error line; after a Ctrl-C nothing more is
+    A refusal's log line (``REFUSAL``) is the CLI's error line, and so are the records of a full
+    disk (``run_with_progress`` says where, in one line); after a Ctrl-C nothing more is
     printed: Prefect reported the interrupt as a crash, with the interrupted call's traceback
     (40 lines for one Ctrl-C), and the CLI says what happened in one line (``run_with_progress``).
     """
+    from flows.execution.nospace import about_no_space
     from flows.execution.resolve import REFUSAL
 
     interrupted = False
 
     def muted(record: logging.LogRecord) -> bool:
-        return not interrupted and not getattr(record, REFUSAL, False)
+        return not interrupted and not getattr(record, REFUSAL, False) and not about_no_space(record)
 
     def on_interrupt(_signum: int, _frame: FrameType | None) -> None:
         nonlocal interrupted

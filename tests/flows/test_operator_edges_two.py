@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.flows.test_operator_edges import cli, job, refusal, run_args
+from tests.flows.test_operator_edges import cli, in_mount_namespace, job, refusal, run_args
 
 __all__ = ["job"]  # the fixture, shared
 
@@ -242,3 +242,19 @@ def test_a_resume_says_what_it_reuses_and_the_manifest_keeps_both_start_times(jo
     assert times["resumed"] is True
     assert datetime.fromisoformat(times["started_at"]) == claimed
     assert claimed < datetime.fromisoformat(times["resumed_at"]) < datetime.fromisoformat(times["finished_at"])
+
+
+def test_a_full_temporary_folder_is_one_line_naming_it_and_what_the_run_needs(job: Path, tmp_path: Path, prefect_server: str) -> None:
+    """TMPDIR on a 1 MiB tmpfs with 16 KiB left."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    fill = f'mount -t tmpfs -o size=1m tmpfs "{temp}" && head -c {2**20 - 2**14} /dev/zero > "{temp}/filler"'
+    argv = run_args(job, str(tmp_path / "out"), "--task-runner", "thread")
+    done = in_mount_namespace(fill, argv, PREFECT_API_URL=prefect_server, TMPDIR=str(temp))
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    claimed, error = done.stderr.splitlines()  # no traceback, no Prefect record of the failure
+    run_id = claimed.removeprefix("evidence-stage: run ").split(":", 1)[0]
+    assert error.startswith(f"evidence-stage: error: No space left on device in the temporary folder {temp}: this run needs about "), error
+    assert " (a fifth of its rollouts files), " in error
+    resume = f"evidence-stage {' '.join(argv)} --resume {run_id}"
+    assert error.endswith(f"free some, or set TMPDIR to a folder with room; run {run_id} is kept, resume it with: {resume}")
