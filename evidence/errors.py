@@ -10,9 +10,11 @@ Hierarchy (where each class lives)::
     ├── StorageError                talking to storage failed; ``url`` names the object (tasks.storage.base)
     │   ├── TransientStorageError   may succeed when tried again: retried
     │   └── PermanentStorageError   retrying cannot fix it
+    │       ├── UnknownStorageOption  a storage option the store does not take (tasks.storage.base)
     │       ├── InputNotFound       a required input does not exist
     │       └── PartMissing         an attempt's part is not where its index says (tasks.attempts.parts)
     ├── RunConflict                 the run cannot start: id taken, resume disagrees, outputs among inputs (tasks.rundir)
+    ├── NoSpace                     a run's disk filled: which folder, what the run needs (flows.execution.nospace)
     ├── GateFailed                  the run was published but its quality gate failed (tasks.publish.gate)
     └── ExportError                 an export that cannot go on (tasks.export.run_dir)
         └── ExtraMissing            an optional client library is not installed

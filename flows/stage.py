@@ -73,7 +73,14 @@ def stage_flow(params: StageParams) -> dict[str, Any] | State:
         raise
     counts = manifest.counts.to_json()
     logger.info("run %s complete: %s", run_id, counts)
-    result = {"run_id": run_id, "run_dir": ctx.run_dir.url, "counts": counts, "scores": job.reduced.scores, "already_complete": False}
+    result = {
+        "run_id": run_id,
+        "run_dir": ctx.run_dir.url,
+        "counts": counts,
+        "scores": job.reduced.scores,
+        "gate": manifest.gate,
+        "already_complete": False,
+    }
     if ended is not None:
         result["follow_ended"] = ended.value
     if manifest.gate is not None and not manifest.gate_passed:
@@ -81,6 +88,6 @@ def stage_flow(params: StageParams) -> dict[str, Any] | State:
         emit(event)
         reason = event.payload["reason"]
         logger.error("%s; LATEST left as it was", reason)
-        return Failed(message=reason, data=GateFailed(reason, {**result, "gate": manifest.gate}))
+        return Failed(message=reason, data=GateFailed(reason, result))
     emit(run_completed(manifest, ctx.run_dir, outputs))
     return result

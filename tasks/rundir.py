@@ -210,12 +210,22 @@ def recorded_params(run_dir: Location) -> RecordedParams:
 
 
 def check_resume(run: RecordedParams, requested: dict[str, Any]) -> None:
-    """Every parameter the caller set explicitly (``requested``) must equal the interrupted run's."""
-    recorded = run.to_json()
+    """Every parameter the caller set explicitly (``requested``, as ``RecordedParams.model_dump`` gives
+    them) must equal the interrupted run's.
+
+    Compared as full values, not as ``params.json`` holds them: the file leaves out an unset gate and
+    the default score mask, and a ``--gate`` or ``--score-mask`` given to resume such a run was ignored.
+    """
+    recorded = run.model_dump()
     conflicts = sorted(k for k, v in requested.items() if k in recorded and recorded[k] != v)
     if conflicts:
         detail = ", ".join(f"{k}: run has {recorded[k]!r}, asked {requested[k]!r}" for k in conflicts)
         raise RunConflict(f"--resume conflicts with the run's parameters ({detail})")
+
+
+def claimed_at(run_dir: Location) -> datetime:
+    """When the run was claimed: ``params.json`` is written then, once, and never again (a resume reads it)."""
+    return RunPaths(run_dir).params.modified()
 
 
 def discard_temporaries(run_dir: Location) -> list[str]:

@@ -112,9 +112,10 @@ class RunIdentity:
     run_dir: str
     scope: str  # "full" or "subset"
     package_version: str
-    started_at: str  # ISO 8601, UTC
+    started_at: str  # ISO 8601, UTC; a resumed run's: when it was claimed
     finished_at: str
     resumed: bool
+    resumed_at: str | None = None  # when the last resume started (absent from the manifest of a run never resumed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +178,7 @@ class RunManifest:
     def document(self) -> dict[str, Any]:
         """The manifest as ``manifest_chunks`` writes it, keys in their documented order."""
         document: dict[str, Any] = {
-            "run": dataclasses.asdict(self.run),
+            "run": {k: v for k, v in dataclasses.asdict(self.run).items() if k != "resumed_at" or v is not None},
             "parameters": self.parameters.to_json(),
             "config_fingerprint": self.parameters.config_fingerprint(),
             "inputs": {"fingerprint": self.inputs_fingerprint, "files": self.input_files},

@@ -7,6 +7,7 @@ from typing import Any
 
 from flows.cli.options import add_model_options, model_from_args
 from flows.params.batch import BatchParams
+from flows.params.console import ConsoleParams
 
 EXIT_JOB_FAILED = 1
 
@@ -14,12 +15,15 @@ EXIT_JOB_FAILED = 1
 def register(subcommands: Any) -> None:
     parser = subcommands.add_parser("batch", help="process every job under a prefix (skips jobs whose LATEST run is current)")
     add_model_options(parser, BatchParams)
+    add_model_options(parser, ConsoleParams)
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
-    from flows.batch import batch_flow
-    from flows.cli.console import console
+    from flows.cli.console import console, quiet_logs
+
+    quiet_logs(model_from_args(ConsoleParams, args).verbose)
+    from flows.batch import batch_flow  # Prefect loads here, after the logs' levels are set
 
     params = model_from_args(BatchParams, args)
     preflight(params)

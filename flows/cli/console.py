@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import json
 import logging
+import os
 import shlex
 import signal
 import sys
@@ -21,14 +23,32 @@ from flows.params.stage import StageParams, TaskRunnerKind
 
 console = Console(stderr=True)
 
+QUIET_LOGS = {"PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING", "DASK_LOGGING__DISTRIBUTED": "warning"}
+"""What a command prints of Prefect's and Dask's logs unless ``--verbose``: their warnings and errors.
+
+Prefect printed every INFO record of a run (a line per task run), and a local Dask cluster 33
+``distributed.*`` INFO lines even at ``PREFECT_LOGGING_LEVEL=WARNING``, which Dask does not read.
+Only the console handler is quieted: the server still gets every record. Set in the environment,
+before either library loads, so the processes a run starts (attempt workers, Dask workers, the
+temporary server) inherit it; a value the user set is kept.
+"""
+
+
+def quiet_logs(verbose: bool) -> None:
+    """Keep Prefect's and Dask's INFO logs off the terminal unless ``verbose`` (call before either is imported)."""
+    if not verbose:
+        for name, value in QUIET_LOGS.items():
+            os.environ.setdefault(name, value)
+
 
 EXIT_GATE_FAILED = 3
 EXIT_INTERRUPTED = 130
 """128 + SIGINT, as a shell reports a command ended by Ctrl-C."""
 
 
-def run_with_progress(params: StageParams, argv: Sequence[str] = ()) -> int:
-    """Run the flow with a live progress bar; print where the outputs are and what they hold.
+def run_with_progress(params: StageParams, argv: Sequence[str] = (), as_json: bool = False) -> int:
+    """Run the flow with a live progress bar; print where the outputs are and what they hold
+    (tables, or with ``as_json`` one JSON line for a script: ``print_json``).
 
     The run id and directory are printed (stderr) as soon as the run is claimed. A failing
     quality gate still prints the run (it was written), then the gate's reason as one line on
@@ -41,16 +61,18 @@ def run_with_progress(params: StageParams, argv: Sequence[str] = ()) -> int:
         start_forkserver(params)  # boots while Prefect is imported below
     from flows.execution.ephemeral import shield_ephemeral_server
     from flows.execution.follow import GateBreached
-    from flows.execution.progress import add_listener, remove_listener
-    from flows.execution.resolve import claims_told_to, preflight
+    from flows.execution.progress import add_listener, expected_attempts, remove_listener
+    from flows.execution.resolve import claims_told_to, notes_told_to, preflight
     from flows.stage import stage_flow
     from tasks.publish.gate import GateFailed
 
-    preflight(params)
+    shards = preflight(params)
     shield_ephemeral_server()
 
     bar = Progress(TextColumn("attempts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True)
-    handle = bar.add_task("attempts", total=None)
+    # a subset's total (a resumed run's may be one) is known once scanned, a followed job's as it grows
+    whole_job = not (params.rollout_ids or params.rollout_glob or params.resume or params.follow)
+    handle = bar.add_task("attempts", total=expected_attempts(shards) if whole_job and console.is_terminal else None)
     claimed: list[str] = []
 
     def listener(done: int, total: int) -> None:
@@ -58,21 +80,26 @@ def run_with_progress(params: StageParams, argv: Sequence[str] = ()) -> int:
 
     def told(run_id: str, run_dir: Any) -> None:
         claimed.append(run_id)
-        console.print(f"evidence-stage: run {run_id}: {run_dir.display}", markup=False, highlight=False, soft_wrap=True)
+        said(f"run {run_id}: {run_dir.display}")
+
+    def said(text: str) -> None:
+        console.print(f"evidence-stage: {text}", markup=False, highlight=False, soft_wrap=True)
 
     add_listener(listener)
     try:
         live = bar if console.is_terminal else nullcontext()  # off a terminal, rich's bar only left a blank line
-        with live, heartbeat_thread_not_joined(), claims_told_to(told), quiet_console():
+        with live, heartbeat_thread_not_joined(), claims_told_to(told), notes_told_to(said), quiet_console():
             result = cast(dict[str, Any], stage_flow(params))  # a Failed state it returns raises here
     except GateFailed as failed:
-        print_summary(failed.result)
+        (print_json if as_json else print_summary)(failed.result)
         console.print(f"evidence-stage: {failed}", markup=False, highlight=False, soft_wrap=True)
         return EXIT_GATE_FAILED
     except GateBreached as breached:  # a followed job's snapshot: the run is kept, unfinished
         line = f"evidence-stage: {breached}; resume it with: {resume_command(argv, breached.result['run_id'])}"
         console.print(line, markup=False, highlight=False, soft_wrap=True)
         return EXIT_GATE_FAILED
+    except Exception as exc:
+        raise _where_no_space(exc, shards, argv, claimed) from exc
     except KeyboardInterrupt:
         if claimed:
             line = f"evidence-stage: interrupted; run {claimed[-1]} is kept, resume it with: {resume_command(argv, claimed[-1])}"
@@ -82,8 +109,20 @@ def run_with_progress(params: StageParams, argv: Sequence[str] = ()) -> int:
         return EXIT_INTERRUPTED
     finally:
         remove_listener(listener)
-    print_summary(result)
+    (print_json if as_json else print_summary)(result)
     return 0
+
+
+def _where_no_space(exc: Exception, shards: Sequence[Any], argv: Sequence[str], claimed: list[str]) -> Exception:
+    """``exc`` itself, or for a full disk the one line that says where, how much the run needs,
+    and how to resume it (``flows.execution.nospace``)."""
+    from flows.execution.nospace import NoSpace, no_space, no_space_reason
+
+    error = no_space(exc)
+    if error is None:
+        return exc
+    kept = f"; run {claimed[-1]} is kept, resume it with: {resume_command(argv, claimed[-1])}" if claimed else ""
+    return NoSpace(no_space_reason(error, shards) + kept)
 
 
 def resume_command(argv: Sequence[str], run_id: str) -> str:
@@ -105,16 +144,18 @@ def resume_command(argv: Sequence[str], run_id: str) -> str:
 def quiet_console() -> Iterator[None]:
     """Prefect's console logging leaves out what the CLI says itself (the server still gets every record).
 
-    A refusal's log line (``REFUSAL``) is the CLI's error line; after a Ctrl-C nothing more is
+    A refusal's log line (``REFUSAL``) is the CLI's error line, and so are the records of a full
+    disk (``run_with_progress`` says where, in one line); after a Ctrl-C nothing more is
     printed: Prefect reported the interrupt as a crash, with the interrupted call's traceback
     (40 lines for one Ctrl-C), and the CLI says what happened in one line (``run_with_progress``).
     """
+    from flows.execution.nospace import about_no_space
     from flows.execution.resolve import REFUSAL
 
     interrupted = False
 
     def muted(record: logging.LogRecord) -> bool:
-        return not interrupted and not getattr(record, REFUSAL, False)
+        return not interrupted and not getattr(record, REFUSAL, False) and not about_no_space(record)
 
     def on_interrupt(_signum: int, _frame: FrameType | None) -> None:
         nonlocal interrupted
@@ -170,6 +211,13 @@ def stdout_console() -> Console:
     """A console on stdout; off a terminal (a pipe, a CI log) nothing is wrapped or cut, tables are as wide as they need."""
     out = Console()
     return out if out.is_terminal else Console(width=UNWRAPPED_WIDTH)
+
+
+def print_json(result: dict[str, Any]) -> None:
+    """The flow's result as one JSON line on stdout: ``run_id``, ``run_dir`` (its URL),
+    ``already_complete``, and for a run that ran ``counts`` (verdicts among them), ``scores``
+    (each group's key metrics raw and clean) and ``gate`` (``gate.json``; null for an ungated run)."""
+    print(json.dumps(result, separators=(",", ":")), flush=True)  # the line a script reads
 
 
 def print_summary(result: dict[str, Any]) -> None:

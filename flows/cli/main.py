@@ -15,6 +15,7 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
+from importlib.metadata import version
 from typing import Any, NoReturn
 
 from pydantic import ValidationError
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="evidence-stage", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--version", action="version", version=f"evidence-stage {version('evidence-stage')}", help="print the version")
     subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     for module in COMMANDS:
         module.register(subcommands)

@@ -70,6 +70,8 @@ def add_field_option(parser: argparse.ArgumentParser, name: str, field: FieldInf
         )
         if _is_enum(item):
             kwargs["choices"] = [member.value for member in item]
+            # argparse shows {a,b,c}: a value with a comma (unhealthy,unobserved) read as two choices.
+            kwargs.setdefault("metavar", "{" + "|".join(kwargs["choices"]) + "}")
     else:
         raise TypeError(f"{name}: no command-line form for {base!r}; give its annotation a Cli(parse=...)")
     if cli.positional:

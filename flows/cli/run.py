@@ -6,12 +6,14 @@ import argparse
 from typing import Any
 
 from flows.cli.options import add_model_options, model_from_args
+from flows.params.console import RunConsoleParams
 from flows.params.stage import StageParams
 
 
 def register(subcommands: Any) -> None:
     parser = subcommands.add_parser("run", help="process one evaluation job into a new run directory")
     add_model_options(parser, StageParams)
+    add_model_options(parser, RunConsoleParams)
     parser.set_defaults(handler=handle)
 
 
@@ -21,6 +23,8 @@ def params_from_args(args: argparse.Namespace) -> StageParams:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from flows.cli.console import run_with_progress
+    from flows.cli.console import quiet_logs, run_with_progress
 
-    return run_with_progress(params_from_args(args), getattr(args, "argv", ()))
+    shown = model_from_args(RunConsoleParams, args)
+    quiet_logs(shown.verbose)
+    return run_with_progress(params_from_args(args), getattr(args, "argv", ()), as_json=shown.json_summary)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from flows.cli.options import add_storage_options, storage_options_of
@@ -27,11 +28,14 @@ def register(subcommands: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from tasks.storage import Location  # pyarrow loads only when selecting
-    from tasks.tables.selection import Selection, select_rollouts
+    from tasks.tables.selection import Selection, no_match_hint, select_rollouts
 
     options = storage_options_of(args)
-    output = Location(args.output, options)
-    count = select_rollouts(Location(args.run_dir, options), Selection(args.verdict, args.agent, args.min_reward), output)
+    output, run_dir = Location(args.output, options), Location(args.run_dir, options)
+    selection = Selection(args.verdict, args.agent, args.min_reward)
+    count = select_rollouts(run_dir, selection, output)
     print(f"{count} rollouts selected")
     print(output.url)
+    if not count:  # the empty file is written: an empty selection is an answer, and the hint says why it may be one
+        print(f"evidence-stage: {no_match_hint(run_dir, selection)}", file=sys.stderr)
     return 0

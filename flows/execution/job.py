@@ -19,11 +19,12 @@ from prefect import get_run_logger
 
 from evidence import RecordedParams, RunManifest
 from flows.execution.groups import GroupSizes, fan_out, make_groups
-from flows.execution.resolve import NothingToRun, run_record, subset_described, subset_filter
+from flows.execution.resolve import NothingToRun, run_record, subset_described, subset_filter, tell
 from flows.execution.runners import attempt_pool, parallel_groups
 from flows.params.gate import GateLimits
 from flows.params.stage import StageParams
 from tasks.attempts.context import RunContext
+from tasks.attempts.parts import reused_parts
 from tasks.discover.refs import AttemptRef
 from tasks.discover.scan import JobPlan
 from tasks.discover.task import discover_job
@@ -93,6 +94,9 @@ def process_job(
         timings.seconds["discover_task_s"] = plan.seconds
         if keep is not None and not plan.attempts.count:
             raise NothingToRun(f"{subset_described(recorded)} selects no rollout of the job: nothing to run (the run was not kept)")
+        if ctx.resume:
+            reused = reused_parts(ctx.run_dir, plan.attempts)
+            tell(f"resumed: {reused} attempts reused, {plan.attempts.count - reused} to go")
         sizes = GroupSizes(plan.attempts.count, params.attempts_per_task, parallel_groups(params))
         get_run_logger().info(
             "%d attempts in groups of %s; %d orphan captures; %d skipped lines",

@@ -10,11 +10,11 @@ from __future__ import annotations
 import fnmatch
 import socket
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from datetime import UTC, datetime
 from importlib.metadata import version
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from evidence import RecordedParams, RunIdentity
 from flows.execution.credentials import storage_options_with
@@ -31,6 +31,7 @@ from tasks.rundir import (
     check_apart,
     check_resume,
     claim,
+    claimed_at,
     discard_temporaries,
     finished_at,
     gate_passed,
@@ -46,6 +47,9 @@ DASK_CONNECT_TIMEOUT_S = 5.0
 
 ClaimListener = Callable[[str, Location], None]
 _claim_listeners: list[ClaimListener] = []
+Note = Callable[[str], None]
+_notes: list[Note] = []
+L = TypeVar("L")
 
 
 class RunnerRefused(ValueError):
@@ -74,14 +78,32 @@ def reason_of(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-@contextmanager
-def claims_told_to(listener: ClaimListener) -> Iterator[None]:
+def claims_told_to(listener: ClaimListener) -> AbstractContextManager[None]:
     """Call ``listener(run_id, run_dir)`` when a run of this process is claimed (or taken up to resume)."""
-    _claim_listeners.append(listener)
+    return _listening(_claim_listeners, listener)
+
+
+def notes_told_to(note: Note) -> AbstractContextManager[None]:
+    """Call ``note(text)`` with what a run of this process says of itself once (``tell``; the CLI prints it)."""
+    return _listening(_notes, note)
+
+
+def tell(text: str) -> None:
+    """Say ``text`` in the flow run's log and to this process's note listeners (the terminal, where Prefect's INFO is quiet)."""
+    from prefect import get_run_logger
+
+    get_run_logger().info("%s", text)
+    for note in tuple(_notes):
+        note(text)
+
+
+@contextmanager
+def _listening(listeners: list[L], listener: L) -> Iterator[None]:
+    listeners.append(listener)
     try:
         yield
     finally:
-        _claim_listeners.remove(listener)
+        listeners.remove(listener)
 
 
 def package_version() -> str:
@@ -244,11 +266,11 @@ def _explicit(params: StageParams, requested: RecordedParams) -> dict[str, Any]:
     """The output parameters the caller set explicitly (a resume must agree with them); a followed glob's
     shards are those it matches now, which may be more than the run recorded when it was claimed."""
     followed = {"rollouts"} if params.follow else set()
-    return {k: v for k, v in requested.to_json().items() if (k in params.model_fields_set or k == "job_id") and k not in followed}
+    return {k: v for k, v in requested.model_dump().items() if (k in params.model_fields_set or k == "job_id") and k not in followed}
 
 
-def preflight(params: StageParams) -> None:
-    """The checks that stop a run before it starts, made without starting a flow run.
+def preflight(params: StageParams) -> tuple[Shard, ...]:
+    """The checks that stop a run before it starts, made without starting a flow run; the job's shards.
 
     The CLI calls this first so a typo or a taken run id costs one line, not a failed flow run;
     ``resolve_run`` repeats the checks inside the flow (deployments do not pass through here).
@@ -257,24 +279,31 @@ def preflight(params: StageParams) -> None:
     check_runner(params)
     run_id = params.resume or params.run_id
     if run_id is None:
-        return
+        return shards
     run_dir = run_dir_of(output, job_id, run_id)
     if params.resume:
         check_resume(recorded_params(run_dir), _explicit(params, output_params(params, job_id, recorded_rollouts(shards))))
         check_free(run_dir, run_id)
     elif run_dir.child(PARAMS_FILE).is_file():
         raise RunConflict(f"run id already exists: {run_dir.url} (use --resume to continue it)")
+    return shards
 
 
 def run_record(params: StageParams, recorded: RecordedParams, ctx: RunContext, run_id: str, started_at: datetime) -> RunIdentity:
-    """The manifest's ``run`` section: identity, scope and times of this run."""
+    """The manifest's ``run`` section: identity, scope and times of this run.
+
+    A resumed run's ``started_at`` stays the time it was claimed (it was the resume's, so the
+    time the run took was lost), and ``resumed_at`` is when this resume started.
+    """
+    resumed = bool(params.resume)
     return RunIdentity(
         run_id=run_id,
         job_id=recorded.job_id,
         run_dir=ctx.run_dir.url,
         scope="subset" if recorded.is_subset else "full",
         package_version=package_version(),
-        started_at=started_at.isoformat(),
+        started_at=(claimed_at(ctx.run_dir) if resumed else started_at).isoformat(),
         finished_at=datetime.now(UTC).isoformat(),
-        resumed=bool(params.resume),
+        resumed=resumed,
+        resumed_at=started_at.isoformat() if resumed else None,
     )

@@ -43,8 +43,10 @@ def build_runner(params: StageParams) -> TaskRunner:
 
         if params.dask_address:
             return DaskTaskRunner(address=params.dask_address)
+        # The scheduler's HTTP server on a free port: with None it took Dask's 8787, and a second
+        # local cluster on the machine printed a 4-line "Port 8787 is already in use" warning.
         return DaskTaskRunner(
-            cluster_kwargs={"n_workers": params.dask_workers, "threads_per_worker": 1, "processes": True, "dashboard_address": None}
+            cluster_kwargs={"n_workers": params.local_dask_workers, "threads_per_worker": 1, "processes": True, "dashboard_address": ":0"}
         )
     return ThreadPoolTaskRunner(max_workers=params.max_workers)
 
@@ -62,7 +64,7 @@ def task_argument(params: StageParams, value: T) -> T | quote:
 def parallel_groups(params: StageParams) -> int:
     """Group tasks that compute at once: the workers (threads, attempt processes, Dask workers)."""
     if params.task_runner is TaskRunnerKind.dask and not params.dask_address:
-        return params.dask_workers
+        return params.local_dask_workers
     return params.max_workers
 
 

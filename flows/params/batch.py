@@ -62,7 +62,7 @@ class BatchParams(BaseModel):
     task_runner: TaskRunnerKind = _as_in_stage("task_runner")
     max_workers: int = _as_in_stage("max_workers")
     dask_address: OptionalText = _as_in_stage("dask_address")
-    dask_workers: int = _as_in_stage("dask_workers")
+    dask_workers: OptionalCount = _as_in_stage("dask_workers")
     storage_options: StorageOptions = _as_in_stage("storage_options")
     aws_credentials_block: OptionalText = _as_in_stage("aws_credentials_block")
     gate: GateLimits = _as_in_stage("gate")

@@ -63,17 +63,20 @@ class TaskRunnerKind(str, Enum):  # noqa: UP042  # a StrEnum's str() differs, an
 DEFAULT_DASK_WORKERS = 2
 
 
-def check_dask_options(task_runner: TaskRunnerKind, dask_address: str | None, dask_workers: int) -> None:
-    """Dask options only with the Dask runner, and one cluster: an existing one or a local one (they were silently ignored)."""
-    local_size = dask_workers != DEFAULT_DASK_WORKERS
+def check_dask_options(task_runner: TaskRunnerKind, dask_address: str | None, dask_workers: int | None) -> None:
+    """Dask options only with the Dask runner, and one cluster: an existing one or a local one (they were silently ignored).
+
+    An option counts as given whatever its value: ``--dask-workers 2``, the local cluster's
+    default size, was accepted without ``--task-runner dask`` while 3 was refused.
+    """
     if task_runner is not TaskRunnerKind.dask:
-        given = [name for name, set_ in (("dask_address", dask_address is not None), ("dask_workers", local_size)) if set_]
+        given = [name for name, value in (("dask_address", dask_address), ("dask_workers", dask_workers)) if value is not None]
         if given:
             verb = "apply" if len(given) > 1 else "applies"
             raise ValueError(
                 f"{' and '.join(given)} {verb} to the dask task runner only (task_runner is {task_runner.value}): add --task-runner dask"
             )
-    elif dask_address is not None and local_size:
+    elif dask_address is not None and dask_workers is not None:
         raise ValueError(
             "dask_workers sizes a local cluster; with dask_address the cluster is the scheduler's (size the window with max_workers)"
         )
@@ -181,8 +184,12 @@ class StageParams(BaseModel):
     dask_address: OptionalText = Field(
         default=None, title="Dask scheduler", description="tcp://host:port of an existing Dask scheduler; blank: a local cluster."
     )
-    dask_workers: int = Field(
-        default=DEFAULT_DASK_WORKERS, ge=1, le=256, title="Local Dask workers", description="Worker processes of a local Dask cluster."
+    dask_workers: OptionalCount = Field(
+        default=None,
+        ge=1,
+        le=256,
+        title="Local Dask workers",
+        description=f"Worker processes of a local Dask cluster; blank: {DEFAULT_DASK_WORKERS}.",
     )
     storage_options: StorageOptions = Field(
         default_factory=dict, title="Storage options", description="fsspec options without credentials, e.g. endpoint_url."
@@ -242,6 +249,11 @@ class StageParams(BaseModel):
         if value is not None and not value.strip():
             raise ValueError("must contain a non-whitespace character")
         return value
+
+    @property
+    def local_dask_workers(self) -> int:
+        """The size of the local Dask cluster the dask runner starts (without ``dask_address``)."""
+        return self.dask_workers or DEFAULT_DASK_WORKERS
 
     @model_validator(mode="after")
     def _dask_options(self) -> StageParams:

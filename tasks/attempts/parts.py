@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import secrets
+import sys
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ __all__ = [
     "SegmentWriter",
     "encode_segment",
     "read_parts",
+    "reused_parts",
     "segment_folder",
     "segment_parts",
 ]
@@ -232,6 +234,19 @@ class PartIndex:
     def current(self, attempt: AttemptRef) -> PartEntry | None:
         """The entry of a part made from the attempt as it is now, if any."""
         return _current(self._entries.get(attempt.line, ()), attempt)
+
+
+def reused_parts(run_dir: Location, attempts: Iterable[AttemptRef]) -> int:
+    """How many of ``attempts`` have a current part already: what a resume reuses (its groups
+    check again as they run). One ``PartIndex`` per part folder, over all its lines."""
+    indexes: dict[str, PartIndex] = {}
+    reused = 0
+    for attempt in attempts:
+        index = indexes.get(attempt.part_folder)
+        if index is None:
+            index = indexes[attempt.part_folder] = PartIndex(segment_folder(run_dir, attempt.part_folder), range(1, sys.maxsize))
+        reused += index.current(attempt) is not None
+    return reused
 
 
 class _OpenSegments:

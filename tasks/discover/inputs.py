@@ -24,26 +24,28 @@ def check_inputs(shards: Sequence[Shard], capture_dir: Location) -> None:
     """
     checks: list[tuple[Location, str, Callable[[], bool]]] = []
     for shard in shards:
-        checks.append((shard.main, "rollouts file not found", shard.main.is_file))
+        checks.append((shard.main, "rollouts file", shard.main.is_file))
         if shard.failures is not None:  # an explicit --failures
-            checks.append((shard.failures, "failures sidecar not found", shard.failures.is_file))
-    checks.append((capture_dir, "capture directory not found", capture_dir.is_dir))
+            checks.append((shard.failures, "failures sidecar", shard.failures.is_file))
+    checks.append((capture_dir, "capture directory", capture_dir.is_dir))
     found = at_once(
         [functools.partial(_outcome, check) for _, _, check in checks], remote=is_remote([location for location, _, _ in checks])
     )
-    for (location, problem, _), outcome in zip(checks, found, strict=True):  # the first to fail, in order, says why
+    for (location, what, _), outcome in zip(checks, found, strict=True):  # the first to fail, in order, says why
         if isinstance(outcome, Exception):
             raise outcome
         if not outcome:
-            if problem != "capture directory not found" and _is_folder(location):
-                raise InputNotFound(location.display, f"a folder, not a file ({problem.removesuffix(' not found')} expected)")
-            raise InputNotFound(location.url, problem)
+            wanted_folder = location is capture_dir
+            if _other_kind(location, wanted_folder):  # said so: "not found" misled
+                kind = "a file, not a folder" if wanted_folder else "a folder, not a file"
+                raise InputNotFound(location.display, f"{kind} ({what} expected)")
+            raise InputNotFound(location.url, f"{what} not found")
 
 
-def _is_folder(location: Location) -> bool:
-    """Whether a missing file is a folder instead (said so: "not found" misled); False when that cannot be told."""
+def _other_kind(location: Location, wanted_folder: bool) -> bool:
+    """Whether a missing folder is a file, or a missing file a folder; False when that cannot be told."""
     try:
-        return location.is_dir()
+        return location.is_file() if wanted_folder else location.is_dir()
     except StorageError:
         return False
 

@@ -237,7 +237,7 @@ def _scan_line(line: int, offset: int, raw: bytes, listing: Mapping[str, FileEnt
     try:
         row = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        return ScannedLine(line, offset, len(raw), f"invalid JSON: {exc}", {}, None, None, False, "")
+        return ScannedLine(line, offset, len(raw), _not_json(raw, exc), {}, None, None, False, "")
     if not isinstance(row, dict):
         return ScannedLine(line, offset, len(raw), f"not a JSON object: {type(row).__name__}", {}, None, None, False, "")
     rollout_id = capture_file_id(row)
@@ -245,6 +245,16 @@ def _scan_line(line: int, offset: int, raw: bytes, listing: Mapping[str, FileEnt
     incomplete = rollout_id is not None and (rollout_id + MARKER_SUFFIX) in listing
     fingerprint = _attempt_fingerprint(raw, capture, incomplete)
     return ScannedLine(line, offset, len(raw), None, accounted_fields(row), rollout_id, capture, incomplete, fingerprint)
+
+
+def _not_json(raw: bytes, exc: orjson.JSONDecodeError) -> str:
+    """Why a line is no JSON: its first byte that is not UTF-8 (counted from 1 in the line) when
+    there is one, which orjson reported as "surrogates not allowed: line 1 column 1"."""
+    try:
+        raw.decode()
+    except UnicodeDecodeError as bad:
+        return f"invalid UTF-8 at byte {bad.start + 1}"
+    return f"invalid JSON: {exc}"
 
 
 def _cut(size: int) -> bool:

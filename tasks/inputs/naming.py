@@ -40,9 +40,17 @@ def check_url(url: str) -> str:
         return url
     written = _SCHEME.match(url)
     if written and written.group(1).lower() in _WELL_KNOWN_SCHEMES:
-        name = written.group(1)
-        raise UnsupportedUrl(f"malformed URL {url!r}: scheme {name!r} needs '://' ({name}://{url[written.end() :].lstrip('/')})")
+        name, rest = written.group(1), url[written.end() :]
+        raise UnsupportedUrl(f"malformed URL {url!r}: scheme {name!r} needs '://' ({_meant(name, rest)})")
     return url
+
+
+def _meant(scheme: str, rest: str) -> str:
+    """The URL a one-slash ``scheme:rest`` meant: a file URL's path keeps its root (``file:///data/x``,
+    not ``file://data/x``, whose ``data`` is a host), and a relative one is the path alone."""
+    if scheme.lower() in ("file", "local"):
+        return f"{scheme}://{rest}" if rest.startswith("/") else f"the path alone: {rest}"
+    return f"{scheme}://{rest.lstrip('/')}"
 
 
 def check_id(value: str) -> str:

@@ -5,6 +5,7 @@ Hierarchy::
     StorageError                  any failure talking to storage
     ├── TransientStorageError     worth retrying: 5xx, SlowDown, resets, timeouts
     └── PermanentStorageError     retrying cannot help: missing, forbidden, malformed URL
+        ├── UnknownStorageOption  a storage option the store's filesystem does not take
         └── InputNotFound         a required input does not exist (almost always a typo)
 
 Content problems (bad JSON, invalid ids) are never storage errors: they are evidence.
@@ -77,6 +78,13 @@ class TransientStorageError(StorageError):
 
 class PermanentStorageError(StorageError):
     """A failure that retrying cannot fix (missing object, no permission, bad URL)."""
+
+
+class UnknownStorageOption(PermanentStorageError):
+    """A storage option the store does not take: the parameter's fault, so the line names the option, not an object."""
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class InputNotFound(PermanentStorageError):

@@ -17,6 +17,7 @@ import posixpath
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import fsspec
@@ -24,6 +25,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from tasks.storage import retry  # the module, not its names: importing tasks.storage.retry first imports this package
 from tasks.storage.listing import FileEntry, file_found, folder_found, list_folder, version_of
+from tasks.storage.options import check_options
 from tasks.storage.writes import atomic_writer, content_type, create_local
 
 READ_BLOCK = 8 * 2**20
@@ -73,6 +75,8 @@ class Location:
         location for them several times per file it writes: parsing was 5 % of a 10,000-rollout
         reduce). Frozen fields never change, so neither does this; ``child`` may set it."""
         resolved: tuple[fsspec.AbstractFileSystem, str] = fsspec.core.url_to_fs(self.url, **self.options)
+        if self.options:
+            check_options(resolved[0], self.url, self.options)
         return resolved
 
     def __getstate__(self) -> dict[str, Any]:
@@ -133,6 +137,15 @@ class Location:
     def is_dir(self) -> bool:
         """Whether this is a folder (on S3: a prefix holding an object; one small LIST, not s3fs's whole listing)."""
         return retry.call_with_retries(self.url, lambda: folder_found(self.fs, self.path))
+
+    def modified(self) -> datetime:
+        """When the file was last written, in UTC (for a file written once: when it was made)."""
+
+        def when() -> datetime:
+            moment: datetime = self.fs.modified(self.path)
+            return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+        return retry.call_with_retries(self.url, when)
 
     def is_file(self) -> bool:
         """Whether a file is here (on S3 one HEAD: s3fs's ``exists`` adds a LIST when there is none)."""

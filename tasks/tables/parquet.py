@@ -13,6 +13,7 @@ path; ``tasks.reduce.task.preload_libraries`` loads it while the attempt pool wo
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import tempfile
@@ -77,7 +78,11 @@ class TableWriter:
         os.close(fd)
         import pyarrow.parquet as pq
 
-        self._writer: pq.ParquetWriter | None = pq.ParquetWriter(self.path, self.schema, compression=COMPRESSION)
+        try:
+            self._writer: pq.ParquetWriter | None = pq.ParquetWriter(self.path, self.schema, compression=COMPRESSION)
+        except BaseException:
+            os.unlink(self.path)
+            raise
 
     def add(self, row: Sequence[Any]) -> None:
         self.extend((row,))
@@ -121,9 +126,7 @@ class TableWriter:
     def finish(self) -> int:
         """Write the last row group and close the file; the table's row count."""
         self._flush()
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        self._close()
         return self.rows
 
     def publish(self, target: Location) -> int:
@@ -132,13 +135,22 @@ class TableWriter:
         return os.path.getsize(self.path)
 
     def discard(self) -> None:
-        """Close and delete the local file (published or not)."""
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        """Close and delete the local file (published or not); a close that fails (a full disk) does not stop it."""
+        with contextlib.suppress(OSError):
+            self._close()
         self._buffer, self._batches, self._converted = [], [], 0
         if os.path.exists(self.path):
             os.unlink(self.path)
+
+    def _close(self) -> None:
+        """Close the writer once, even when closing fails: pyarrow's finalizer would try again and
+        print its failure (a full disk) as "Exception ignored" with a traceback."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                writer.close()
+            finally:
+                writer.is_open = False
 
 
 def _blocks(path: str) -> Iterator[bytes]:

@@ -71,6 +71,22 @@ def select_rollouts(run_dir: Location, selection: Selection, output: Location) -
     return count
 
 
+def no_match_hint(run_dir: Location, selection: Selection) -> str:
+    """What to say when ``selection`` matched no rollout of the run: the agents it has, when the
+    one asked for is not among them (a mistyped ``--agent`` gave 0 rows and no word), else the
+    conditions that no main rollout meets at once."""
+    table = tables_folder(run_dir).child(TABLES["rollouts"].file)
+    with call_with_retries(table.url, lambda: table.fs.open(table.path, "rb")) as f:
+        columns = pq.read_table(f, columns=["source", "agent"])
+    agents = sorted(a for a in pc.unique(columns.filter(pc.equal(columns.column("source"), "main")).column("agent")).to_pylist() if a)
+    if selection.agent is not None and selection.agent not in agents:
+        return f"no rollout selected: the run has no agent {selection.agent!r} (its agents: {', '.join(agents) or 'none'})"
+    conditions = [f"verdict {selection.verdict}"] if selection.verdict is not None else []
+    conditions += [f"agent {selection.agent!r}"] if selection.agent is not None else []
+    conditions += [f"reward >= {selection.min_reward:g}"] if selection.min_reward is not None else []
+    return f"no rollout selected: no main rollout has {' and '.join(conditions)}"
+
+
 def _chosen_lines(table: Location, selection: Selection) -> Iterator[int]:
     """The ``output_line`` of each matching main row, in increasing order."""
     with call_with_retries(table.url, lambda: table.fs.open(table.path, "rb")) as f:

@@ -41,7 +41,13 @@ class TableSink:
     def __init__(self, row_group_rows: int = ROW_GROUP_ROWS) -> None:
         self._started = time.perf_counter()
         self._row_group_rows = row_group_rows
-        self._writers = {name: TableWriter(table, row_group_rows) for name, table in TABLES.items()}
+        self._writers: dict[str, TableWriter] = {}
+        try:
+            for name, table in TABLES.items():
+                self._writers[name] = TableWriter(table, row_group_rows)
+        except BaseException:  # a full temporary folder: those already made are discarded, not left to the collector
+            self.__exit__(None, None, None)
+            raise
 
     def add_children(self, keys: tuple[str, str, str, str], facts: RowFacts) -> None:
         """An attempt's turns, model calls, tool calls and gaps, under its four key columns."""

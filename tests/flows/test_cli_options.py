@@ -14,17 +14,20 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, Field
+from pydantic.fields import FieldInfo
 
 from flows.cli.main import build_parser, main
 from flows.cli.options import add_model_options, model_from_args
 from flows.params.batch import BatchParams
+from flows.params.console import ConsoleParams, RunConsoleParams
 from flows.params.stage import StageParams
 
 REQUIRED = {
     "run": ["--rollouts", "/job/rollouts.jsonl", "--capture-dir", "/job/model-calls", "--output", "/out"],
     "batch": ["/jobs", "--output", "/out"],
 }
-MODELS: dict[str, type[BaseModel]] = {"run": StageParams, "batch": BatchParams}
+MODELS: dict[str, tuple[type[BaseModel], ...]] = {"run": (StageParams, RunConsoleParams), "batch": (BatchParams, ConsoleParams)}
+"""Each command's models: the flow's parameters first, then the console's options (in no form)."""
 # A value each option accepts; any other option takes "x1" (an id, a URL, a glob) or 3 (a number).
 SAMPLES = {"--ignore-check": "model_call_failed", "--gate": "max_lost_share=0.5", "--storage-option": "endpoint_url=http://127.0.0.1:5000"}
 # Options that apply only beside another (refused alone, issue 35): given with it, which is then not counted.
@@ -46,13 +49,17 @@ def _options(command: str) -> list[argparse.Action]:
 
 
 def _required(command: str) -> set[str]:
-    return set(MODELS[command].model_json_schema()["required"])
+    return set(MODELS[command][0].model_json_schema()["required"])
+
+
+def _fields(command: str) -> dict[str, FieldInfo]:
+    return {name: field for model in MODELS[command] for name, field in model.model_fields.items()}
 
 
 def _given(command: str, argv: list[str]) -> set[str]:
     """The fields the options set explicitly, beyond the required ones."""
-    params = model_from_args(MODELS[command], _parser(command).parse_args([*REQUIRED[command], *argv]))
-    return params.model_fields_set - _required(command)
+    args = _parser(command).parse_args([*REQUIRED[command], *argv])
+    return {name for model in MODELS[command] for name in model_from_args(model, args).model_fields_set} - _required(command)
 
 
 def _sample(action: argparse.Action) -> list[str]:
@@ -77,11 +84,10 @@ def _fields_of_options(command: str) -> dict[str, argparse.Action]:
 
 @pytest.mark.parametrize("command", ["run", "batch"])
 def test_every_field_is_one_option_with_a_help_line(command: str) -> None:
-    model = MODELS[command]
     assert _given(command, []) == set()  # an option left out sets nothing (resume compares what was given)
     options = _fields_of_options(command)
     required = _required(command)
-    assert set(options) == set(model.model_fields) - required, "a field without an option, or two options for one field"
+    assert set(options) == set(_fields(command)) - required, "a field without an option, or two options for one field"
     positional = [action.dest for action in _parser(command)._actions if not action.option_strings]
     assert {action.dest for action in _options(command) if action.required} | set(positional) == required
     for action in _parser(command)._actions:
@@ -98,9 +104,9 @@ def _default_text(default: Any) -> str | None:
 
 @pytest.mark.parametrize("command", ["run", "batch"])
 def test_help_defaults_and_choices_are_the_models(command: str) -> None:
-    model = MODELS[command]
+    fields = _fields(command)
     for name, action in _fields_of_options(command).items():
-        field = model.model_fields[name]
+        field = fields[name]
         assert action.default in (None, []), (name, action.default)  # the model's default applies, unset
         help_text = (action.help or "") % {}  # as argparse prints it
         shown = _default_text(field.get_default(call_default_factory=True))

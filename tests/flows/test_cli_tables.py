@@ -9,6 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from evidence.tables import SCHEMA_VERSION
 from flows.cli.main import main
 from tests.tables_runs import check_tables, example_run
 
@@ -45,9 +46,15 @@ def test_tables_builds_them_once(run: Path, capsys: pytest.CaptureFixture[str]) 
     assert out[-1] == str(run / "tables")
     check_tables(run)
     before = {p.name: p.read_bytes() for p in (run / "tables").iterdir()}
-    assert "already has tables/" in _error(capsys, ["tables", str(run)])
+    assert main(["tables", str(run)]) == 0  # asked again: they are there
+    assert (
+        capsys.readouterr().out == f"tables are current (schema version {SCHEMA_VERSION}): {run / 'tables'} (--replace builds them again)\n"
+    )
     assert main(["tables", "--replace", str(run)]) == 0
     assert {p.name: p.read_bytes() for p in (run / "tables").iterdir()} == before
+    schema = run / "tables" / "_schema.json"
+    schema.write_text(json.dumps({**json.loads(schema.read_text()), "schema_version": 0}))
+    assert f"already has tables/ of schema version 0 (this evidence-stage writes {SCHEMA_VERSION})" in _error(capsys, ["tables", str(run)])
 
 
 def _unfinished(run: Path) -> None:

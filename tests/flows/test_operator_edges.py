@@ -91,17 +91,15 @@ def test_every_command_refuses_a_mistyped_url(argv: list[str]) -> None:
     assert "malformed URL 's3:/b" in reason or "unsupported URL scheme 'ftp'" in reason
 
 
-def _read_only(folder: Path, argv: list[str]) -> subprocess.CompletedProcess[str]:
-    """The CLI with ``folder`` read-only: as root (who writes anywhere) a read-only bind mount in a mount namespace of its own."""
-    if os.geteuid() != 0:
-        folder.chmod(0o555)
-        return cli(*argv)
-    if shutil.which("unshare") is None or subprocess.run(["unshare", "-m", "true"], check=False, capture_output=True).returncode != 0:
-        pytest.skip("no mount namespace for a read-only folder as root")
-    mount = f'mount --bind "{folder}" "{folder}" && mount -o remount,ro,bind "{folder}" "{folder}" && exec "$@"'
-    environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {"PYTHONPATH": str(REPO)}
+def in_mount_namespace(setup: str, argv: list[str], **env: str) -> subprocess.CompletedProcess[str]:
+    """The CLI after the shell commands ``setup`` (mounts), as root in a mount namespace of its own; skipped where there is none."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("mounts need root and unshare")
+    if subprocess.run(["unshare", "-m", "true"], check=False, capture_output=True).returncode != 0:
+        pytest.skip("no mount namespace")
+    environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {"PYTHONPATH": str(REPO)} | env
     return subprocess.run(
-        ["unshare", "-m", "sh", "-c", mount, "sh", sys.executable, "-m", "flows.cli.main", *argv],
+        ["unshare", "-m", "sh", "-c", f'{setup} && exec "$@"', "sh", sys.executable, "-m", "flows.cli.main", *argv],
         check=False,
         cwd=REPO,
         env=environment,
@@ -109,6 +107,14 @@ def _read_only(folder: Path, argv: list[str]) -> subprocess.CompletedProcess[str
         text=True,
         timeout=180,
     )
+
+
+def _read_only(folder: Path, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """The CLI with ``folder`` read-only: as root (who writes anywhere) a read-only bind mount."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        return cli(*argv)
+    return in_mount_namespace(f'mount --bind "{folder}" "{folder}" && mount -o remount,ro,bind "{folder}" "{folder}"', argv)
 
 
 def test_an_output_that_cannot_be_written_is_refused_before_anything(job: Path, tmp_path: Path) -> None:
@@ -423,7 +429,7 @@ def test_every_command_and_option_says_what_it_does_and_its_default() -> None:
     for parser in walk(top):
         assert parser.description, parser.prog
         for action in parser._actions:
-            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+            if isinstance(action, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)):
                 continue
             assert (action.help or "").strip(), (parser.prog, action.option_strings or action.dest)
             if action.default not in (None, [], False):
