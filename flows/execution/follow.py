@@ -43,7 +43,7 @@ from flows.execution.credentials import storage_options_with
 from flows.execution.groups import GroupSizes, fan_out, make_groups
 from flows.execution.job import ProcessedJob, Timings, process_job
 from flows.execution.progress import Progress
-from flows.execution.resolve import recorded_rollouts, run_record
+from flows.execution.resolve import NothingToRun, recorded_rollouts, run_record
 from flows.execution.runners import attempt_pool, parallel_groups
 from flows.params.gate import GateLimits
 from flows.params.stage import StageParams
@@ -112,6 +112,8 @@ def follow_job(
             time.sleep(poll)
         timings.seconds["follow_s"] = now - started  # from the first look to the end of the job
         logger.info("the followed job ended (%s) after %.0f s: finishing the run as a post-hoc run would", ended.value, now - started)
+        if not any(tail.counts()[:2]):
+            raise NothingToRun(nothing_followed(params, ended, now - started))
         remove_snapshot_outputs(ctx.run_dir)
         final = replace(ctx, shards=tuple(shard.shard for shard in tail.shards))
         shards = recorded_rollouts(final.shards)
@@ -124,6 +126,13 @@ def follow_job(
     )
     write_live(ctx, final_status)  # then publishing: _SUCCESS, LATEST
     return job, ended, recorded
+
+
+def nothing_followed(params: StageParams, ended: EndReason, seconds: float) -> str:
+    """Why a followed job that ended without a row (main or sidecar) is not a run: a post-hoc run
+    refuses such a job before claiming a run directory, so a new run's is removed again."""
+    kept = "the run is kept" if params.resume else "the run was not kept"
+    return f"no rollouts ever appeared in {params.rollouts} in {seconds:.0f} s of following (ended: {ended.value}): nothing to run ({kept})"
 
 
 def live_status(params: StageParams, tail: JobTail, now: float, *, done: bool = False, ended: EndReason | None = None) -> LiveStatus:

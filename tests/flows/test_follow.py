@@ -95,6 +95,14 @@ def _interrupted_task(producer: Producer) -> set[str]:
     return {f"{t}-{r}" for t, r in _keys(r for r in producer.rollouts if r.task == task) - _keys(done)}
 
 
+def _error_line(code: int, capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line a follow that could not go on ends with (exit 2, no traceback)."""
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err.strip().splitlines()[-1]
+
+
 def _named(live: dict[str, Any], listed: str) -> set[str]:
     return {item["rollout"] for item in live[listed]}
 
@@ -220,11 +228,26 @@ def test_a_rollouts_file_truncated_while_followed_stops_the_follow_in_one_line(
         code = main([*_argv(job, tmp_path / "out"), "--job-id", "j", "--run-id", "t", "--follow", "--snapshot-every", "0.5"])
     finally:
         watcher.stop()
-    assert code == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    line = err.strip().splitlines()[-1]
+    line = _error_line(code, capsys)
     assert line.startswith(f"evidence-stage: error: {job / 'rollouts.jsonl'} was truncated while followed ("), line
     assert line.endswith(" 0 now): the run is kept; start a new run once the job is over"), line
     assert (run / "params.json").exists()
     assert not (run / "_SUCCESS").exists()
+
+
+@pytest.mark.parametrize("written", [False, True], ids=["no-rollouts-file", "empty-rollouts-file"])
+def test_a_job_that_idles_out_without_a_row_ends_in_one_line_and_keeps_no_run(
+    written: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = tmp_path / "job"
+    if written:  # the producer started the files, then never finished a rollout
+        (job / "model-calls").mkdir(parents=True)
+        (job / "rollouts.jsonl").touch()
+        (job / "rollouts_failures.jsonl").touch()
+    code = main(
+        [*_argv(job, tmp_path / "out"), "--job-id", "j", "--run-id", "n", "--follow", "--snapshot-every", "0.5", "--idle-timeout", "1"]
+    )
+    line = _error_line(code, capsys)
+    assert line.startswith(f"evidence-stage: error: no rollouts ever appeared in file://{job / 'rollouts.jsonl'} in "), line
+    assert line.endswith(" s of following (ended: idle_timeout): nothing to run (the run was not kept)"), line
+    assert not (tmp_path / "out" / "j" / "runs" / "n").exists()  # as a post-hoc run of an empty job writes nothing
