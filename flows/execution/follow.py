@@ -120,7 +120,7 @@ def follow_job(
         if shards != recorded.rollouts:  # a glob that matched more shards as they appeared
             recorded = recorded.model_copy(update={"rollouts": shards})
             record_shards(ctx.run_dir, recorded)
-        job = process_job(params, final, recorded, timings, stack, running=pool)
+        job = process_job(params, final, recorded, timings, stack, running=pool, followed=True)
     final_status = replace(
         live_status(params, tail, time.time(), done=True, ended=ended), unhealthy_share=unhealthy_share(job.reduced.verdicts)
     )
@@ -169,7 +169,7 @@ def snapshot_outputs(
     shards = tail.snapshot_shards()
     if not shards:
         return None
-    return process_job(params, replace(ctx, shards=shards), recorded, Timings(), stack, running=pool, ends=tail.ends())
+    return process_job(params, replace(ctx, shards=shards), recorded, Timings(), stack, running=pool, ends=tail.ends(), followed=True)
 
 
 def publish_snapshot(

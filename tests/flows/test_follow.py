@@ -17,8 +17,11 @@ import orjson
 import pytest
 
 from flows.cli.main import main
+from flows.params.stage import StageParams
+from flows.stage import stage_flow
 from tasks.publish.events import JOB_GATE_BREACHED, JOB_SNAPSHOT
 from tests.flows.support import local_path, run_stage, tree_digest
+from tests.flows.test_artifacts import artifacts_of
 from tests.flows.test_events import events_of
 from tests.flows.test_operator_edges import _claimed, _start
 from tests.jobgen import generate_job
@@ -127,10 +130,13 @@ def test_a_followed_job_shows_partial_counts_and_stalled_work_then_ends_as_a_pos
 
     threading.Thread(target=produce, daemon=True).start()
     try:
-        result = run_stage(**_job_args(job, tmp_path / "out"), run_id="live", stall_after=1.0, **FOLLOW)
+        state = stage_flow(StageParams(**_job_args(job, tmp_path / "out"), run_id="live", stall_after=1.0, **FOLLOW), return_state=True)
     finally:
         watcher.stop()
+    result = state.result()
     assert result["follow_ended"] == "aggregate_metrics"
+    progress = [key for key in artifacts_of(state.state_details.flow_run_id) if key.startswith("progress:")]
+    assert len(progress) == 1, progress  # updated in place by every batch of rows, not one more per snapshot
     total = sum(len(r.rows) for r in producer.rollouts)
     partial = [live for live in watcher.seen if not live["done"] and 0 < live["rows"] + live["failures"] < total]
     assert partial, watcher.seen
