@@ -111,9 +111,9 @@ def follow_job(
                 next_snapshot = time.time() + params.snapshot_every
             time.sleep(poll)
         timings.seconds["follow_s"] = now - started  # from the first look to the end of the job
-        logger.info("the followed job ended (%s) after %.0f s: finishing the run as a post-hoc run would", ended.value, now - started)
         if not any(tail.counts()[:2]):
             raise NothingToRun(nothing_followed(params, ended, now - started))
+        logger.info("the followed job ended (%s) after %.0f s: finishing the run as a post-hoc run would", ended.value, now - started)
         remove_snapshot_outputs(ctx.run_dir)
         final = replace(ctx, shards=tuple(shard.shard for shard in tail.shards))
         shards = recorded_rollouts(final.shards)

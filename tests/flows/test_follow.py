@@ -257,3 +257,17 @@ def test_a_job_that_idles_out_without_a_row_ends_in_one_line_and_keeps_no_run(
     assert line.startswith(f"evidence-stage: error: no rollouts ever appeared in file://{job / 'rollouts.jsonl'} in "), line
     assert line.endswith(" s of following (ended: idle_timeout): nothing to run (the run was not kept)"), line
     assert not (tmp_path / "out" / "j" / "runs" / "n").exists()  # as a post-hoc run of an empty job writes nothing
+
+
+def test_a_resumed_follow_that_idles_out_without_a_row_keeps_its_run(
+    tmp_path: Path, prefect_server: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = tmp_path / "job"
+    argv = [*_argv(job, tmp_path / "out"), "--job-id", "j", "--follow", "--snapshot-every", "0.5"]
+    process = _start([*argv, "--run-id", "k"], prefect_server)
+    assert _claimed(process) == "k"  # waiting for a job that has not started
+    os.killpg(process.pid, signal.SIGKILL)
+    process.communicate(timeout=60)
+    line = _error_line(main([*argv, "--resume", "k", "--idle-timeout", "1"]), capsys)
+    assert line.endswith(" s of following (ended: idle_timeout): nothing to run (the run is kept)"), line
+    assert (tmp_path / "out" / "j" / "runs" / "k" / "params.json").exists()
