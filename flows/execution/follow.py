@@ -43,7 +43,7 @@ from flows.execution.credentials import storage_options_with
 from flows.execution.groups import GroupSizes, fan_out, make_groups
 from flows.execution.job import ProcessedJob, Timings, process_job
 from flows.execution.progress import Progress
-from flows.execution.resolve import recorded_rollouts, run_record
+from flows.execution.resolve import NothingToRun, recorded_rollouts, run_record
 from flows.execution.runners import attempt_pool, parallel_groups
 from flows.params.gate import GateLimits
 from flows.params.stage import StageParams
@@ -112,6 +112,8 @@ def follow_job(
                 next_snapshot = time.time() + params.snapshot_every
             time.sleep(poll)
         timings.seconds["follow_s"] = now - started  # from the first look to the end of the job
+        if not any(tail.counts()[:2]):
+            raise NothingToRun(nothing_followed(params, ended, now - started))
         logger.info("the followed job ended (%s) after %.0f s: finishing the run as a post-hoc run would", ended.value, now - started)
         remove_snapshot_outputs(ctx.run_dir)
         final = replace(ctx, shards=tuple(shard.shard for shard in tail.shards))
@@ -119,12 +121,19 @@ def follow_job(
         if shards != recorded.rollouts:  # a glob that matched more shards as they appeared
             recorded = recorded.model_copy(update={"rollouts": shards})
             record_shards(ctx.run_dir, recorded)
-        job = process_job(params, final, recorded, timings, stack, running=pool)
+        job = process_job(params, final, recorded, timings, stack, running=pool, followed=True)
     final_status = replace(
         live_status(params, tail, time.time(), done=True, ended=ended), unhealthy_share=unhealthy_share(job.reduced.verdicts)
     )
     write_live(ctx, final_status)  # then publishing: _SUCCESS, LATEST
     return job, ended, recorded
+
+
+def nothing_followed(params: StageParams, ended: EndReason, seconds: float) -> str:
+    """Why a followed job that ended without a row (main or sidecar) is not a run: a post-hoc run
+    refuses such a job before claiming a run directory, so a new run's is removed again."""
+    kept = "the run is kept" if params.resume else "the run was not kept"
+    return f"no rollouts ever appeared in {params.rollouts} in {seconds:.0f} s of following (ended: {ended.value}): nothing to run ({kept})"
 
 
 def live_status(params: StageParams, tail: JobTail, now: float, *, done: bool = False, ended: EndReason | None = None) -> LiveStatus:
@@ -161,7 +170,7 @@ def snapshot_outputs(
     shards = tail.snapshot_shards()
     if not shards:
         return None
-    return process_job(params, replace(ctx, shards=shards), recorded, Timings(), stack, running=pool, ends=tail.ends())
+    return process_job(params, replace(ctx, shards=shards), recorded, Timings(), stack, running=pool, ends=tail.ends(), followed=True)
 
 
 def publish_snapshot(

@@ -19,6 +19,7 @@ from prefect import get_run_logger
 
 from evidence import RecordedParams, RunManifest
 from flows.execution.groups import GroupSizes, fan_out, make_groups
+from flows.execution.progress import Progress
 from flows.execution.resolve import NothingToRun, run_record, subset_described, subset_filter, tell
 from flows.execution.runners import attempt_pool, parallel_groups
 from flows.params.gate import GateLimits
@@ -80,12 +81,14 @@ def process_job(
     *,
     running: Executor | None = None,
     ends: Mapping[str, int] | None = None,
+    followed: bool = False,
 ) -> ProcessedJob:
     """Discover the job's attempts, process them in groups on the attempt pool, reduce the parts.
 
     A followed job (``flows.execution.follow``) passes the attempt pool it keeps open (``running``), and for a
     snapshot the ``ends`` of its files (``tasks.discover.scan.discover``); otherwise a pool is
-    started for the run.
+    started for the run. Its passes (``followed``) publish no progress of their own: the follow's
+    counts the rows as they land.
     """
     with attempt_pool(params) if running is None else nullcontext(running) as pool:  # its workers scan, then process groups
         with timings.measure("discover_s"):
@@ -113,7 +116,8 @@ def process_job(
             feed.put(group)  # folded beside the fan-out
 
         with timings.measure("fan_out_s"):
-            work = fan_out(params, ctx, make_groups(plan.attempts, sizes), plan.attempts.count, pool, done)
+            progress = Progress(plan.attempts.count, ctx.job_id, published=False) if followed else None
+            work = fan_out(params, ctx, make_groups(plan.attempts, sizes), plan.attempts.count, pool, done, progress)
         if timings.attempts_ended is None:  # no group: the tail starts where the fan-out ended
             timings.attempts_end()
     timings.seconds["in_task_s"] = work.seconds

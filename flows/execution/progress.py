@@ -52,20 +52,27 @@ def remove_listener(listener: Listener) -> None:
 
 
 class Progress:
-    """Counts finished attempts and reports them to the flow run and to local listeners."""
+    """Counts finished attempts and reports them to the flow run and to local listeners.
 
-    def __init__(self, total: int, job_id: str) -> None:
+    ``published=False`` keeps it off the flow run: a pass over a followed job's rows, which the
+    follow's own progress already counts (a progress artifact per snapshot piled up in the UI).
+    """
+
+    def __init__(self, total: int, job_id: str, *, published: bool = True) -> None:
         self.total = total
         self.done = 0
-        key = job_artifact_key("evidence-stage-progress", job_id)
-        # Prefect's async_dispatch: typed as the id or its coroutine; the id in synchronous code.
-        artifact = create_progress_artifact(progress=0.0, key=key, description=f"Attempts processed (%) of job {job_id}")
-        self._artifact = cast(UUID, artifact)
+        self._artifact: UUID | None = None
+        if published:
+            key = job_artifact_key("evidence-stage-progress", job_id)
+            # Prefect's async_dispatch: typed as the id or its coroutine; the id in synchronous code.
+            artifact = create_progress_artifact(progress=0.0, key=key, description=f"Attempts processed (%) of job {job_id}")
+            self._artifact = cast(UUID, artifact)
         self._notify()
 
     def advance(self, count: int) -> None:
         self.done += count
-        update_progress_artifact(artifact_id=self._artifact, progress=100.0 * self.done / max(self.total, 1))
+        if self._artifact is not None:
+            update_progress_artifact(artifact_id=self._artifact, progress=100.0 * self.done / max(self.total, 1))
         self._notify()
 
     def _notify(self) -> None:

@@ -57,7 +57,7 @@ class RunnerRefused(ValueError):
 
 
 class NothingToRun(ValueError):
-    """A subset that selects no attempt: the run is refused, and its run directory removed."""
+    """A subset that selects no attempt, or a followed job that ended with no row: the run is refused, and a new run's directory removed."""
 
 
 REFUSAL = "evidence_stage_refusal"

@@ -17,8 +17,11 @@ import orjson
 import pytest
 
 from flows.cli.main import main
+from flows.params.stage import StageParams
+from flows.stage import stage_flow
 from tasks.publish.events import JOB_GATE_BREACHED, JOB_SNAPSHOT
 from tests.flows.support import local_path, run_stage, tree_digest
+from tests.flows.test_artifacts import artifacts_of
 from tests.flows.test_events import events_of
 from tests.flows.test_operator_edges import _claimed, _start
 from tests.jobgen import generate_job
@@ -95,6 +98,14 @@ def _interrupted_task(producer: Producer) -> set[str]:
     return {f"{t}-{r}" for t, r in _keys(r for r in producer.rollouts if r.task == task) - _keys(done)}
 
 
+def _error_line(code: int, capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line a follow that could not go on ends with (exit 2, no traceback)."""
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err.strip().splitlines()[-1]
+
+
 def _named(live: dict[str, Any], listed: str) -> set[str]:
     return {item["rollout"] for item in live[listed]}
 
@@ -119,10 +130,13 @@ def test_a_followed_job_shows_partial_counts_and_stalled_work_then_ends_as_a_pos
 
     threading.Thread(target=produce, daemon=True).start()
     try:
-        result = run_stage(**_job_args(job, tmp_path / "out"), run_id="live", stall_after=1.0, **FOLLOW)
+        state = stage_flow(StageParams(**_job_args(job, tmp_path / "out"), run_id="live", stall_after=1.0, **FOLLOW), return_state=True)
     finally:
         watcher.stop()
+    result = state.result()
     assert result["follow_ended"] == "aggregate_metrics"
+    progress = [key for key in artifacts_of(state.state_details.flow_run_id) if key.startswith("progress:")]
+    assert len(progress) == 1, progress  # updated in place by every batch of rows, not one more per snapshot
     total = sum(len(r.rows) for r in producer.rollouts)
     partial = [live for live in watcher.seen if not live["done"] and 0 < live["rows"] + live["failures"] < total]
     assert partial, watcher.seen
@@ -220,11 +234,40 @@ def test_a_rollouts_file_truncated_while_followed_stops_the_follow_in_one_line(
         code = main([*_argv(job, tmp_path / "out"), "--job-id", "j", "--run-id", "t", "--follow", "--snapshot-every", "0.5"])
     finally:
         watcher.stop()
-    assert code == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    line = err.strip().splitlines()[-1]
+    line = _error_line(code, capsys)
     assert line.startswith(f"evidence-stage: error: {job / 'rollouts.jsonl'} was truncated while followed ("), line
     assert line.endswith(" 0 now): the run is kept; start a new run once the job is over"), line
     assert (run / "params.json").exists()
     assert not (run / "_SUCCESS").exists()
+
+
+@pytest.mark.parametrize("written", [False, True], ids=["no-rollouts-file", "empty-rollouts-file"])
+def test_a_job_that_idles_out_without_a_row_ends_in_one_line_and_keeps_no_run(
+    written: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = tmp_path / "job"
+    if written:  # the producer started the files, then never finished a rollout
+        (job / "model-calls").mkdir(parents=True)
+        (job / "rollouts.jsonl").touch()
+        (job / "rollouts_failures.jsonl").touch()
+    code = main(
+        [*_argv(job, tmp_path / "out"), "--job-id", "j", "--run-id", "n", "--follow", "--snapshot-every", "0.5", "--idle-timeout", "1"]
+    )
+    line = _error_line(code, capsys)
+    assert line.startswith(f"evidence-stage: error: no rollouts ever appeared in file://{job / 'rollouts.jsonl'} in "), line
+    assert line.endswith(" s of following (ended: idle_timeout): nothing to run (the run was not kept)"), line
+    assert not (tmp_path / "out" / "j" / "runs" / "n").exists()  # as a post-hoc run of an empty job writes nothing
+
+
+def test_a_resumed_follow_that_idles_out_without_a_row_keeps_its_run(
+    tmp_path: Path, prefect_server: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = tmp_path / "job"
+    argv = [*_argv(job, tmp_path / "out"), "--job-id", "j", "--follow", "--snapshot-every", "0.5"]
+    process = _start([*argv, "--run-id", "k"], prefect_server)
+    assert _claimed(process) == "k"  # waiting for a job that has not started
+    os.killpg(process.pid, signal.SIGKILL)
+    process.communicate(timeout=60)
+    line = _error_line(main([*argv, "--resume", "k", "--idle-timeout", "1"]), capsys)
+    assert line.endswith(" s of following (ended: idle_timeout): nothing to run (the run is kept)"), line
+    assert (tmp_path / "out" / "j" / "runs" / "k" / "params.json").exists()
