@@ -99,7 +99,17 @@ from evidence.live import (
     unhealthy_share,
 )
 from evidence.models.atif import Exporter
-from evidence.models.run import ManifestHead, RecordedParams, RunCounts, RunIdentity, RunManifest, Streamed
+from evidence.models.run import (
+    AttemptEntry,
+    FinishedRun,
+    ManifestAttempts,
+    ManifestHead,
+    RecordedParams,
+    RunCounts,
+    RunIdentity,
+    RunManifest,
+    Streamed,
+)
 from evidence.perf_summary import PerfSummaryFold, compute_perf_summary, perf_group, summary_input
 from evidence.report import (
     MASKED_LISTED,
@@ -132,6 +142,7 @@ __all__ = [
     "AtifFile",
     "AtifRefusal",
     "AttemptConfig",
+    "AttemptEntry",
     "AttemptInputs",
     "AttemptOutcome",
     "AttemptPart",
@@ -143,11 +154,13 @@ __all__ = [
     "EndReason",
     "EvidenceError",
     "Exporter",
+    "FinishedRun",
     "FirstKeyWins",
     "GroupRefusal",
     "HealthFold",
     "LiveStatus",
     "MainDigests",
+    "ManifestAttempts",
     "ManifestHead",
     "MaskedRollout",
     "Outstanding",

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
+from pydantic import BaseModel, ValidationError
 
-from evidence import MANIFEST_NAME, SUMMARY_NAME, VERDICTS_NAME, ManifestHead, RecordedParams, StageError
+from evidence import MANIFEST_NAME, SUMMARY_NAME, VERDICTS_NAME, AttemptEntry, FinishedRun, ManifestAttempts, RecordedParams, StageError
 from tasks.storage import InputNotFound, Location
 from tasks.storage.writes import TEMP_PREFIX
 
@@ -164,6 +165,36 @@ class RunConflict(StageError):
     outputs would land among the inputs."""
 
 
+class UnreadableManifest(StageError, ValueError):
+    """A run's ``manifest.json`` is not a document this stage writes."""
+
+
+def finished_run(run_dir: Location) -> FinishedRun:
+    """The run's ``manifest.json`` as the typed view every reader of a finished run takes.
+
+    Raises:
+        InputNotFound: the run has no manifest.
+        UnreadableManifest: the manifest is not one this stage writes.
+    """
+    return _parsed(run_dir, FinishedRun)
+
+
+def run_attempts(run_dir: Location) -> list[AttemptEntry]:
+    """The manifest's attempt entries, typed, in input order (``tables`` streams them instead: tasks/tables/manifest.py)."""
+    return _parsed(run_dir, ManifestAttempts).attempts
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def _parsed(run_dir: Location, model: type[_Model]) -> _Model:
+    manifest = RunPaths(run_dir).manifest
+    try:
+        return model.model_validate_json(manifest.read_bytes())
+    except ValidationError as exc:
+        raise UnreadableManifest(f"{manifest.display} is not a manifest of evidence-stage: {exc.errors()[0]['msg']}") from exc
+
+
 def read_document(location: Location) -> Any:
     """A run's JSON output parsed, or None when it does not exist (one request: no HEAD first)."""
     try:
@@ -252,8 +283,8 @@ def finished_at(run_dir: Location) -> datetime | None:
     if not is_complete(run_dir) or not manifest.is_file():
         return None
     try:
-        return datetime.fromisoformat(orjson.loads(manifest.read_bytes())["run"]["finished_at"])
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return datetime.fromisoformat(finished_run(run_dir).run.finished_at)
+    except UnreadableManifest:
         return None
 
 
@@ -274,7 +305,7 @@ def update_latest(job_dir: Location, run_id: str, finished: datetime, passed: bo
     latest.write_bytes(f"{run_id}\n".encode())
 
 
-def newest_manifest(output: Location, job_id: str) -> ManifestHead | None:
+def newest_manifest(output: Location, job_id: str) -> FinishedRun | None:
     """The manifest of the job's newest complete full run, whether its gate passed (LATEST) or not.
 
     The sweep decides freshness from it: a run that failed its gate is still the job processed
@@ -284,21 +315,20 @@ def newest_manifest(output: Location, job_id: str) -> ManifestHead | None:
     return max(found, key=_finished, default=None)
 
 
-def _finished(manifest: ManifestHead) -> tuple[str, str]:
+def _finished(manifest: FinishedRun) -> tuple[str, str]:
     """The order LATEST keeps (``update_latest``): finish time, then run id."""
     return manifest.run.finished_at, manifest.run.run_id
 
 
-def latest_manifest(output: Location, job_id: str, pointer: str = LATEST_FILE) -> ManifestHead | None:
+def latest_manifest(output: Location, job_id: str, pointer: str = LATEST_FILE) -> FinishedRun | None:
     """The manifest of the complete run the job's ``pointer`` file names (LATEST by default), or None."""
     latest = output.child(job_id, pointer)
     if not latest.is_file():
         return None
     run_dir = run_dir_of(output, job_id, latest.read_bytes().decode().strip())
-    manifest = run_dir.child(MANIFEST_FILE)
-    if not is_complete(run_dir) or not manifest.is_file():
+    if not is_complete(run_dir) or not RunPaths(run_dir).manifest.is_file():
         return None
-    return ManifestHead.from_json(manifest.read_bytes())
+    return finished_run(run_dir)
 
 
 def remove_snapshot_outputs(run_dir: Location) -> None:

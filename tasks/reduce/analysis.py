@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from evidence import AttemptOutcome
+from evidence import AttemptEntry, AttemptOutcome
 from evidence.tables import NO_ATIF, RowFacts, atif_columns, row_facts
 from evidence.viewer import ViewFacts
 from tasks.attempts.context import RunContext
@@ -86,7 +86,9 @@ class RunAnalysis:
         shard_files = [shard.name for shard in self._ctx.shards]
         verdicts = iter(verdict_lines)
         for entry, waiting in zip(entries, self._waiting, strict=True):
-            identity = identity_of(entry, self._ctx.job_id, self._ctx.run_id, shard_files, waiting.output_line, waiting.size)
+            identity = identity_of(
+                AttemptEntry.model_validate(entry), self._ctx.job_id, self._ctx.run_id, shard_files, waiting.output_line, waiting.size
+            )
             verdict = orjson.loads(next(verdicts)) if waiting.judged else None
             atif: tuple[str | None, str | None, str | None]
             if waiting.atif is None:
