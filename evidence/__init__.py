@@ -110,6 +110,7 @@ from evidence.models.run import (
     RunManifest,
     Streamed,
 )
+from evidence.outputs import MLFLOW_ARTIFACTS, REPORT_LINKS, RUN_OUTPUTS, RunOutput, outputs_markdown
 from evidence.perf_summary import PerfSummaryFold, compute_perf_summary, perf_group, summary_input
 from evidence.report import (
     MASKED_LISTED,
@@ -131,8 +132,11 @@ __all__ = [
     "MANIFEST_NAME",
     "MARKER_SUFFIX",
     "MASKED_LISTED",
+    "MLFLOW_ARTIFACTS",
     "PART_VERSION",
+    "REPORT_LINKS",
     "RUN_KEY_TAG",
+    "RUN_OUTPUTS",
     "SERVICE_NAME",
     "SUMMARY_NAME",
     "VERDICTS_NAME",
@@ -177,6 +181,7 @@ __all__ = [
     "RunEvidence",
     "RunIdentity",
     "RunManifest",
+    "RunOutput",
     "RunRecord",
     "ScoreDigest",
     "ShardAccount",
@@ -232,6 +237,7 @@ __all__ = [
     "orjson_line",
     "output_created_message",
     "output_exists_message",
+    "outputs_markdown",
     "outstanding_rollouts",
     "parse_ignored_checks",
     "perf_group",

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from evidence import MANIFEST_NAME, SUMMARY_NAME, VERDICTS_NAME, AttemptEntry, FinishedRun, ManifestAttempts, RecordedParams, StageError
+from evidence import AttemptEntry, FinishedRun, ManifestAttempts, RecordedParams, StageError, outputs
 from tasks.storage import InputNotFound, Location
 from tasks.storage.writes import TEMP_PREFIX
 
@@ -28,30 +28,30 @@ LATEST_FILE = "LATEST"
 FAILED_GATE_FILE = "LATEST_FAILED_GATE"
 
 # A run directory: <output>/<job-id>/runs/<run-id>/
-PARAMS_FILE = "params.json"
-MANIFEST_FILE = "manifest.json"
-SUCCESS_FILE = "_SUCCESS"
-ACCOUNTING_FILE = "accounting.json"
-GATE_FILE = "gate.json"
-REPORT_FILE = "report.html"
-ROLLOUTS_FILE = "rollouts.jsonl"
-FAILURES_FILE = "rollouts_failures.jsonl"
-PERF_SUMMARY_FILE = "perf_summary.json"
-CAPABILITIES_FILE = "capabilities.json"
-AGGREGATE_METRICS_FILE = "aggregate_metrics.json"  # 0.7.0's <stem>_aggregate_metrics.json
-AGGREGATE_METRICS_CLEAN_FILE = "aggregate_metrics_clean.json"  # the same with the score mask applied
-SCORES_FILE = "scores.json"  # raw against clean, per group and key metric
-HEALTH_FOLDER = "health"  # the health drop-in's two files, under 0.7.0's names
-QUALITY_SUMMARY_FILE = f"{HEALTH_FOLDER}/{SUMMARY_NAME}"
-VERDICTS_FILE = f"{HEALTH_FOLDER}/{VERDICTS_NAME}"
-ATIF_FOLDER = "atif"  # one file per accepted rollout, 0.7.0's manifest, our rejections and error.txt
-ATIF_MANIFEST_FILE = f"{ATIF_FOLDER}/{MANIFEST_NAME}"
-ATIF_REJECTIONS_FILE = f"{ATIF_FOLDER}/rejections.jsonl"
-ATIF_ERROR_FILE = f"{ATIF_FOLDER}/error.txt"
-TABLES_FOLDER = "tables"  # the run as Parquet tables and their _schema.json (TABLES.md)
-VIEWER_FOLDER = "viewer"  # the rollout viewer: index.html and its detail files (tasks/tables/viewer.py)
-VIEWER_PAGE = f"{VIEWER_FOLDER}/index.html"
-ATTEMPTS_FOLDER = "attempts"  # the per-attempt parts, removed once the run is published
+# (what each holds, and who reads it: evidence/outputs.py, the one table of a run's outputs)
+PARAMS_FILE = outputs.PARAMS.name
+MANIFEST_FILE = outputs.MANIFEST.name
+SUCCESS_FILE = outputs.SUCCESS.name
+ACCOUNTING_FILE = outputs.ACCOUNTING.name
+GATE_FILE = outputs.GATE.name
+REPORT_FILE = outputs.REPORT.name
+ROLLOUTS_FILE = outputs.ROLLOUTS.name
+FAILURES_FILE = outputs.FAILURES.name
+PERF_SUMMARY_FILE = outputs.PERF_SUMMARY.name
+CAPABILITIES_FILE = outputs.CAPABILITIES.name
+AGGREGATE_METRICS_FILE = outputs.AGGREGATE_METRICS.name  # 0.7.0's <stem>_aggregate_metrics.json
+AGGREGATE_METRICS_CLEAN_FILE = outputs.AGGREGATE_METRICS_CLEAN.name
+SCORES_FILE = outputs.SCORES.name
+QUALITY_SUMMARY_FILE = outputs.QUALITY_SUMMARY.name  # the health drop-in's two files, under 0.7.0's names
+VERDICTS_FILE = outputs.VERDICTS.name
+ATIF_FOLDER = outputs.ATIF.name.rstrip("/")
+ATIF_MANIFEST_FILE = outputs.ATIF_MANIFEST.name
+ATIF_REJECTIONS_FILE = outputs.ATIF_REJECTIONS.name
+ATIF_ERROR_FILE = outputs.ATIF_ERROR.name
+TABLES_FOLDER = outputs.TABLES.name.rstrip("/")
+VIEWER_PAGE = outputs.VIEWER_PAGE.name
+VIEWER_FOLDER = VIEWER_PAGE.rpartition("/")[0]  # index.html and its detail files (tasks/tables/viewer.py)
+ATTEMPTS_FOLDER = outputs.ATTEMPTS.name.rstrip("/")  # removed once the run is published
 LEASE_FILE = "LEASE"  # who is working in the run, while it runs (tasks.lease); removed when it ends
 LIVE_FILE = "live.json"  # a followed job's status at its last snapshot (flows/execution/follow.py)
 COMPARE_JSON, COMPARE_MARKDOWN, COMPARE_PAGE = "compare.json", "compare.md", "compare.html"  # in a comparison folder

@@ -18,16 +18,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from evidence import RUN_KEY_TAG, RunRecord, run_metrics
+from evidence import MLFLOW_ARTIFACTS, RUN_KEY_TAG, RunRecord, run_metrics
 from tasks.export.otlp import OtlpSender, TraceExport
 from tasks.export.run_dir import ExportError, finished_manifest, require, run_documents, run_traces
-from tasks.rundir import CAPABILITIES_FILE, MANIFEST_FILE, PERF_SUMMARY_FILE, QUALITY_SUMMARY_FILE, REPORT_FILE, SCORES_FILE
 from tasks.storage import Location
 
 __all__ = ["ARTIFACTS", "DEFAULT_EXPERIMENT", "MlflowExport", "export_to_mlflow"]
 
 DEFAULT_EXPERIMENT = "evidence-stage"
-ARTIFACTS = (REPORT_FILE, SCORES_FILE, CAPABILITIES_FILE, QUALITY_SUMMARY_FILE, PERF_SUMMARY_FILE, MANIFEST_FILE)
+ARTIFACTS = tuple(output.name for output in MLFLOW_ARTIFACTS)  # evidence/outputs.py says which
 EXPERIMENT_HEADER = "x-mlflow-experiment-id"
 RUN_HEADER = "x-mlflow-run-id"
 _BATCH = 1000  # MLflow's limit of metrics per log_batch

@@ -14,6 +14,7 @@ import orjson
 
 from evidence import (
     MASKED_LISTED,
+    REPORT_LINKS,
     FinishedRun,
     MaskedRollout,
     RecordedParams,
@@ -36,17 +37,11 @@ from evidence import (
 )
 from tasks.rundir import (
     ACCOUNTING_FILE,
-    AGGREGATE_METRICS_CLEAN_FILE,
-    AGGREGATE_METRICS_FILE,
-    ATIF_MANIFEST_FILE,
-    ATIF_REJECTIONS_FILE,
     CAPABILITIES_FILE,
-    FAILURES_FILE,
     GATE_FILE,
     MANIFEST_FILE,
     PERF_SUMMARY_FILE,
     QUALITY_SUMMARY_FILE,
-    ROLLOUTS_FILE,
     SCORES_FILE,
     VERDICTS_FILE,
     VIEWER_PAGE,
@@ -56,23 +51,7 @@ from tasks.rundir import (
 from tasks.storage import Location
 from tasks.storage.concurrent import at_once
 
-LINKS = (
-    ("scores, raw against clean", SCORES_FILE),
-    ("aggregate metrics", AGGREGATE_METRICS_FILE),
-    ("aggregate metrics, masked rollouts left out", AGGREGATE_METRICS_CLEAN_FILE),
-    ("quality gate", GATE_FILE),
-    ("run accounting", ACCOUNTING_FILE),
-    ("enriched rollouts", ROLLOUTS_FILE),
-    ("enriched failed attempts", FAILURES_FILE),
-    ("health summary", QUALITY_SUMMARY_FILE),
-    ("rollout verdicts", VERDICTS_FILE),
-    ("perf summary", PERF_SUMMARY_FILE),
-    ("capability matrix", CAPABILITIES_FILE),
-    ("ATIF manifest", ATIF_MANIFEST_FILE),
-    ("ATIF rejections", ATIF_REJECTIONS_FILE),
-    ("run manifest", MANIFEST_FILE),
-    ("rollout viewer", VIEWER_PAGE),
-)
+LINKS = tuple((str(output.link), output.name) for output in REPORT_LINKS)  # (label, name), from evidence/outputs.py
 
 
 DOCUMENTS = (SCORES_FILE, QUALITY_SUMMARY_FILE, CAPABILITIES_FILE, PERF_SUMMARY_FILE, ACCOUNTING_FILE, GATE_FILE)

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from evidence import AttemptEntry, StageError
+from evidence import RUN_OUTPUTS, AttemptEntry, StageError
 from evidence.tables import NO_ATIF, AttemptIdentity, RowFacts, atif_columns, row_facts, verdict_line_order, verdict_order
 from evidence.viewer import ViewFacts, decode_row, view_facts
 from tasks.discover.refs import FAILURES, MAIN
@@ -92,8 +92,9 @@ def require_outputs(run_dir: Location) -> None:
     paths = RunPaths(run_dir)
     if not paths.manifest.is_file():
         raise TablesError(f"not a run directory of evidence-stage (no manifest.json): {run_dir.display}")
-    needed = [paths.rollouts, paths.verdicts, paths.atif_rejections]
+    needed = [run_dir.child(output.name) for output in RUN_OUTPUTS if output.tables]  # evidence/outputs.py says which
     missing = [location for location in needed if not location.is_file()]
+    # ATIF's manifest too, unless an all-or-nothing export failed and wrote error.txt instead
     if not paths.atif_manifest.is_file() and not paths.atif_error.is_file():
         missing.append(paths.atif_manifest)
     if missing:
