@@ -169,6 +169,12 @@ MLFLOW_ARTIFACTS: tuple[RunOutput, ...] = (REPORT, SCORES, CAPABILITIES, QUALITY
 
 
 def outputs_markdown() -> str:
-    """The README's table of a run directory's outputs."""
-    rows = [f"| `{output.name}` | {output.meaning} |" for output in RUN_OUTPUTS]
-    return "\n".join(["| output | what it holds |", "|---|---|", *rows]) + "\n"
+    """The README's table of a run directory's outputs: what each holds, and which commands read it."""
+    rows = [f"| `{output.name}` | {output.meaning} | {_readers(output)} |" for output in RUN_OUTPUTS]
+    return "\n".join(["| output | what it holds | used by |", "|---|---|---|", *rows]) + "\n"
+
+
+def _readers(output: RunOutput) -> str:
+    flags = (("report link", output.link is not None), ("`tables`", output.tables), ("`compare`", output.compare))
+    readers = [name for name, reads in flags if reads]
+    return ", ".join(readers + (["`export mlflow`"] if output in MLFLOW_ARTIFACTS else []))

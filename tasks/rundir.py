@@ -1,7 +1,8 @@
 """Run directories: every name in one, claiming a run id, remembering its parameters, resuming, LATEST.
 
-Every file and folder name of a run directory (and of the job directory above it) is defined
-here and nowhere else; code reaches them through ``RunPaths``. A run id is claimed with a
+Every file and folder name of a run directory (and of the job directory above it) is named
+here, the run directory's from ``evidence/outputs.py`` (the one table of a run's outputs); code
+reaches them through ``RunPaths``. A run id is claimed with a
 create-if-absent write of ``params.json`` (O_EXCL locally,
 If-None-Match on S3), so two runs can never share a directory. ``params.json`` holds the
 output-changing parameters; a resume must agree with them.
