@@ -99,7 +99,18 @@ from evidence.live import (
     unhealthy_share,
 )
 from evidence.models.atif import Exporter
-from evidence.models.run import ManifestHead, RecordedParams, RunCounts, RunIdentity, RunManifest, Streamed
+from evidence.models.run import (
+    AttemptEntry,
+    FinishedRun,
+    ManifestAttempts,
+    ManifestHead,
+    RecordedParams,
+    RunCounts,
+    RunIdentity,
+    RunManifest,
+    Streamed,
+)
+from evidence.outputs import MLFLOW_ARTIFACTS, REPORT_LINKS, RUN_OUTPUTS, RunOutput, outputs_markdown
 from evidence.perf_summary import PerfSummaryFold, compute_perf_summary, perf_group, summary_input
 from evidence.report import (
     MASKED_LISTED,
@@ -121,8 +132,11 @@ __all__ = [
     "MANIFEST_NAME",
     "MARKER_SUFFIX",
     "MASKED_LISTED",
+    "MLFLOW_ARTIFACTS",
     "PART_VERSION",
+    "REPORT_LINKS",
     "RUN_KEY_TAG",
+    "RUN_OUTPUTS",
     "SERVICE_NAME",
     "SUMMARY_NAME",
     "VERDICTS_NAME",
@@ -132,6 +146,7 @@ __all__ = [
     "AtifFile",
     "AtifRefusal",
     "AttemptConfig",
+    "AttemptEntry",
     "AttemptInputs",
     "AttemptOutcome",
     "AttemptPart",
@@ -143,11 +158,13 @@ __all__ = [
     "EndReason",
     "EvidenceError",
     "Exporter",
+    "FinishedRun",
     "FirstKeyWins",
     "GroupRefusal",
     "HealthFold",
     "LiveStatus",
     "MainDigests",
+    "ManifestAttempts",
     "ManifestHead",
     "MaskedRollout",
     "Outstanding",
@@ -164,6 +181,7 @@ __all__ = [
     "RunEvidence",
     "RunIdentity",
     "RunManifest",
+    "RunOutput",
     "RunRecord",
     "ScoreDigest",
     "ShardAccount",
@@ -219,6 +237,7 @@ __all__ = [
     "orjson_line",
     "output_created_message",
     "output_exists_message",
+    "outputs_markdown",
     "outstanding_rollouts",
     "parse_ignored_checks",
     "perf_group",

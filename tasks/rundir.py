@@ -1,7 +1,8 @@
 """Run directories: every name in one, claiming a run id, remembering its parameters, resuming, LATEST.
 
-Every file and folder name of a run directory (and of the job directory above it) is defined
-here and nowhere else; code reaches them through ``RunPaths``. A run id is claimed with a
+Every file and folder name of a run directory (and of the job directory above it) is named
+here, the run directory's from ``evidence/outputs.py`` (the one table of a run's outputs); code
+reaches them through ``RunPaths``. A run id is claimed with a
 create-if-absent write of ``params.json`` (O_EXCL locally,
 If-None-Match on S3), so two runs can never share a directory. ``params.json`` holds the
 output-changing parameters; a resume must agree with them.
@@ -11,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
+from pydantic import BaseModel, ValidationError
 
-from evidence import MANIFEST_NAME, SUMMARY_NAME, VERDICTS_NAME, ManifestHead, RecordedParams, StageError
+from evidence import AttemptEntry, FinishedRun, ManifestAttempts, RecordedParams, StageError, outputs
 from tasks.storage import InputNotFound, Location
 from tasks.storage.writes import TEMP_PREFIX
 
@@ -27,30 +29,30 @@ LATEST_FILE = "LATEST"
 FAILED_GATE_FILE = "LATEST_FAILED_GATE"
 
 # A run directory: <output>/<job-id>/runs/<run-id>/
-PARAMS_FILE = "params.json"
-MANIFEST_FILE = "manifest.json"
-SUCCESS_FILE = "_SUCCESS"
-ACCOUNTING_FILE = "accounting.json"
-GATE_FILE = "gate.json"
-REPORT_FILE = "report.html"
-ROLLOUTS_FILE = "rollouts.jsonl"
-FAILURES_FILE = "rollouts_failures.jsonl"
-PERF_SUMMARY_FILE = "perf_summary.json"
-CAPABILITIES_FILE = "capabilities.json"
-AGGREGATE_METRICS_FILE = "aggregate_metrics.json"  # 0.7.0's <stem>_aggregate_metrics.json
-AGGREGATE_METRICS_CLEAN_FILE = "aggregate_metrics_clean.json"  # the same with the score mask applied
-SCORES_FILE = "scores.json"  # raw against clean, per group and key metric
-HEALTH_FOLDER = "health"  # the health drop-in's two files, under 0.7.0's names
-QUALITY_SUMMARY_FILE = f"{HEALTH_FOLDER}/{SUMMARY_NAME}"
-VERDICTS_FILE = f"{HEALTH_FOLDER}/{VERDICTS_NAME}"
-ATIF_FOLDER = "atif"  # one file per accepted rollout, 0.7.0's manifest, our rejections and error.txt
-ATIF_MANIFEST_FILE = f"{ATIF_FOLDER}/{MANIFEST_NAME}"
-ATIF_REJECTIONS_FILE = f"{ATIF_FOLDER}/rejections.jsonl"
-ATIF_ERROR_FILE = f"{ATIF_FOLDER}/error.txt"
-TABLES_FOLDER = "tables"  # the run as Parquet tables and their _schema.json (TABLES.md)
-VIEWER_FOLDER = "viewer"  # the rollout viewer: index.html and its detail files (tasks/tables/viewer.py)
-VIEWER_PAGE = f"{VIEWER_FOLDER}/index.html"
-ATTEMPTS_FOLDER = "attempts"  # the per-attempt parts, removed once the run is published
+# (what each holds, and who reads it: evidence/outputs.py, the one table of a run's outputs)
+PARAMS_FILE = outputs.PARAMS.name
+MANIFEST_FILE = outputs.MANIFEST.name
+SUCCESS_FILE = outputs.SUCCESS.name
+ACCOUNTING_FILE = outputs.ACCOUNTING.name
+GATE_FILE = outputs.GATE.name
+REPORT_FILE = outputs.REPORT.name
+ROLLOUTS_FILE = outputs.ROLLOUTS.name
+FAILURES_FILE = outputs.FAILURES.name
+PERF_SUMMARY_FILE = outputs.PERF_SUMMARY.name
+CAPABILITIES_FILE = outputs.CAPABILITIES.name
+AGGREGATE_METRICS_FILE = outputs.AGGREGATE_METRICS.name  # 0.7.0's <stem>_aggregate_metrics.json
+AGGREGATE_METRICS_CLEAN_FILE = outputs.AGGREGATE_METRICS_CLEAN.name
+SCORES_FILE = outputs.SCORES.name
+QUALITY_SUMMARY_FILE = outputs.QUALITY_SUMMARY.name  # the health drop-in's two files, under 0.7.0's names
+VERDICTS_FILE = outputs.VERDICTS.name
+ATIF_FOLDER = outputs.ATIF.name.rstrip("/")
+ATIF_MANIFEST_FILE = outputs.ATIF_MANIFEST.name
+ATIF_REJECTIONS_FILE = outputs.ATIF_REJECTIONS.name
+ATIF_ERROR_FILE = outputs.ATIF_ERROR.name
+TABLES_FOLDER = outputs.TABLES.name.rstrip("/")
+VIEWER_PAGE = outputs.VIEWER_PAGE.name
+VIEWER_FOLDER = VIEWER_PAGE.rpartition("/")[0]  # index.html and its detail files (tasks/tables/viewer.py)
+ATTEMPTS_FOLDER = outputs.ATTEMPTS.name.rstrip("/")  # removed once the run is published
 LEASE_FILE = "LEASE"  # who is working in the run, while it runs (tasks.lease); removed when it ends
 LIVE_FILE = "live.json"  # a followed job's status at its last snapshot (flows/execution/follow.py)
 COMPARE_JSON, COMPARE_MARKDOWN, COMPARE_PAGE = "compare.json", "compare.md", "compare.html"  # in a comparison folder
@@ -164,6 +166,36 @@ class RunConflict(StageError):
     outputs would land among the inputs."""
 
 
+class UnreadableManifest(StageError, ValueError):
+    """A run's ``manifest.json`` is not a document this stage writes."""
+
+
+def finished_run(run_dir: Location) -> FinishedRun:
+    """The run's ``manifest.json`` as the typed view every reader of a finished run takes.
+
+    Raises:
+        InputNotFound: the run has no manifest.
+        UnreadableManifest: the manifest is not one this stage writes.
+    """
+    return _parsed(run_dir, FinishedRun)
+
+
+def run_attempts(run_dir: Location) -> list[AttemptEntry]:
+    """The manifest's attempt entries, typed, in input order (``tables`` streams them instead: tasks/tables/manifest.py)."""
+    return _parsed(run_dir, ManifestAttempts).attempts
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def _parsed(run_dir: Location, model: type[_Model]) -> _Model:
+    manifest = RunPaths(run_dir).manifest
+    try:
+        return model.model_validate_json(manifest.read_bytes())
+    except ValidationError as exc:
+        raise UnreadableManifest(f"{manifest.display} is not a manifest of evidence-stage: {exc.errors()[0]['msg']}") from exc
+
+
 def read_document(location: Location) -> Any:
     """A run's JSON output parsed, or None when it does not exist (one request: no HEAD first)."""
     try:
@@ -262,8 +294,8 @@ def finished_at(run_dir: Location) -> datetime | None:
     if not is_complete(run_dir) or not manifest.is_file():
         return None
     try:
-        return datetime.fromisoformat(orjson.loads(manifest.read_bytes())["run"]["finished_at"])
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return datetime.fromisoformat(finished_run(run_dir).run.finished_at)
+    except UnreadableManifest:
         return None
 
 
@@ -284,7 +316,7 @@ def update_latest(job_dir: Location, run_id: str, finished: datetime, passed: bo
     latest.write_bytes(f"{run_id}\n".encode())
 
 
-def newest_manifest(output: Location, job_id: str) -> ManifestHead | None:
+def newest_manifest(output: Location, job_id: str) -> FinishedRun | None:
     """The manifest of the job's newest complete full run, whether its gate passed (LATEST) or not.
 
     The sweep decides freshness from it: a run that failed its gate is still the job processed
@@ -294,21 +326,20 @@ def newest_manifest(output: Location, job_id: str) -> ManifestHead | None:
     return max(found, key=_finished, default=None)
 
 
-def _finished(manifest: ManifestHead) -> tuple[str, str]:
+def _finished(manifest: FinishedRun) -> tuple[str, str]:
     """The order LATEST keeps (``update_latest``): finish time, then run id."""
     return manifest.run.finished_at, manifest.run.run_id
 
 
-def latest_manifest(output: Location, job_id: str, pointer: str = LATEST_FILE) -> ManifestHead | None:
+def latest_manifest(output: Location, job_id: str, pointer: str = LATEST_FILE) -> FinishedRun | None:
     """The manifest of the complete run the job's ``pointer`` file names (LATEST by default), or None."""
     latest = output.child(job_id, pointer)
     if not latest.is_file():
         return None
     run_dir = run_dir_of(output, job_id, latest.read_bytes().decode().strip())
-    manifest = run_dir.child(MANIFEST_FILE)
-    if not is_complete(run_dir) or not manifest.is_file():
+    if not is_complete(run_dir) or not RunPaths(run_dir).manifest.is_file():
         return None
-    return ManifestHead.from_json(manifest.read_bytes())
+    return finished_run(run_dir)
 
 
 def remove_snapshot_outputs(run_dir: Location) -> None:

@@ -10,9 +10,12 @@ text. A page that ran any of it sets ``window.__pwned``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
+
+from tests.manifests import finished_run
 
 SCRIPT = "<script>window.__pwned = 1</script>"
 IMAGE = '<img src=x onerror="window.__pwned = 2">'
@@ -150,7 +153,8 @@ def hostile_run(run_dir: Path) -> Path:
         {"key": "main:2", "line": 2, "source": "main", "status": "rejected", "rollout_id": "0-1", "reason": BREAKOUT},
         {"key": "main:3", "line": 3, "source": "main", "status": "ok", "rollout_id": "1-0"},
     ]
-    manifest = {"run": {"job_id": "hostile", "run_id": "r1"}, "parameters": {}, "shards": [{"file": SVG}], "attempts": attempts}
+    run = dataclasses.asdict(finished_run("hostile", "r1").run)
+    manifest = {"run": run, "parameters": {}, "shards": [{"file": SVG}], "attempts": attempts}
     (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     return run_dir
 

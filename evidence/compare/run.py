@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evidence.compare.facts import RolloutFacts, VerdictFacts
+from evidence.models.run import FinishedRun
 
 __all__ = ["RunEvidence"]
 
@@ -17,7 +18,7 @@ class RunEvidence:
 
     Attributes:
         location: the run directory's URL (shown, never opened).
-        manifest: ``manifest.json``.
+        manifest: ``manifest.json``, typed.
         quality_summary: ``health/quality_summary.json``.
         perf_summary: ``perf_summary.json``.
         capabilities: ``capabilities.json``.
@@ -32,7 +33,7 @@ class RunEvidence:
     """
 
     location: str
-    manifest: Mapping[str, Any] | None
+    manifest: FinishedRun
     quality_summary: Mapping[str, Any] | None
     perf_summary: Mapping[str, Any] | None
     capabilities: Mapping[str, Any] | None

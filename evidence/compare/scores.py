@@ -43,7 +43,7 @@ def masked_verdicts(run: RunEvidence) -> frozenset[str]:
     The mask is the manifest's ``parameters.score_mask`` (absent: the default); an unknown mask
     counts as the default.
     """
-    mask = as_dict(as_dict(run.manifest).get("parameters")).get("score_mask", DEFAULT_SCORE_MASK)
+    mask = run.manifest.parameters.score_mask
     return frozenset((UNTRUSTWORTHY, *SCORE_MASKS.get(mask, SCORE_MASKS[DEFAULT_SCORE_MASK])))
 
 

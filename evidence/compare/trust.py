@@ -43,14 +43,12 @@ def landed_share(accounting: Mapping[str, Any] | None) -> float | None:
 
 def side_of(run: RunEvidence) -> Side:
     """A side's identity and the trust facts of its own evidence."""
-    manifest = as_dict(run.manifest)
-    identity = as_dict(manifest.get("run"))
-    fingerprint = manifest.get("config_fingerprint")
+    finished = run.manifest
     return Side(
         run_dir=run.location,
-        job_id=identity.get("job_id"),
-        run_id=identity.get("run_id"),
-        config_fingerprint=fingerprint if isinstance(fingerprint, str) else None,
+        job_id=finished.run.job_id,
+        run_id=finished.run.run_id,
+        config_fingerprint=finished.config_fingerprint,
         gate=gate_status(run.gate),
         landed_share=landed_share(run.accounting),
     )
@@ -79,7 +77,7 @@ def trust_report(sides: tuple[Side, Side], runs: tuple[RunEvidence, RunEvidence]
             issues.append(TrustIssue("capability_changed", None, detail))
     fingerprints = [side.config_fingerprint for side in sides]
     if fingerprints[0] != fingerprints[1]:
-        params = [as_dict(as_dict(run.manifest).get("parameters")) for run in runs]
+        params = [run.manifest.parameters.to_json() for run in runs]
         differing = sorted(k for k in {*params[0], *params[1]} if params[0].get(k) != params[1].get(k))
         issues.append(
             TrustIssue(

@@ -26,6 +26,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from evidence.models.run import RunCounts
+
 __all__ = ["RunDocuments", "metric_part", "run_metrics"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\- ]")
@@ -42,7 +44,7 @@ def metric_part(name: str) -> str:
 class RunDocuments:
     """The small run outputs the metrics come from (None: the file is absent)."""
 
-    manifest: Mapping[str, Any]
+    counts: RunCounts  # the manifest's
     quality_summary: Mapping[str, Any] | None = None
     perf_summary: Mapping[str, Any] | None = None
     accounting: Mapping[str, Any] | None = None
@@ -52,9 +54,9 @@ class RunDocuments:
 
 def run_metrics(documents: RunDocuments) -> dict[str, float]:
     """Metric name -> value for one run, in a stable order."""
-    counts = documents.manifest["counts"]
+    counts = documents.counts
     metrics: dict[str, float] = {}
-    verdicts = counts["verdicts"]
+    verdicts = counts.verdicts
     total = sum(verdicts.values())
     for verdict, count in sorted(verdicts.items()):
         metrics[f"verdicts/{metric_part(verdict)}"] = count
@@ -62,8 +64,8 @@ def run_metrics(documents: RunDocuments) -> dict[str, float]:
             metrics[f"verdict_shares/{metric_part(verdict)}"] = count / total
     issues = (documents.quality_summary or {}).get("run", {}).get("issues", {})
     metrics.update(_numbers(("findings",), issues))
-    metrics["atif/files"] = counts["atif_files"]
-    metrics["atif/rejections"] = counts["atif_rejections"]
+    metrics["atif/files"] = counts.atif_files
+    metrics["atif/rejections"] = counts.atif_rejections
     perf = documents.perf_summary or {}
     metrics.update(_numbers(("perf",), perf.get("run") or {}))
     for group, summary in sorted((perf.get("groups") or {}).items()):

@@ -1,16 +1,16 @@
 """What a tracking store records about one finished run: identity, params, times, attempt keys.
 
-Everything comes from the run's ``manifest.json``; nothing here reads files.
+Everything comes from the run's ``manifest.json`` (its typed ``FinishedRun`` and attempt entries); nothing here reads files.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from evidence.export.ids import TraceIdentity
+from evidence.models.run import AttemptEntry, FinishedRun
 
 __all__ = ["RUN_KEY_TAG", "RunRecord", "main_identities"]
 
@@ -33,20 +33,20 @@ class RunRecord:
     params: Mapping[str, str]
 
     @classmethod
-    def from_manifest(cls, manifest: Mapping[str, Any]) -> RunRecord:
-        run = manifest["run"]
+    def from_finished(cls, finished: FinishedRun) -> RunRecord:
+        run = finished.run
         return cls(
-            job_id=run["job_id"],
-            run_id=run["run_id"],
-            started_ms=_epoch_ms(run["started_at"]),
-            finished_ms=_epoch_ms(run["finished_at"]),
+            job_id=run.job_id,
+            run_id=run.run_id,
+            started_ms=_epoch_ms(run.started_at),
+            finished_ms=_epoch_ms(run.finished_at),
             params={
-                "job_id": run["job_id"],
-                "run_id": run["run_id"],
-                "scope": run["scope"],
-                "config_fingerprint": manifest["config_fingerprint"],
-                "input_fingerprint": manifest["inputs"]["fingerprint"],
-                "package_version": run["package_version"],
+                "job_id": run.job_id,
+                "run_id": run.run_id,
+                "scope": run.scope,
+                "config_fingerprint": finished.config_fingerprint,
+                "input_fingerprint": finished.inputs.fingerprint,
+                "package_version": run.package_version,
             },
         )
 
@@ -60,11 +60,10 @@ class RunRecord:
         return {RUN_KEY_TAG: self.key, "evidence_stage.job_id": self.job_id, "evidence_stage.run_id": self.run_id}
 
 
-def main_identities(manifest: Mapping[str, Any]) -> list[TraceIdentity]:
+def main_identities(record: RunRecord, attempts: Iterable[AttemptEntry]) -> list[TraceIdentity]:
     """The trace identity of each line of the run's ``rollouts.jsonl``, in file order.
 
     Every main attempt writes exactly one row, in input order, so the n-th main attempt of the
     manifest is the n-th row.
     """
-    record = RunRecord.from_manifest(manifest)
-    return [TraceIdentity(record.job_id, record.run_id, attempt["key"]) for attempt in manifest["attempts"] if attempt["source"] == "main"]
+    return [TraceIdentity(record.job_id, record.run_id, attempt.key) for attempt in attempts if attempt.source == "main"]

@@ -2,8 +2,8 @@
 
 Every stage of the flow hands the run's facts on as these values, not as dicts: the flow
 resolves ``RecordedParams``, the reduce counts ``RunCounts``, publishing writes a
-``RunManifest``, and the readers of a finished run (batch freshness, LATEST, compare) parse
-``ManifestHead``. The documents keep their byte layout (FORMATS.md, "manifest.json"): the
+``RunManifest``, and every reader of a finished run (report, export, compare, ``tables``,
+batch freshness, LATEST) parses ``FinishedRun``. The documents keep their byte layout (FORMATS.md, "manifest.json"): the
 manifest's two long lists are ``Streamed`` and written while they are produced, so a
 20,000-attempt manifest is never in memory at once.
 """
@@ -23,11 +23,15 @@ __all__ = [
     "DEFAULT_SCORE_MASK",
     "OUTPUT_PARAMETERS",
     "SCORE_MASKS",
+    "AttemptEntry",
+    "FinishedRun",
+    "ManifestAttempts",
     "ManifestHead",
     "RecordedParams",
     "RunCounts",
     "RunIdentity",
     "RunManifest",
+    "ShardEntry",
     "Streamed",
     "manifest_chunks",
 ]
@@ -195,35 +199,86 @@ class RunManifest:
             document["gate"] = self.gate
         return document
 
+    def finished(self) -> FinishedRun:
+        """The typed view a reader of the written manifest gets (the report renders from it at the end of a run)."""
+        return FinishedRun(
+            run=self.run,
+            shards=[ShardEntry.model_validate(shard) for shard in self.shards],
+            parameters=self.parameters,
+            config_fingerprint=self.parameters.config_fingerprint(),
+            inputs=FinishedRun.Inputs(fingerprint=self.inputs_fingerprint),
+            counts=self.counts,
+        )
+
     def json_chunks(self) -> Iterator[bytes]:
         """``manifest.json``'s bytes: ``orjson``'s 2-space indentation of ``document()``, streamed."""
         return manifest_chunks(self.document())
 
 
-class ManifestHead(BaseModel):
-    """What readers of a finished run take from its ``manifest.json`` (other keys are ignored)."""
+class ShardEntry(BaseModel):
+    """One rollouts file as the manifest's ``shards`` names it, with the sidecars the run read beside it."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    class Run(BaseModel):
-        model_config = ConfigDict(frozen=True, extra="ignore")
+    file: str
+    failures: str | None = None
+    materialized_inputs: str | None = None
 
-        run_id: str
-        job_id: str
-        finished_at: str
+
+class ManifestHead(BaseModel):
+    """The manifest's ``run`` and ``shards``: what a reader streaming the attempt entries needs first
+    (both precede ``attempts``; ``tables`` reads no further before the entries)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    run: RunIdentity
+    shards: list[ShardEntry]
+
+
+class FinishedRun(ManifestHead):
+    """A finished run as its ``manifest.json`` records it: the one typed view every reader of a
+    finished run (report, export, compare, ``tables``, LATEST, resume) takes, so none indexes the
+    document by string. The attempt entries are left out: readers that need them stream them."""
 
     class Inputs(BaseModel):
         model_config = ConfigDict(frozen=True, extra="ignore")
 
         fingerprint: str
 
-    run: Run
+    parameters: RecordedParams
     config_fingerprint: str
     inputs: Inputs
+    counts: RunCounts
 
-    @classmethod
-    def from_json(cls, data: bytes) -> ManifestHead:
-        return cls.model_validate_json(data)
+
+class AttemptEntry(BaseModel):
+    """One of the manifest's ``attempts`` (FORMATS.md, "manifest.json"): which input line it was,
+    which enriched output holds its row, and how it ended."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    key: str  # "<source>:<line>", or "<shard>:<source>:<line>" in a sharded job
+    line: int
+    source: str  # "main" or "failures"
+    status: str
+    rollout_id: str | None = None
+    reason: str | None = None
+    repaired: bool = False
+    notes: tuple[str, ...] = ()
+
+    @property
+    def shard(self) -> int:
+        """The index of the rollouts file the attempt came from (0 in a job of one file)."""
+        parts = self.key.split(":")
+        return int(parts[0]) if len(parts) == 3 and parts[0].isdigit() else 0
+
+
+class ManifestAttempts(BaseModel):
+    """The manifest's attempt entries, in input order (read only by the exporters, which need every main one)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    attempts: list[AttemptEntry]
 
 
 def manifest_chunks(document: dict[str, Any]) -> Iterator[bytes]:

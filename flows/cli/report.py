@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-import orjson
-
 from flows.cli.options import add_storage_options, storage_options_of, url_argument
 
 
@@ -21,14 +19,14 @@ def register(subcommands: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from tasks.publish.report import rebuild_histograms, render_run_report
-    from tasks.rundir import MANIFEST_FILE, RunPaths
+    from tasks.rundir import MANIFEST_FILE, RunPaths, finished_run
     from tasks.storage import InputNotFound, Location
 
     run_dir = Location(args.run_dir, storage_options_of(args))
     paths = RunPaths(run_dir)
     if not paths.manifest.exists():
         raise InputNotFound(paths.manifest.url, f"no {MANIFEST_FILE}: not a finished run directory")
-    html, _, _ = render_run_report(run_dir, orjson.loads(paths.manifest.read_bytes()), rebuild_histograms(run_dir))
+    html, _, _ = render_run_report(run_dir, finished_run(run_dir), rebuild_histograms(run_dir))
     paths.report.write_bytes(html.encode())
     print(paths.report.url)
     return 0

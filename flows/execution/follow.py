@@ -194,7 +194,7 @@ def publish_snapshot(
                 status = replace(status, gate_breached=not gate["passed"])
             run = run_record(params, recorded, ctx, ctx.run_id, started_at)
             manifest = replace(build_manifest(run=run, params=recorded, plan=job.plan, reduced=job.reduced, timings={}), gate=gate)
-            report_html, tables, _ = render_run_report(ctx.run_dir, manifest.document(), job.reduced.histograms, status.document())
+            report_html, tables, _ = render_run_report(ctx.run_dir, manifest.finished(), job.reduced.histograms, status.document())
             paths = RunPaths(ctx.run_dir)
             paths.manifest.write_chunks(manifest.json_chunks)
             paths.report.write_bytes(report_html.encode())

@@ -147,7 +147,7 @@ def publish_job(
     run = run_record(params, recorded, ctx, run_id, started_at)
     manifest = replace(build_manifest(run=run, params=recorded, plan=job.plan, reduced=job.reduced, timings=timings.seconds), gate=gate)
     clock = time.perf_counter()
-    report_html, tables, outputs = render_run_report(ctx.run_dir, manifest.document(), job.reduced.histograms)
+    report_html, tables, outputs = render_run_report(ctx.run_dir, manifest.finished(), job.reduced.histograms)
     manifest = manifest.with_timing("report_s", time.perf_counter() - clock)
     manifest = manifest.with_timing("tail_s", timings.tail())  # up to manifest.json: _SUCCESS follows it and report.html at once
     has_rows = any(manifest.counts.rows.values())  # a run of no rows (inputs changed since the check) never stands as LATEST

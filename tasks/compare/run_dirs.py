@@ -12,8 +12,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from evidence import (
     Comparison,
     RunEvidence,
@@ -25,7 +23,17 @@ from evidence import (
     rollout_facts,
     verdict_facts,
 )
-from tasks.rundir import COMPARE_JSON, COMPARE_MARKDOWN, COMPARE_PAGE, RUNS_FOLDER, RunPaths, latest_manifest, read_document, run_dir_of
+from tasks.rundir import (
+    COMPARE_JSON,
+    COMPARE_MARKDOWN,
+    COMPARE_PAGE,
+    RUNS_FOLDER,
+    RunPaths,
+    finished_run,
+    latest_manifest,
+    read_document,
+    run_dir_of,
+)
 from tasks.storage import InputNotFound, Location
 
 
@@ -71,7 +79,7 @@ def read_run(run_dir: Location) -> RunEvidence:
         raise InputNotFound(manifest.url, "no manifest.json: not a finished run directory")
     return RunEvidence(
         location=run_dir.url,
-        manifest=orjson.loads(manifest.read_bytes()),
+        manifest=finished_run(run_dir),
         quality_summary=read_document(paths.quality_summary),
         perf_summary=read_document(paths.perf_summary),
         capabilities=read_document(paths.capabilities),

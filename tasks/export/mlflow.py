@@ -18,16 +18,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from evidence import RUN_KEY_TAG, RunRecord, run_metrics
+from evidence import MLFLOW_ARTIFACTS, RUN_KEY_TAG, RunRecord, run_metrics
 from tasks.export.otlp import OtlpSender, TraceExport
 from tasks.export.run_dir import ExportError, finished_manifest, require, run_documents, run_traces
-from tasks.rundir import CAPABILITIES_FILE, MANIFEST_FILE, PERF_SUMMARY_FILE, QUALITY_SUMMARY_FILE, REPORT_FILE, SCORES_FILE
 from tasks.storage import Location
 
 __all__ = ["ARTIFACTS", "DEFAULT_EXPERIMENT", "MlflowExport", "export_to_mlflow"]
 
 DEFAULT_EXPERIMENT = "evidence-stage"
-ARTIFACTS = (REPORT_FILE, SCORES_FILE, CAPABILITIES_FILE, QUALITY_SUMMARY_FILE, PERF_SUMMARY_FILE, MANIFEST_FILE)
+ARTIFACTS = tuple(output.name for output in MLFLOW_ARTIFACTS)  # evidence/outputs.py says which
 EXPERIMENT_HEADER = "x-mlflow-experiment-id"
 RUN_HEADER = "x-mlflow-run-id"
 _BATCH = 1000  # MLflow's limit of metrics per log_batch
@@ -119,12 +118,12 @@ def export_to_mlflow(run_dir: Location, tracking_uri: str, experiment: str = DEF
     entities = require("mlflow.entities")
     require("opentelemetry.exporter.otlp.proto.http.trace_exporter")  # before a run is created, not after
     check_reachable(tracking_uri)
-    manifest = finished_manifest(run_dir)
-    record = RunRecord.from_manifest(manifest)
+    finished = finished_manifest(run_dir)
+    record = RunRecord.from_finished(finished)
     client = tracking.MlflowClient(tracking_uri=tracking_uri)
     experiment_id = _experiment_id(client, experiment)
     mlflow_run_id, created = _find_or_create_run(client, experiment_id, record)
-    metrics = [entities.Metric(name, value, record.finished_ms, 0) for name, value in run_metrics(run_documents(run_dir, manifest)).items()]
+    metrics = [entities.Metric(name, value, record.finished_ms, 0) for name, value in run_metrics(run_documents(run_dir, finished)).items()]
     params = [entities.Param(name, value) for name, value in record.params.items()]
     tags = [entities.RunTag(name, value) for name, value in record.tags.items()]
     client.log_batch(mlflow_run_id, metrics=metrics[:_BATCH], params=params, tags=tags)
@@ -132,6 +131,6 @@ def export_to_mlflow(run_dir: Location, tracking_uri: str, experiment: str = DEF
         client.log_batch(mlflow_run_id, metrics=metrics[start : start + _BATCH])
     artifacts = _log_artifacts(client, mlflow_run_id, run_dir)
     sender = OtlpSender(tracking_uri, {EXPERIMENT_HEADER: experiment_id, RUN_HEADER: mlflow_run_id})
-    traces = sender.send(run_traces(run_dir, manifest))
+    traces = sender.send(run_traces(run_dir, finished))
     client.set_terminated(mlflow_run_id, "FINISHED", end_time=record.finished_ms)
     return MlflowExport(experiment_id, mlflow_run_id, created, len(metrics), artifacts, traces)

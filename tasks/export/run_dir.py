@@ -10,10 +10,19 @@ import importlib
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
-from evidence import RolloutVerdicts, RunDocuments, StageError, TraceModel, TraceSkipped, loads_line, main_identities, rollout_trace
-from tasks.rundir import RunPaths, is_complete, read_document
+from evidence import (
+    FinishedRun,
+    RolloutVerdicts,
+    RunDocuments,
+    RunRecord,
+    StageError,
+    TraceModel,
+    TraceSkipped,
+    loads_line,
+    main_identities,
+    rollout_trace,
+)
+from tasks.rundir import RunPaths, finished_run, is_complete, read_document, run_attempts
 from tasks.storage import InputNotFound, Location
 
 __all__ = ["ExportError", "ExtraMissing", "finished_manifest", "require", "run_documents", "run_traces", "run_verdicts"]
@@ -40,18 +49,18 @@ def require(module: str) -> Any:
         raise ExtraMissing(module.split(".", maxsplit=1)[0]) from exc
 
 
-def finished_manifest(run_dir: Location) -> dict[str, Any]:
+def finished_manifest(run_dir: Location) -> FinishedRun:
     """The run's manifest; a run directory without ``_SUCCESS`` is not finished and is refused."""
     if not is_complete(run_dir):
         raise InputNotFound(RunPaths(run_dir).success.url, "no _SUCCESS: not a finished run directory")
-    return orjson.loads(RunPaths(run_dir).manifest.read_bytes())
+    return finished_run(run_dir)
 
 
-def run_documents(run_dir: Location, manifest: dict[str, Any]) -> RunDocuments:
+def run_documents(run_dir: Location, finished: FinishedRun) -> RunDocuments:
     """The small files the metrics come from (the optional ones are None when absent)."""
     paths = RunPaths(run_dir)
     return RunDocuments(
-        manifest=manifest,
+        counts=finished.counts,
         quality_summary=read_document(paths.quality_summary),
         perf_summary=read_document(paths.perf_summary),
         accounting=read_document(paths.accounting),
@@ -67,10 +76,10 @@ def run_verdicts(run_dir: Location) -> RolloutVerdicts:
     return RolloutVerdicts(line for line in lines if isinstance(line, dict))
 
 
-def run_traces(run_dir: Location, manifest: dict[str, Any]) -> Iterator[TraceModel | TraceSkipped]:
+def run_traces(run_dir: Location, finished: FinishedRun) -> Iterator[TraceModel | TraceSkipped]:
     """One trace (or the reason there is none) per line of ``rollouts.jsonl``, streamed, with the
     row's reward and health verdict as evaluation events."""
-    identities = iter(main_identities(manifest))
+    identities = iter(main_identities(RunRecord.from_finished(finished), run_attempts(run_dir)))
     verdicts = run_verdicts(run_dir)
     for line_no, _, raw in RunPaths(run_dir).rollouts.iter_lines():
         if not raw.strip():

@@ -14,6 +14,8 @@ import orjson
 
 from evidence import (
     MASKED_LISTED,
+    REPORT_LINKS,
+    FinishedRun,
     MaskedRollout,
     RecordedParams,
     ReportContext,
@@ -35,17 +37,11 @@ from evidence import (
 )
 from tasks.rundir import (
     ACCOUNTING_FILE,
-    AGGREGATE_METRICS_CLEAN_FILE,
-    AGGREGATE_METRICS_FILE,
-    ATIF_MANIFEST_FILE,
-    ATIF_REJECTIONS_FILE,
     CAPABILITIES_FILE,
-    FAILURES_FILE,
     GATE_FILE,
     MANIFEST_FILE,
     PERF_SUMMARY_FILE,
     QUALITY_SUMMARY_FILE,
-    ROLLOUTS_FILE,
     SCORES_FILE,
     VERDICTS_FILE,
     VIEWER_PAGE,
@@ -55,23 +51,7 @@ from tasks.rundir import (
 from tasks.storage import Location
 from tasks.storage.concurrent import at_once
 
-LINKS = (
-    ("scores, raw against clean", SCORES_FILE),
-    ("aggregate metrics", AGGREGATE_METRICS_FILE),
-    ("aggregate metrics, masked rollouts left out", AGGREGATE_METRICS_CLEAN_FILE),
-    ("quality gate", GATE_FILE),
-    ("run accounting", ACCOUNTING_FILE),
-    ("enriched rollouts", ROLLOUTS_FILE),
-    ("enriched failed attempts", FAILURES_FILE),
-    ("health summary", QUALITY_SUMMARY_FILE),
-    ("rollout verdicts", VERDICTS_FILE),
-    ("perf summary", PERF_SUMMARY_FILE),
-    ("capability matrix", CAPABILITIES_FILE),
-    ("ATIF manifest", ATIF_MANIFEST_FILE),
-    ("ATIF rejections", ATIF_REJECTIONS_FILE),
-    ("run manifest", MANIFEST_FILE),
-    ("rollout viewer", VIEWER_PAGE),
-)
+LINKS = tuple((str(output.link), output.name) for output in REPORT_LINKS)  # (label, name), from evidence/outputs.py
 
 
 DOCUMENTS = (SCORES_FILE, QUALITY_SUMMARY_FILE, CAPABILITIES_FILE, PERF_SUMMARY_FILE, ACCOUNTING_FILE, GATE_FILE)
@@ -109,21 +89,21 @@ def masked_rollouts(run_dir: Location, verdicts: tuple[str, ...]) -> list[Masked
 
 
 def report_context(
-    run_dir: Location, manifest: dict[str, Any], histograms: dict[str, list[float]], live: dict[str, Any] | None = None
+    run_dir: Location, finished: FinishedRun, histograms: dict[str, list[float]], live: dict[str, Any] | None = None
 ) -> ReportContext:
     """Everything the page shows, from the run's files and its manifest (and ``live.json``'s document, in a followed job's snapshot)."""
-    run, params = manifest["run"], manifest["parameters"]
-    inputs = {"rollouts": params["rollouts"], "capture dir": params["capture_dir"], **sidecars_found(manifest)}
-    masked_verdicts = RecordedParams.model_validate(params).masked_verdicts
+    run, params = finished.run, finished.parameters
+    inputs = {"rollouts": str(params.rollouts), "capture dir": params.capture_dir, **sidecars_found(finished)}
+    masked_verdicts = params.masked_verdicts
     present, documents = _read_outputs(run_dir)
     present.add(MANIFEST_FILE)
     return ReportContext(
-        job_id=run["job_id"],
-        run_id=run["run_id"],
-        started_at=run["started_at"],
-        finished_at=run["finished_at"],
+        job_id=run.job_id,
+        run_id=run.run_id,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
         inputs=inputs,
-        parameters=params,
+        parameters=params.to_json(),
         quality_summary=documents[QUALITY_SUMMARY_FILE],
         capabilities=documents[CAPABILITIES_FILE] or {},
         perf_summary=documents[PERF_SUMMARY_FILE],
@@ -136,32 +116,32 @@ def report_context(
         masked_verdicts=masked_verdicts,
         masked_rollouts=masked_rollouts(run_dir, masked_verdicts) if VERDICTS_FILE in present else [],
         rewards=histograms.get("reward", []),
-        scope=scope_text(run["scope"], params),
+        scope=scope_text(run.scope, params),
         viewer=VIEWER_PAGE if VIEWER_PAGE in present else None,
         live=live,
     )
 
 
-def sidecars_found(manifest: dict[str, Any]) -> dict[str, str]:
+def sidecars_found(finished: FinishedRun) -> dict[str, str]:
     """Each shard's sidecars as the run read them: the ``failures`` parameter, or the ones found beside the rollouts."""
-    shards = manifest.get("shards", [])
-    given = manifest["parameters"].get("failures")
+    shards = finished.shards
+    given = finished.parameters.failures
     found: dict[str, str] = {}
     for shard in shards:
-        of = f" of {shard['file']}" if len(shards) > 1 else ""
-        if shard.get("failures"):
-            found[f"failures{of}" if given else f"failures{of} (found beside the rollouts)"] = shard["failures"]
-        if shard.get("materialized_inputs"):
-            found[f"materialized inputs{of}"] = shard["materialized_inputs"]
+        of = f" of {shard.file}" if len(shards) > 1 else ""
+        if shard.failures:
+            found[f"failures{of}" if given else f"failures{of} (found beside the rollouts)"] = shard.failures
+        if shard.materialized_inputs:
+            found[f"materialized inputs{of}"] = shard.materialized_inputs
     return found
 
 
-def scope_text(scope: str, params: dict[str, Any]) -> str:
+def scope_text(scope: str, params: RecordedParams) -> str:
     """``full``, or a subset with what it selected."""
     if scope != "subset":
         return scope
-    chosen = ([f"rollout ids {', '.join(params.get('rollout_ids') or [])}"] if params.get("rollout_ids") else []) + (
-        [f"rollout ids matching {params['rollout_glob']}"] if params.get("rollout_glob") else []
+    chosen = ([f"rollout ids {', '.join(params.rollout_ids)}"] if params.rollout_ids else []) + (
+        [f"rollout ids matching {params.rollout_glob}"] if params.rollout_glob else []
     )
     return f"subset: {' or '.join(chosen)} (a rerun of part of the job; it never moves LATEST)"
 
@@ -192,10 +172,10 @@ def artifact_tables(context: ReportContext) -> dict[str, Any]:
 
 
 def render_run_report(
-    run_dir: Location, manifest: dict[str, Any], histograms: dict[str, list[float]], live: dict[str, Any] | None = None
+    run_dir: Location, finished: FinishedRun, histograms: dict[str, list[float]], live: dict[str, Any] | None = None
 ) -> tuple[str, dict[str, Any], list[str]]:
     """``report.html`` text, the artifact tables and the names of the linked outputs the run has."""
-    context = report_context(run_dir, manifest, histograms, live)
+    context = report_context(run_dir, finished, histograms, live)
     return render_report(context), artifact_tables(context), [name for _, name in context.links]
 
 

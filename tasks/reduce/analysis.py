@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from evidence import AttemptOutcome
+from evidence import AttemptEntry, AttemptOutcome
 from evidence.tables import NO_ATIF, RowFacts, atif_columns, row_facts
 from evidence.viewer import ViewFacts
 from tasks.attempts.context import RunContext
@@ -91,7 +91,9 @@ class RunAnalysis:
 
     def _judge(self, entry: Mapping[str, Any], waiting: _Waiting, verdict_line: str | None, atif_published: bool) -> None:
         """An attempt's ``rollouts`` row, findings and (a main row's) viewer page."""
-        identity = identity_of(entry, self._ctx.job_id, self._ctx.run_id, self._shard_files, waiting.output_line, waiting.size)
+        identity = identity_of(
+            AttemptEntry.model_validate(entry), self._ctx.job_id, self._ctx.run_id, self._shard_files, waiting.output_line, waiting.size
+        )
         verdict = orjson.loads(verdict_line) if verdict_line is not None else None
         atif: tuple[str | None, str | None, str | None]
         if waiting.atif is None:

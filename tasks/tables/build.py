@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from evidence import StageError
+from evidence import RUN_OUTPUTS, AttemptEntry, StageError
 from evidence.tables import NO_ATIF, AttemptIdentity, RowFacts, atif_columns, row_facts, verdict_line_order, verdict_order
 from evidence.viewer import ViewFacts, decode_row, view_facts
 from tasks.discover.refs import FAILURES, MAIN
@@ -92,8 +92,9 @@ def require_outputs(run_dir: Location) -> None:
     paths = RunPaths(run_dir)
     if not paths.manifest.is_file():
         raise TablesError(f"not a run directory of evidence-stage (no manifest.json): {run_dir.display}")
-    needed = [paths.rollouts, paths.verdicts, paths.atif_rejections]
+    needed = [run_dir.child(output.name) for output in RUN_OUTPUTS if output.tables]  # evidence/outputs.py says which
     missing = [location for location in needed if not location.is_file()]
+    # ATIF's manifest too, unless an all-or-nothing export failed and wrote error.txt instead
     if not paths.atif_manifest.is_file() and not paths.atif_error.is_file():
         missing.append(paths.atif_manifest)
     if missing:
@@ -126,16 +127,16 @@ def _attempt_pass(
         head = manifest.head()
     except (ManifestError, orjson.JSONDecodeError) as exc:
         raise TablesError(f"unreadable manifest.json: {exc}") from exc
-    ran = head["run"]
-    if (ran.get("job_id"), ran.get("run_id")) != (job_id, run_id):
-        raise TablesError(f"manifest.json is run {ran.get('run_id')!r} of job {ran.get('job_id')!r}, not run {run_id!r} of job {job_id!r}")
-    shard_files = [shard.get("file") if isinstance(shard, dict) else None for shard in head["shards"]]
+    ran = head.run
+    if (ran.job_id, ran.run_id) != (job_id, run_id):
+        raise TablesError(f"manifest.json is run {ran.run_id!r} of job {ran.job_id!r}, not run {run_id!r} of job {job_id!r}")
+    shard_files = [shard.file for shard in head.shards]
     lines = {MAIN: _Lines(paths.rollouts), FAILURES: _Lines(paths.failures)}
     atif = _AtifJoin(paths)
-    for seq, entry in enumerate(manifest.attempts()):
-        key, source, line = entry.get("key"), entry.get("source"), entry.get("line")
-        if not isinstance(key, str) or source not in lines or not isinstance(line, int) or not isinstance(entry.get("status"), str):
-            raise TablesError(f"manifest.json: an attempt entry without key, source, line and status: {entry!r:.200}")
+    for seq, entry in _entries(manifest):
+        source = entry.source
+        if source not in lines:
+            raise TablesError(f"manifest.json: an attempt entry of no enriched output: {entry!r:.200}")
         enriched = lines[source].next()
         identity = identity_of(entry, job_id, run_id, shard_files, lines[source].count, len(enriched))
         judged, shown = decode_row(enriched)
@@ -153,6 +154,14 @@ def _attempt_pass(
     for source, read in lines.items():
         read.finish(source)
     atif.finish()
+
+
+def _entries(manifest: ManifestStream) -> Iterator[tuple[int, AttemptEntry]]:
+    """The manifest's attempt entries numbered in order; one this stage did not write is the table commands' error."""
+    try:
+        yield from enumerate(manifest.attempts())
+    except ManifestError as exc:
+        raise TablesError(str(exc)) from exc
 
 
 class _Lines:

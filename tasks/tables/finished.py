@@ -25,13 +25,10 @@ def finished_run(run_dir: Location) -> tuple[str, str]:
         raise TablesError(f"the run is not complete (no _SUCCESS): {run_dir.display}")
     require_outputs(run_dir)
     try:
-        run = ManifestStream(paths.manifest).head()["run"]
+        run = ManifestStream(paths.manifest).head().run
     except (ManifestError, orjson.JSONDecodeError) as exc:
         raise TablesError(f"unreadable manifest.json: {exc}") from exc
-    job_id, run_id = run.get("job_id"), run.get("run_id")
-    if not isinstance(job_id, str) or not isinstance(run_id, str):
-        raise TablesError(f"manifest.json names no job_id and run_id: {run_dir.display}")
-    return job_id, run_id
+    return run.job_id, run.run_id
 
 
 def tables_version(run_dir: Location) -> int | None:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evidence import AttemptEntry
 from evidence.tables import AttemptIdentity, RowFacts
 from evidence.viewer import ViewFacts
 
@@ -35,29 +36,23 @@ class JudgedAttempt:
     atif: tuple[str | None, str | None, str | None]
 
 
-def identity_of(
-    entry: Mapping[str, Any], job_id: str, run_id: str, shard_files: Sequence[Any], output_line: int, size: int
-) -> AttemptIdentity:
+def identity_of(entry: AttemptEntry, job_id: str, run_id: str, shard_files: Sequence[str], output_line: int, size: int) -> AttemptIdentity:
     """An attempt's identity from its manifest entry (``AttemptLog`` writes them), its line in
     its output file and the bytes of that line."""
-    key = str(entry.get("key"))
-    parts = key.split(":")
-    shard = int(parts[0]) if len(parts) == 3 and parts[0].isdigit() else 0
-    line = entry.get("line")
-    rollout_id, reason = entry.get("rollout_id"), entry.get("reason")
+    shard = entry.shard
     return AttemptIdentity(
         job_id=job_id,
         run_id=run_id,
-        key=key,
+        key=entry.key,
         shard=shard,
         shard_file=shard_files[shard] if shard < len(shard_files) else None,
-        source=str(entry.get("source")),
-        line=line if isinstance(line, int) else 0,
+        source=entry.source,
+        line=entry.line,
         output_line=output_line,
-        rollout_id=rollout_id if isinstance(rollout_id, str) else None,
-        status=str(entry.get("status")),
-        reason=reason if isinstance(reason, str) else None,
-        notes=tuple(str(note) for note in entry.get("notes") or ()),
-        repaired=bool(entry.get("repaired")),
+        rollout_id=entry.rollout_id,
+        status=entry.status,
+        reason=entry.reason,
+        notes=entry.notes,
+        repaired=entry.repaired,
         size=size,
     )

@@ -10,13 +10,16 @@ Any valid JSON is read correctly; only a manifest written on one line would be h
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
+from evidence import AttemptEntry, ManifestHead
 from tasks.storage import Location
 
 # a JSON string (escapes included), or a bracket or colon outside strings
@@ -76,13 +79,14 @@ def top_level(lines: Iterable[bytes], wanted: frozenset[str], streamed: str) -> 
 
 @dataclass
 class ManifestStream:
-    """One pass over a run's ``manifest.json``: ``head()`` (``run`` and ``shards``), then ``attempts()``."""
+    """One pass over a run's ``manifest.json``: ``head()`` (``run`` and ``shards``), then ``attempts()``,
+    typed as ``tasks.rundir.finished_run`` reads the rest (the entries are not held at once)."""
 
     location: Location
     _events: Iterator[tuple[str, Any]] | None = None
     _pending: dict[str, Any] | None = None
 
-    def head(self) -> dict[str, Any]:
+    def head(self) -> ManifestHead:
         """``run`` and ``shards``, read up to the first attempt entry (both precede ``attempts``)."""
         self._events = top_level((line for _, _, line in self.location.iter_lines()), frozenset({"run", "shards"}), "attempts")
         head: dict[str, Any] = {}
@@ -93,18 +97,21 @@ class ManifestStream:
             head[key] = value
             if len(head) == 2:
                 break
-        if not isinstance(head.get("run"), dict) or not isinstance(head.get("shards"), list):
-            raise ManifestError(f"{self.location.display}: no run and shards before its attempts")
-        return head
+        try:
+            return ManifestHead.model_validate(head)
+        except ValidationError as exc:
+            raise ManifestError(f"{self.location.display}: no run and shards before its attempts") from exc
 
-    def attempts(self) -> Iterator[dict[str, Any]]:
+    def attempts(self) -> Iterator[AttemptEntry]:
         """The attempt entries in manifest order (after ``head()``)."""
         assert self._events is not None, "head() first"
-        if self._pending is not None:
-            yield self._pending
-            self._pending = None
-        for key, value in self._events:
-            if key == "attempts":
-                if not isinstance(value, dict):
-                    raise ManifestError(f"{self.location.display}: an attempt entry is not an object")
-                yield value
+        pending = [self._pending] if self._pending is not None else []
+        self._pending = None
+        entries = itertools.chain(pending, (value for key, value in self._events if key == "attempts"))
+        for value in entries:
+            try:
+                yield AttemptEntry.model_validate(value)
+            except ValidationError as exc:
+                raise ManifestError(
+                    f"{self.location.display}: an attempt entry without key, line, source and status: {value!r:.200}"
+                ) from exc

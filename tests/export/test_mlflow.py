@@ -12,8 +12,10 @@ import httpx
 import orjson
 import pytest
 
-from evidence import RUN_KEY_TAG, RolloutVerdicts, TraceModel, main_identities, rollout_trace
+from evidence import RUN_KEY_TAG, RolloutVerdicts, RunRecord, TraceModel, main_identities, rollout_trace
 from flows.cli.main import main
+from tasks.rundir import finished_run, run_attempts
+from tasks.storage import Location
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -26,10 +28,11 @@ def _api(base: str, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
 
 def _expected_traces(run_dir: Path) -> dict[str, TraceModel]:
     """The traces the run's rows give, by MLflow trace id (``tr-<hex>``)."""
-    manifest = orjson.loads((run_dir / "manifest.json").read_bytes())
+    location = Location(str(run_dir))
+    record = RunRecord.from_finished(finished_run(location))
     rows = [orjson.loads(line) for line in (run_dir / "rollouts.jsonl").read_bytes().splitlines()]
     verdicts = RolloutVerdicts(orjson.loads(line) for line in (run_dir / "health" / "rollout_verdicts.jsonl").read_bytes().splitlines())
-    pairs = zip(rows, main_identities(manifest), strict=True)
+    pairs = zip(rows, main_identities(record, run_attempts(location)), strict=True)
     traces = [rollout_trace(row, identity, verdicts.take(row, n)) for n, (row, identity) in enumerate(pairs)]
     return {f"tr-{t.trace_id.hex()}": t for t in traces if isinstance(t, TraceModel)}
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime, timedelta
 
-import orjson
 import pytest
 
 from tasks.publish.task import parts_removed_meanwhile
 from tasks.rundir import LATEST_FILE, RunConflict, check_apart, finished_at, mark_complete, run_dir_of, update_latest
 from tasks.storage import Location, StorageError
+from tests.manifests import finished_run, manifest_bytes
 
 OUTPUT = Location("memory://out")
 T0 = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
@@ -19,7 +19,7 @@ T0 = datetime(2026, 12, 1, 18, 0, tzinfo=UTC)
 def _publish(run_id: str, finished: datetime) -> None:
     """What publish_run leaves: the manifest, _SUCCESS, then the LATEST update."""
     run_dir = run_dir_of(OUTPUT, "job", run_id)
-    run_dir.child("manifest.json").write_bytes(orjson.dumps({"run": {"run_id": run_id, "finished_at": finished.isoformat()}}))
+    run_dir.child("manifest.json").write_bytes(manifest_bytes(finished_run(run_id=run_id, finished_at=finished.isoformat())))
     mark_complete(run_dir)
     update_latest(OUTPUT.child("job"), run_id, finished)
 

@@ -25,6 +25,7 @@ from evidence.compare.bootstrap import paired_bootstrap
 from evidence.compare.model import Comparison, Interval
 from evidence.compare.pairing import pair_by_key
 from tests.bootstrap_reference import reference_interval
+from tests.manifests import finished_run
 
 HOSTILE = '<script>alert("x")</script>|&'
 
@@ -48,7 +49,7 @@ def evidence(rows: list[dict[str, Any]], **documents: Any) -> RunEvidence:
     ]
     fields: dict[str, Any] = {
         "location": "memory://out/job/runs/r1",
-        "manifest": {"run": {"job_id": "job", "run_id": "r1"}, "config_fingerprint": "f1", "parameters": {"session_id": "s"}},
+        "manifest": finished_run(),
         "quality_summary": None,
         "perf_summary": {"run": {}, "groups": {"agent": {}}},
         "capabilities": None,
@@ -248,7 +249,7 @@ def test_trust_gate_landed_share_capabilities_and_config() -> None:
         capabilities=partial,
         accounting={"expected": 10, "landed": 8},
         gate={"status": "failed"},
-        manifest={"run": {"job_id": "job", "run_id": "r2"}, "config_fingerprint": "f2", "parameters": {"session_id": "t"}},
+        manifest=finished_run(run_id="r2", config_fingerprint="f2", session_id="t"),
     )
     comparison = compare_runs(a, b)
     assert (comparison.a.gate, comparison.b.gate, comparison.a.landed_share, comparison.b.landed_share) == ("passed", "failed", 1.0, 0.8)
@@ -373,8 +374,7 @@ def test_untrustworthy_rows_never_make_a_change() -> None:
 def test_the_score_mask_and_mask_sample_decide_which_pairs_count() -> None:
     a_rows = [row(t, 0, reward=0.0) for t in range(4)] + [row(9, 0, reward=0.0, mask_sample=True)]
     b_rows = [row(t, 0, reward=1.0) for t in range(4)] + [row(9, 0, reward=1.0)]
-    params = {"session_id": "s", "score_mask": "unhealthy,unobserved"}
-    manifest = {"run": {"job_id": "job", "run_id": "r1"}, "config_fingerprint": "f1", "parameters": params}
+    manifest = finished_run(score_mask="unhealthy,unobserved")
     a = scored(a_rows, scores_doc(0.0, 0.0), verdict_lines=verdicts_of(a_rows, unobserved={(3, 0)}), manifest=manifest)
     entry = compare_runs(a, scored(b_rows, scores_doc(1.0, 1.0))).scores["agent"]["mean/reward"]
     assert entry.raw.paired.pairs == 4  # task 9 is masked by its own mask_sample in A: in no score

@@ -2,33 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Any
+from evidence import AttemptEntry, FinishedRun, RunCounts, RunDocuments, RunIdentity, RunRecord, main_identities, run_metrics
+from tests.manifests import finished_run
 
-from evidence import RunDocuments, RunRecord, main_identities, run_metrics
-
-MANIFEST: dict[str, Any] = {
-    "run": {
-        "run_id": "20260101T000000Z-abcdef",
-        "job_id": "job-1",
-        "scope": "full",
-        "package_version": "0.1.0",
-        "started_at": "2026-01-01T00:00:00+00:00",
-        "finished_at": "2026-01-01T00:00:02.500000+00:00",
-    },
-    "config_fingerprint": "c" * 64,
-    "inputs": {"fingerprint": "i" * 64},
-    "counts": {"verdicts": {"healthy": 3, "unhealthy": 1}, "atif_files": 3, "atif_rejections": 1},
-    "attempts": [
-        {"key": "main:1", "source": "main"},
-        {"key": "failures:1", "source": "failures"},
-        {"key": "main:3", "source": "main"},
-    ],
-}
+FINISHED = finished_run("job-1", "20260101T000000Z-abcdef", "c" * 64).model_copy(
+    update={
+        "run": RunIdentity(
+            "20260101T000000Z-abcdef", "job-1", "", "full", "0.1.0", "2026-01-01T00:00:00+00:00", "2026-01-01T00:00:02.500000+00:00", False
+        ),
+        "inputs": FinishedRun.Inputs(fingerprint="i" * 64),
+    }
+)
+COUNTS = RunCounts(5, {}, {}, 0, 0, 0, atif_files=3, atif_rejections=1, verdicts={"healthy": 3, "unhealthy": 1}, fold_problems=0)
+NO_COUNTS = RunCounts(0, {}, {}, 0, 0, 0, 0, 0, {}, 0)
+ATTEMPTS = [
+    AttemptEntry(key="main:1", line=1, source="main", status="ok"),
+    AttemptEntry(key="failures:1", line=1, source="failures", status="ok"),
+    AttemptEntry(key="main:3", line=3, source="main", status="ok"),
+]
 
 
 def test_metric_names_and_values() -> None:
     documents = RunDocuments(
-        manifest=MANIFEST,
+        counts=COUNTS,
         quality_summary={"run": {"issues": {"model_call_failed": 2, "agent_turn_hollow": 0}}},
         perf_summary={
             "run": {"total_prompt_tokens": 10, "mean_num_turns": 2.5, "median_cached_prompt_tokens": None},
@@ -61,12 +57,11 @@ def test_metric_names_and_values() -> None:
 
 
 def test_absent_files_give_no_metrics_and_no_verdicts_give_no_shares() -> None:
-    manifest = {**MANIFEST, "counts": {"verdicts": {}, "atif_files": 0, "atif_rejections": 0}}
-    assert run_metrics(RunDocuments(manifest=manifest)) == {"atif/files": 0, "atif/rejections": 0}
+    assert run_metrics(RunDocuments(counts=NO_COUNTS)) == {"atif/files": 0, "atif/rejections": 0}
 
 
 def test_run_record_and_trace_identities_come_from_the_manifest() -> None:
-    record = RunRecord.from_manifest(MANIFEST)
+    record = RunRecord.from_finished(FINISHED)
     assert record.key == "job-1/20260101T000000Z-abcdef"
     assert (record.started_ms, record.finished_ms) == (1767225600000, 1767225602500)
     assert record.params == {
@@ -77,7 +72,7 @@ def test_run_record_and_trace_identities_come_from_the_manifest() -> None:
         "input_fingerprint": "i" * 64,
         "package_version": "0.1.0",
     }
-    assert [i.attempt_key for i in main_identities(MANIFEST)] == ["main:1", "main:3"]
+    assert [i.attempt_key for i in main_identities(record, ATTEMPTS)] == ["main:1", "main:3"]
 
 
 def test_scores_become_raw_and_clean_metrics_per_group_and_key_metric() -> None:
@@ -99,8 +94,7 @@ def test_scores_become_raw_and_clean_metrics_per_group_and_key_metric() -> None:
             },
         }
     }
-    manifest = {**MANIFEST, "counts": {"verdicts": {}, "atif_files": 0, "atif_rejections": 0}}
-    metrics = run_metrics(RunDocuments(manifest=manifest, scores=scores))
+    metrics = run_metrics(RunDocuments(counts=NO_COUNTS, scores=scores))
     assert {k: v for k, v in metrics.items() if k.startswith("scores/")} == {
         "scores/math_judge/mean/reward/raw": 0.5,
         "scores/math_judge/mean/reward/clean": 0.625,

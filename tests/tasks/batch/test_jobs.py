@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from evidence import ManifestHead
+from evidence import FinishedRun
 from tasks.batch.jobs import find_jobs, input_fingerprint
 from tasks.inputs.layout import JobLayout
 from tasks.inputs.naming import job_id_for
 from tasks.rundir import latest_manifest
 from tasks.storage import Location
+from tests.manifests import finished_run, manifest_bytes
 
 ROOT = "memory://evals"
 
@@ -110,14 +111,11 @@ def test_latest_manifest_needs_latest_success_and_manifest() -> None:
     out = Location(f"{ROOT}/out")
     assert latest_manifest(out, "job-1") is None
     put("out/job-1/LATEST", b"r1\n")
-    manifest = (
-        b'{"run": {"run_id": "r1", "job_id": "job-1", "finished_at": "2026-01-01T00:00:00+00:00"}, '
-        b'"config_fingerprint": "c", "inputs": {"fingerprint": "i"}}'
-    )
+    manifest = manifest_bytes(finished_run("job-1", "r1", "c"))
     put("out/job-1/runs/r1/manifest.json", manifest)
     assert latest_manifest(out, "job-1") is None
     put("out/job-1/runs/r1/_SUCCESS", b"")
-    assert latest_manifest(out, "job-1") == ManifestHead.from_json(manifest)
+    assert latest_manifest(out, "job-1") == FinishedRun.model_validate_json(manifest)
 
 
 def test_a_folder_of_shards_is_one_sharded_job() -> None:

@@ -6,13 +6,14 @@ from pathlib import Path
 
 from tasks.compare.run_dirs import read_run
 from tasks.storage import Location
+from tests.manifests import finished_run, manifest_bytes
 
 
 def test_rows_orjson_refuses_are_read_as_the_stage_wrote_them(tmp_path: Path) -> None:
     """Issue 45: a rollouts.jsonl line nested past orjson's 1,024 levels (a capture's deep value
     inside the enriched row) made the comparison raise ``depth limit exceeded``."""
     deep = b"[" * 1100 + b"0" + b"]" * 1100
-    (tmp_path / "manifest.json").write_bytes(b'{"run": {"job_id": "job", "run_id": "r1"}}')
+    (tmp_path / "manifest.json").write_bytes(manifest_bytes(finished_run()))
     rows = [
         b'{"_ng_task_index": 0, "_ng_rollout_index": 0, "reward": 1.0, "ng_model_call_capture": {"calls": [{"response": ' + deep + b"}]}}",
         b'{"_ng_task_index": 1, "_ng_rollout_index": 0, "reward": 0.5, "note": "\\ud800"}',  # a lone surrogate, escaped

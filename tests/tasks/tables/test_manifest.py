@@ -32,7 +32,17 @@ ATTEMPTS = [
     },
 ]
 DOCUMENT: dict[str, Any] = {
-    "run": {"run_id": "r1", "job_id": "j", "note": '{not [a key]: "attempts"}'},
+    "run": {
+        "run_id": "r1",
+        "job_id": "j",
+        "run_dir": "memory://out/j/runs/r1",
+        "scope": "full",
+        "package_version": "0.1.0",
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "finished_at": "2026-01-01T00:01:00+00:00",
+        "resumed": False,
+        "note": '{not [a key]: "attempts"}',
+    },
     "parameters": {"rollouts": ["a.jsonl", "b.jsonl"]},
     "config_fingerprint": "abc",
     "inputs": {"fingerprint": "f", "files": {f"model-calls/{i}.capture.jsonl": {"size": i} for i in range(50)}},
@@ -67,8 +77,27 @@ def test_manifest_stream_reads_head_then_attempts(memfs: None) -> None:
     location.write_bytes(_layouts()["as the stage writes it"])
     stream = ManifestStream(location)
     head = stream.head()
-    assert head == {"run": DOCUMENT["run"], "shards": DOCUMENT["shards"]}
-    assert list(stream.attempts()) == ATTEMPTS
+    assert (head.run.run_id, head.run.job_id, head.run.finished_at) == ("r1", "j", "2026-01-01T00:01:00+00:00")
+    assert [shard.file for shard in head.shards] == ["a.jsonl", "b.jsonl"]
+    entries = list(stream.attempts())
+    assert [(e.key, e.line, e.source, e.status, e.rollout_id) for e in entries] == [
+        ("main:1", 1, "main", "ok", "0-0"),
+        ("main:3", 3, "main", "failed", None),
+        ("0:failures:2", 2, "failures", "rejected", None),
+    ]
+    assert (entries[1].reason, entries[1].notes, entries[2].shard) == ('ValueError: "}]:{[" \\ (in health checks)', ("a", "b"), 0)
+
+
+def test_an_attempt_entry_without_its_status_is_refused(memfs: None) -> None:
+    location = Location("memory://run/manifest.json")
+    document = {**DOCUMENT, "attempts": [ATTEMPTS[0], {"key": "main:2", "line": 2, "source": "main"}]}
+    location.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
+    stream = ManifestStream(location)
+    stream.head()
+    entries = stream.attempts()
+    assert next(entries).key == "main:1"
+    with pytest.raises(ManifestError, match="without key, line, source and status"):
+        next(entries)
 
 
 def test_a_manifest_without_shards_is_refused(memfs: None) -> None:
