@@ -226,9 +226,10 @@ def test_a_rollouts_file_truncated_while_followed_stops_the_follow_in_one_line(
 
     def truncate() -> None:
         watcher.until(lambda live: live["rows"] >= 2)
+        producer.wait()  # paused: no row lands after the cut, so the file is read at 0 bytes
         producer.truncate(0)
 
-    threading.Thread(target=producer.run, daemon=True).start()
+    producer.start()
     threading.Thread(target=truncate, daemon=True).start()
     try:
         code = main([*_argv(job, tmp_path / "out"), "--job-id", "j", "--run-id", "t", "--follow", "--snapshot-every", "0.5"])
