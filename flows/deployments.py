@@ -41,9 +41,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from flows.batch import batch_flow
 from flows.compare import compare_flow
 from flows.export import export_mlflow_flow, export_otel_flow
+from flows.params.export import MlflowExportParams, OtelExportParams
+from flows.params.fields import OptionalText, field_of
 from flows.params.gate import GateLimits
 from flows.params.stage import ScoreMask
-from flows.params.storage import StorageOptions, Url
+from flows.params.storage import StorageAccess, StorageOptions, Url
 from flows.stage import stage_flow
 from tasks.inputs.naming import canonical_url, job_id_for
 from tasks.publish.events import RUN_COMPLETED
@@ -75,8 +77,8 @@ class MlflowTarget(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    tracking_uri: str = Field(description="http(s) URL of the MLflow server.")
-    experiment: str = Field(default="evidence-stage", min_length=1, description="Experiment name.")
+    tracking_uri: str = field_of(MlflowExportParams, "tracking_uri")
+    experiment: str = field_of(MlflowExportParams, "experiment")
 
 
 class OtelTarget(BaseModel):
@@ -84,8 +86,8 @@ class OtelTarget(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    endpoint: str = Field(description="OTLP/HTTP URL (/v1/traces appended unless present).")
-    headers: dict[str, str] = Field(default_factory=dict, description="HTTP headers of every export request.")
+    endpoint: str = field_of(OtelExportParams, "endpoint")
+    headers: dict[str, str] = field_of(OtelExportParams, "headers")
 
 
 class FollowConfig(BaseModel):
@@ -114,10 +116,8 @@ class ServeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     output: Url = Field(description="Output root of triggered and swept runs.")
-    storage_options: StorageOptions = Field(default_factory=dict, description="fsspec options without credentials, e.g. endpoint_url.")
-    aws_credentials_block: str | None = Field(
-        default=None, description="Name of a prefect-aws AwsCredentials block for S3; default: the environment."
-    )
+    storage_options: StorageOptions = field_of(StorageAccess, "storage_options")
+    aws_credentials_block: OptionalText = field_of(StorageAccess, "aws_credentials_block")
     gate: GateLimits = Field(default_factory=GateLimits, description="Quality gate of triggered and swept runs (off unless set).")
     score_mask: ScoreMask = Field(
         default=ScoreMask.unhealthy, description="Rollouts the clean scores of triggered and swept runs leave out, by health verdict."
@@ -196,7 +196,14 @@ def sweep_parameters(config: ServeConfig, sweep: SweepConfig) -> dict[str, Any]:
 
 def export_parameters(config: ServeConfig, target: MlflowTarget | OtelTarget) -> dict[str, Any]:
     """An export flow's parameters: the run directory from the event payload, the target from the config."""
-    return {"params": {"run_dir": "{{ event.payload.run_dir }}", **target.model_dump(), "storage_options": config.storage_options}}
+    return {
+        "params": {
+            "run_dir": "{{ event.payload.run_dir }}",
+            **target.model_dump(),
+            "storage_options": config.storage_options,
+            **config.credentials_parameter,
+        }
+    }
 
 
 def deployment(flow: Flow[..., Any], **options: Any) -> RunnerDeployment:
