@@ -26,8 +26,9 @@ def _absolute_or_none(value: str | None) -> str | None:
 def url_argument(text: str) -> str:
     """A URL argument as given, refused while parsing when its scheme is unsupported or mistyped (``check_url``).
 
-    The commands that read finished run directories (``compare``, ``export``) keep the URL as
-    the user spelled it: it is what they print, and what ``compare.json`` records.
+    The commands that take a run directory or a file (``compare``, ``export``, ``report``,
+    ``health``, ...) keep the URL as the user spelled it: it is what they print, and what
+    ``compare.json`` records; a flow's model makes it absolute (``Url``).
     """
     try:
         return check_url(text)
