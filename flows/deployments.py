@@ -41,10 +41,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from flows.batch import batch_flow
 from flows.compare import compare_flow
 from flows.export import export_mlflow_flow, export_otel_flow
+from flows.params.batch import BatchParams
 from flows.params.export import MlflowExportParams, OtelExportParams
-from flows.params.fields import OptionalText, field_of
+from flows.params.fields import OptionalCount, OptionalText, field_of
 from flows.params.gate import GateLimits
-from flows.params.stage import ScoreMask
+from flows.params.stage import ScoreMask, StageParams
 from flows.params.storage import StorageAccess, StorageOptions, Url
 from flows.stage import stage_flow
 from tasks.inputs.naming import canonical_url, job_id_for
@@ -67,9 +68,9 @@ class SweepConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     cron: str = Field(description="Cron expression (UTC) of the sweep.")
-    prefix: Url = Field(description="URL under which job folders are found.")
-    max_concurrency: int = Field(default=2, ge=1, le=64, description="Jobs processed at the same time.")
-    compare_previous: bool = Field(default=False, description="Compare each processed job with its previous complete run.")
+    prefix: Url = field_of(BatchParams, "prefix")
+    max_concurrency: int = field_of(BatchParams, "max_concurrency")
+    compare_previous: bool = field_of(BatchParams, "compare_previous")
 
 
 class MlflowTarget(BaseModel):
@@ -94,11 +95,11 @@ class FollowConfig(BaseModel):
     """The follow deployment: the job flow with ``follow`` on, started when a job starts (``gym.eval.started``)."""
 
     model_config = ConfigDict(extra="forbid")
-    snapshot_every: float = Field(default=30.0, gt=0, description="Seconds between snapshots.")
-    stall_after: float = Field(default=600.0, gt=0, description="Seconds after which a rollout whose capture is still is stalled.")
-    idle_timeout: float = Field(default=3600.0, gt=0, description="Seconds without a new line after which the job is taken as over.")
-    gate_min_rollouts: int | None = Field(default=None, ge=1, description="Rows in before the gate is checked on snapshots.")
-    stop_on_breach: bool = Field(default=False, description="End the follow when a snapshot breaches the gate.")
+    snapshot_every: float = field_of(StageParams, "snapshot_every")
+    stall_after: float = field_of(StageParams, "stall_after")
+    idle_timeout: float = field_of(StageParams, "idle_timeout")
+    gate_min_rollouts: OptionalCount = field_of(StageParams, "gate_min_rollouts")
+    stop_on_breach: bool = field_of(StageParams, "stop_on_breach")
 
 
 class ExportConfig(BaseModel):
