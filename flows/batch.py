@@ -35,7 +35,7 @@ def batch_flow(params: BatchParams) -> dict[str, Any]:
     logger = get_run_logger()
     started_at = datetime.now(UTC).isoformat()
     batch_run_id = new_run_id()
-    options = storage_options_with(params.storage_options, params.aws_credentials_block)
+    options = storage_options_with(params)
     search = find_jobs(Location(params.prefix, options), params.layout)
     skipped_folders = [{"folder": s.folder, "reason": s.reason, "candidates": list(s.candidates)} for s in search.skipped]
     for folder in skipped_folders:

@@ -41,9 +41,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from flows.batch import batch_flow
 from flows.compare import compare_flow
 from flows.export import export_mlflow_flow, export_otel_flow
+from flows.params.batch import BatchParams
+from flows.params.export import MlflowExportParams, OtelExportParams
+from flows.params.fields import OptionalCount, OptionalText, field_of
 from flows.params.gate import GateLimits
-from flows.params.stage import ScoreMask
-from flows.params.storage import StorageOptions, Url
+from flows.params.stage import ScoreMask, StageParams
+from flows.params.storage import StorageAccess, StorageOptions, Url
 from flows.stage import stage_flow
 from tasks.inputs.naming import canonical_url, job_id_for
 from tasks.publish.events import RUN_COMPLETED
@@ -65,9 +68,9 @@ class SweepConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     cron: str = Field(description="Cron expression (UTC) of the sweep.")
-    prefix: Url = Field(description="URL under which job folders are found.")
-    max_concurrency: int = Field(default=2, ge=1, le=64, description="Jobs processed at the same time.")
-    compare_previous: bool = Field(default=False, description="Compare each processed job with its previous complete run.")
+    prefix: Url = field_of(BatchParams, "prefix")
+    max_concurrency: int = field_of(BatchParams, "max_concurrency")
+    compare_previous: bool = field_of(BatchParams, "compare_previous")
 
 
 class MlflowTarget(BaseModel):
@@ -75,8 +78,8 @@ class MlflowTarget(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    tracking_uri: str = Field(description="http(s) URL of the MLflow server.")
-    experiment: str = Field(default="evidence-stage", min_length=1, description="Experiment name.")
+    tracking_uri: str = field_of(MlflowExportParams, "tracking_uri")
+    experiment: str = field_of(MlflowExportParams, "experiment")
 
 
 class OtelTarget(BaseModel):
@@ -84,19 +87,19 @@ class OtelTarget(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    endpoint: str = Field(description="OTLP/HTTP URL (/v1/traces appended unless present).")
-    headers: dict[str, str] = Field(default_factory=dict, description="HTTP headers of every export request.")
+    endpoint: str = field_of(OtelExportParams, "endpoint")
+    headers: dict[str, str] = field_of(OtelExportParams, "headers")
 
 
 class FollowConfig(BaseModel):
     """The follow deployment: the job flow with ``follow`` on, started when a job starts (``gym.eval.started``)."""
 
     model_config = ConfigDict(extra="forbid")
-    snapshot_every: float = Field(default=30.0, gt=0, description="Seconds between snapshots.")
-    stall_after: float = Field(default=600.0, gt=0, description="Seconds after which a rollout whose capture is still is stalled.")
-    idle_timeout: float = Field(default=3600.0, gt=0, description="Seconds without a new line after which the job is taken as over.")
-    gate_min_rollouts: int | None = Field(default=None, ge=1, description="Rows in before the gate is checked on snapshots.")
-    stop_on_breach: bool = Field(default=False, description="End the follow when a snapshot breaches the gate.")
+    snapshot_every: float = field_of(StageParams, "snapshot_every")
+    stall_after: float = field_of(StageParams, "stall_after")
+    idle_timeout: float = field_of(StageParams, "idle_timeout")
+    gate_min_rollouts: OptionalCount = field_of(StageParams, "gate_min_rollouts")
+    stop_on_breach: bool = field_of(StageParams, "stop_on_breach")
 
 
 class ExportConfig(BaseModel):
@@ -114,10 +117,8 @@ class ServeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     output: Url = Field(description="Output root of triggered and swept runs.")
-    storage_options: StorageOptions = Field(default_factory=dict, description="fsspec options without credentials, e.g. endpoint_url.")
-    aws_credentials_block: str | None = Field(
-        default=None, description="Name of a prefect-aws AwsCredentials block for S3; default: the environment."
-    )
+    storage_options: StorageOptions = field_of(StorageAccess, "storage_options")
+    aws_credentials_block: OptionalText = field_of(StorageAccess, "aws_credentials_block")
     gate: GateLimits = Field(default_factory=GateLimits, description="Quality gate of triggered and swept runs (off unless set).")
     score_mask: ScoreMask = Field(
         default=ScoreMask.unhealthy, description="Rollouts the clean scores of triggered and swept runs leave out, by health verdict."
@@ -196,7 +197,14 @@ def sweep_parameters(config: ServeConfig, sweep: SweepConfig) -> dict[str, Any]:
 
 def export_parameters(config: ServeConfig, target: MlflowTarget | OtelTarget) -> dict[str, Any]:
     """An export flow's parameters: the run directory from the event payload, the target from the config."""
-    return {"params": {"run_dir": "{{ event.payload.run_dir }}", **target.model_dump(), "storage_options": config.storage_options}}
+    return {
+        "params": {
+            "run_dir": "{{ event.payload.run_dir }}",
+            **target.model_dump(),
+            "storage_options": config.storage_options,
+            **config.credentials_parameter,
+        }
+    }
 
 
 def deployment(flow: Flow[..., Any], **options: Any) -> RunnerDeployment:

@@ -11,6 +11,7 @@ from typing import Any
 
 from prefect.artifacts import create_link_artifact, create_markdown_artifact
 
+from flows.execution.credentials import storage_options_with
 from flows.execution.modelflow import flow
 from flows.params.export import MlflowExportParams, OtelExportParams
 from tasks.export import TraceExport
@@ -30,7 +31,7 @@ def _traces_markdown(traces: TraceExport) -> str:
 @flow(name=MLFLOW_FLOW, log_prints=False)
 def export_mlflow_flow(params: MlflowExportParams) -> dict[str, Any]:
     """Create or update the MLflow run of one finished stage run (idempotent)."""
-    result = export_run_to_mlflow(Location(params.run_dir, params.storage_options), params.tracking_uri, params.experiment)
+    result = export_run_to_mlflow(Location(params.run_dir, storage_options_with(params)), params.tracking_uri, params.experiment)
     create_link_artifact(key="evidence-stage-mlflow-run", link=result.run_url(params.tracking_uri), link_text=f"MLflow run {result.run_id}")
     create_markdown_artifact(key="evidence-stage-mlflow-traces", markdown=_traces_markdown(result.traces))
     return result.as_dict()
@@ -39,6 +40,6 @@ def export_mlflow_flow(params: MlflowExportParams) -> dict[str, Any]:
 @flow(name=OTEL_FLOW, log_prints=False)
 def export_otel_flow(params: OtelExportParams) -> dict[str, Any]:
     """Send one finished run's rollout traces to an OTLP/HTTP endpoint (same ids on every export)."""
-    result = export_run_to_otel(Location(params.run_dir, params.storage_options), params.endpoint, params.headers)
+    result = export_run_to_otel(Location(params.run_dir, storage_options_with(params)), params.endpoint, params.headers)
     create_markdown_artifact(key="evidence-stage-otel-traces", markdown=_traces_markdown(result))
     return result.as_dict()

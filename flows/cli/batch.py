@@ -40,7 +40,7 @@ def preflight(params: BatchParams) -> None:
     from tasks.storage import InputNotFound, Location
     from tasks.storage.probe import check_writable
 
-    options = storage_options_with(params.storage_options, params.aws_credentials_block)
+    options = storage_options_with(params)
     prefix = Location(params.prefix, options)
     if not prefix.is_dir():
         if prefix.is_file():

@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from flows.cli.options import add_storage_options, storage_options_of, url_argument
-from flows.params.cli import key_value
+from flows.cli.options import add_model_options, model_from_args
+from flows.params.export import MlflowExportParams, OtelExportParams
 
 
 def register(subcommands: Any) -> None:
@@ -26,31 +26,14 @@ def register(subcommands: Any) -> None:
         help="one MLflow run per stage run: params, metrics, artifacts, traces",
         description="One MLflow run per stage run: params, metrics, artifacts, traces; prints what was sent as one JSON line.",
     )
-    mlflow.add_argument(
-        "run_dir", metavar="RUN_DIR_URL", type=url_argument, help="a finished run directory (<output>/<job-id>/runs/<run-id>)"
-    )
-    mlflow.add_argument("--tracking-uri", required=True, metavar="URI", help="http(s) URL of the MLflow server")
-    mlflow.add_argument("--experiment", default="evidence-stage", metavar="NAME", help="experiment name (default evidence-stage)")
-    add_storage_options(mlflow)
+    add_model_options(mlflow, MlflowExportParams)
     mlflow.set_defaults(handler=handle_mlflow)
     otel = targets.add_parser(
         "otel",
         help="one OpenTelemetry trace per main row, over OTLP/HTTP",
         description="One OpenTelemetry trace per main row, over OTLP/HTTP; prints what was sent as one JSON line.",
     )
-    otel.add_argument(
-        "run_dir", metavar="RUN_DIR_URL", type=url_argument, help="a finished run directory (<output>/<job-id>/runs/<run-id>)"
-    )
-    otel.add_argument("--endpoint", required=True, metavar="URL", help="OTLP/HTTP URL (/v1/traces appended unless present)")
-    otel.add_argument(
-        "--header",
-        action="append",
-        type=key_value,
-        default=[],
-        metavar="KEY=VALUE",
-        help="HTTP header sent with every request (repeatable; default: none)",
-    )
-    add_storage_options(otel)
+    add_model_options(otel, OtelExportParams)
     otel.set_defaults(handler=handle_otel)
 
 
@@ -61,19 +44,24 @@ with exponential backoff took 4 minutes to fail on a server that stopped answeri
 
 def handle_mlflow(args: argparse.Namespace) -> int:
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", MLFLOW_RETRIES)  # read when MLflow makes its first request
+    from flows.execution.credentials import storage_options_with
     from tasks.export import export_to_mlflow  # MLflow only when exporting
     from tasks.storage import Location
 
+    params = model_from_args(MlflowExportParams, args)
+    run_dir = Location(args.run_dir, storage_options_with(params))  # as given, as compare takes its runs
     with contextlib.redirect_stdout(io.StringIO()):  # MLflow prints "View run at ..." lines: stdout is the one JSON line
-        result = export_to_mlflow(Location(args.run_dir, storage_options_of(args)), args.tracking_uri, args.experiment)
-    print(orjson.dumps({**result.as_dict(), "url": result.run_url(args.tracking_uri)}).decode())
+        result = export_to_mlflow(run_dir, params.tracking_uri, params.experiment)
+    print(orjson.dumps({**result.as_dict(), "url": result.run_url(params.tracking_uri)}).decode())
     return 0
 
 
 def handle_otel(args: argparse.Namespace) -> int:
+    from flows.execution.credentials import storage_options_with
     from tasks.export import export_to_otel  # OpenTelemetry only when exporting
     from tasks.storage import Location
 
-    result = export_to_otel(Location(args.run_dir, storage_options_of(args)), args.endpoint, dict(args.header))
+    params = model_from_args(OtelExportParams, args)
+    result = export_to_otel(Location(args.run_dir, storage_options_with(params)), params.endpoint, params.headers)
     print(orjson.dumps(result.as_dict()).decode())
     return 0

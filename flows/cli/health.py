@@ -11,7 +11,8 @@ import argparse
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
-from flows.cli.options import add_storage_options, storage_options_of, url_argument
+from flows.cli.options import add_storage_options, storage_options_of
+from flows.params.storage import url_argument
 
 if TYPE_CHECKING:
     from tasks.storage import Location

@@ -20,19 +20,10 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from flows.params.cli import Cli
-from flows.params.stage import StageParams
-from tasks.inputs.naming import UnsupportedUrl, check_url
+from flows.params.storage import StorageAccess
 
 _PLAIN = Cli()
 M = TypeVar("M", bound=BaseModel)
-
-
-def url_argument(text: str) -> str:
-    """A URL argument, refused while parsing when its scheme is unsupported or mistyped (``tasks.inputs.naming.check_url``)."""
-    try:
-        return check_url(text)
-    except UnsupportedUrl as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def cli_of(field: FieldInfo) -> Cli:
@@ -135,14 +126,13 @@ def _is_enum(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, Enum)
 
 
-STORAGE_OPTIONS = StageParams.model_fields["storage_options"]
-
-
 def add_storage_options(parser: argparse.ArgumentParser) -> None:
-    """``--storage-option KEY=VALUE``, as every model with storage options declares it."""
-    add_field_option(parser, "storage_options", STORAGE_OPTIONS)
+    """``--storage-option KEY=VALUE`` and ``--aws-credentials-block NAME``, the options of every command that reads storage."""
+    add_model_options(parser, StorageAccess)
 
 
 def storage_options_of(args: argparse.Namespace) -> dict[str, Any]:
-    """The ``--storage-option`` pairs given, as a dict."""
-    return option_value(args, "storage_options", STORAGE_OPTIONS) or {}
+    """What a command reads storage with: its ``StorageAccess`` options as given, a named block's credentials merged in."""
+    from flows.execution.credentials import storage_options_with  # prefect-aws only when a block is named
+
+    return storage_options_with(model_from_args(StorageAccess, args))

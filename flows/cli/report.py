@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flows.cli.options import add_storage_options, storage_options_of, url_argument
+from flows.cli.options import add_storage_options, storage_options_of
+from flows.params.storage import url_argument
 
 
 def register(subcommands: Any) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from flows.params.storage import ReachesStorage
+
 
 def block_storage_options(block_name: str) -> dict[str, Any]:
     """s3fs options (key, secret, token, profile, region) from the prefect-aws ``AwsCredentials`` block ``block_name``."""
@@ -30,11 +32,12 @@ def block_storage_options(block_name: str) -> dict[str, Any]:
     return {name: value for name, value in options.items() if value is not None}
 
 
-def storage_options_with(options: dict[str, Any], block_name: str | None) -> dict[str, Any]:
-    """The options a run's storage uses: the parameters' (endpoint, ...) plus the block's credentials."""
-    if block_name is None:
+def storage_options_with(access: ReachesStorage) -> dict[str, Any]:
+    """The options storage is read and written with: the parameters' (endpoint, ...) plus the named block's credentials."""
+    options = access.storage_options
+    if access.aws_credentials_block is None:
         return options
-    from_block = block_storage_options(block_name)
+    from_block = block_storage_options(access.aws_credentials_block)
     client_kwargs = {**from_block.pop("client_kwargs", {}), **options.get("client_kwargs", {})}
     merged = {**from_block, **options}
     if client_kwargs:

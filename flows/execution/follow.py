@@ -78,7 +78,7 @@ def follow_job(
     """
     logger = get_run_logger()
     ctx = replace(ctx, resume=True)  # the parts made while following are kept, and reused as a resume reuses them
-    options = storage_options_with(params.storage_options, params.aws_credentials_block)
+    options = storage_options_with(params)
     tail = JobTail(params.rollouts, params.failures, options, ctx.capture_dir)
     progress = Progress(total=0, job_id=ctx.job_id)
     poll = min(POLL_SECONDS, params.snapshot_every)

@@ -160,7 +160,7 @@ def job_locations(params: StageParams) -> tuple[tuple[Shard, ...], Location, Loc
     Checks what can be checked before anything is written: every input exists (a failures
     sidecar given explicitly too), and the job directory is apart from the inputs.
     """
-    options = storage_options_with(params.storage_options, params.aws_credentials_block)
+    options = storage_options_with(params)
     capture_dir = Location(params.capture_dir, options)
     urls = expand_rollouts(params.rollouts, options)
     if params.follow and params.job_id is None and any(char in "*?[" for char in str(params.rollouts)):

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from flows.params.cli import Cli
-from flows.params.fields import OptionalCount, OptionalText
+from flows.params.fields import OptionalCount, OptionalText, field_of
 from flows.params.gate import GateLimits
 from flows.params.stage import IgnoredChecks, ScoreMask, StageParams, TaskRunnerKind, check_dask_options
-from flows.params.storage import StorageOptions, Url
+from flows.params.storage import StorageAccess, StorageOptions, Url
 from tasks.inputs.layout import DEFAULT_CAPTURE_DIR, DEFAULT_EXCLUDE_GLOBS, DEFAULT_ROLLOUTS_GLOB, DEFAULT_SHARD_GLOB, JobLayout
 
 if TYPE_CHECKING:
@@ -19,8 +18,8 @@ if TYPE_CHECKING:
 
 
 def _as_in_stage(name: str) -> Any:
-    """The job flow's own field (title, description, bounds, option), so both forms and both commands read the same."""
-    return copy.copy(StageParams.model_fields[name])
+    """The job flow's own field, so both forms and both commands read the same."""
+    return field_of(StageParams, name)
 
 
 class BatchParams(BaseModel):
@@ -63,8 +62,8 @@ class BatchParams(BaseModel):
     max_workers: int = _as_in_stage("max_workers")
     dask_address: OptionalText = _as_in_stage("dask_address")
     dask_workers: OptionalCount = _as_in_stage("dask_workers")
-    storage_options: StorageOptions = _as_in_stage("storage_options")
-    aws_credentials_block: OptionalText = _as_in_stage("aws_credentials_block")
+    storage_options: StorageOptions = field_of(StorageAccess, "storage_options")
+    aws_credentials_block: OptionalText = field_of(StorageAccess, "aws_credentials_block")
     gate: GateLimits = _as_in_stage("gate")
     score_mask: ScoreMask = _as_in_stage("score_mask")
 

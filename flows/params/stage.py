@@ -8,9 +8,9 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from flows.params.cli import Cli
-from flows.params.fields import OptionalCount, OptionalText
+from flows.params.fields import OptionalCount, OptionalText, field_of
 from flows.params.gate import GATE_OPTION, GateLimits
-from flows.params.storage import OptionalUrl, StorageOptions, Url
+from flows.params.storage import OptionalUrl, StorageAccess, StorageOptions, Url
 from tasks.inputs.naming import canonical_url, check_id
 
 # The fan-out's default group sizes (flows/execution/groups.py): a task run costs ~40 ms of CPU in the
@@ -191,14 +191,8 @@ class StageParams(BaseModel):
         title="Local Dask workers",
         description=f"Worker processes of a local Dask cluster; blank: {DEFAULT_DASK_WORKERS}.",
     )
-    storage_options: StorageOptions = Field(
-        default_factory=dict, title="Storage options", description="fsspec options without credentials, e.g. endpoint_url."
-    )
-    aws_credentials_block: Annotated[OptionalText, Cli(metavar="NAME")] = Field(
-        default=None,
-        title="AWS credentials block",
-        description="Name of a prefect-aws AwsCredentials block for S3; blank: the environment.",
-    )
+    storage_options: StorageOptions = field_of(StorageAccess, "storage_options")
+    aws_credentials_block: OptionalText = field_of(StorageAccess, "aws_credentials_block")
     gate: Annotated[GateLimits, GATE_OPTION] = Field(
         default_factory=GateLimits,
         title="Quality gate",

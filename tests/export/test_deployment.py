@@ -36,6 +36,10 @@ def test_each_configured_target_gets_a_deployment_on_run_completed() -> None:
         }
     }
     assert exports[OTEL_FLOW].triggers[0].parameters["params"]["headers"] == {"a": "b"}
+    with_block = ServeConfig.model_validate({**CONFIG, "aws_credentials_block": "s3-block"})
+    exported = [d for d in build_deployments(with_block) if d.name == ON_RUN_COMPLETED]
+    # An export reads the run with the block's credentials, as the job flow wrote it.
+    assert [d.triggers[0].parameters["params"].get("aws_credentials_block") for d in exported] == ["s3-block", "s3-block"]
     assert not [d for d in build_deployments(ServeConfig(output="out")) if d.name == ON_RUN_COMPLETED]
 
 

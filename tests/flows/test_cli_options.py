@@ -1,4 +1,4 @@
-"""``run`` and ``batch`` options made from the parameter models (``flows/cli/options.py``).
+"""``run``, ``batch``, ``compare`` and ``export`` options made from the parameter models (``flows/cli/options.py``).
 
 Every field is one option with a help line, the option sets that field only, and what ``--help``
 says of its default and choices is the model's. Which option sets which field is found by
@@ -19,17 +19,35 @@ from pydantic.fields import FieldInfo
 from flows.cli.main import build_parser, main
 from flows.cli.options import add_model_options, model_from_args
 from flows.params.batch import BatchParams
+from flows.params.compare import CompareParams
 from flows.params.console import ConsoleParams, RunConsoleParams
+from flows.params.export import MlflowExportParams, OtelExportParams
 from flows.params.stage import StageParams
+from flows.params.storage import StorageAccess
 
 REQUIRED = {
     "run": ["--rollouts", "/job/rollouts.jsonl", "--capture-dir", "/job/model-calls", "--output", "/out"],
     "batch": ["/jobs", "--output", "/out"],
+    "compare": ["/out/a", "/out/b"],
+    "export mlflow": ["/out/run", "--tracking-uri", "http://127.0.0.1:5000"],
+    "export otel": ["/out/run", "--endpoint", "http://127.0.0.1:4318"],
 }
-MODELS: dict[str, tuple[type[BaseModel], ...]] = {"run": (StageParams, RunConsoleParams), "batch": (BatchParams, ConsoleParams)}
+MODELS: dict[str, tuple[type[BaseModel], ...]] = {
+    "run": (StageParams, RunConsoleParams),
+    "batch": (BatchParams, ConsoleParams),
+    "compare": (CompareParams,),
+    "export mlflow": (MlflowExportParams,),
+    "export otel": (OtelExportParams,),
+}
+COMMANDS = list(MODELS)
 """Each command's models: the flow's parameters first, then the console's options (in no form)."""
 # A value each option accepts; any other option takes "x1" (an id, a URL, a glob) or 3 (a number).
-SAMPLES = {"--ignore-check": "model_call_failed", "--gate": "max_lost_share=0.5", "--storage-option": "endpoint_url=http://127.0.0.1:5000"}
+SAMPLES = {
+    "--ignore-check": "model_call_failed",
+    "--gate": "max_lost_share=0.5",
+    "--storage-option": "endpoint_url=http://127.0.0.1:5000",
+    "--header": "authorization=Bearer x",
+}
 # Options that apply only beside another (refused alone, issue 35): given with it, which is then not counted.
 CONTEXT = {
     "--dask-address": ["--task-runner", "dask"],
@@ -38,10 +56,12 @@ CONTEXT = {
 }
 
 
-def _parser(command: str) -> argparse.ArgumentParser:
-    (subcommands,) = [action for action in build_parser()._actions if isinstance(action, argparse._SubParsersAction)]
-    parser: argparse.ArgumentParser = subcommands.choices[command]
-    return parser
+def _parser(command: str, parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The parser of ``command`` (``export mlflow``: a target's, under ``export``)."""
+    first, _, rest = command.partition(" ")
+    (subcommands,) = [action for action in (parser or build_parser())._actions if isinstance(action, argparse._SubParsersAction)]
+    found: argparse.ArgumentParser = subcommands.choices[first]
+    return _parser(rest, found) if rest else found
 
 
 def _options(command: str) -> list[argparse.Action]:
@@ -82,7 +102,7 @@ def _fields_of_options(command: str) -> dict[str, argparse.Action]:
     return found
 
 
-@pytest.mark.parametrize("command", ["run", "batch"])
+@pytest.mark.parametrize("command", COMMANDS)
 def test_every_field_is_one_option_with_a_help_line(command: str) -> None:
     assert _given(command, []) == set()  # an option left out sets nothing (resume compares what was given)
     options = _fields_of_options(command)
@@ -102,7 +122,7 @@ def _default_text(default: Any) -> str | None:
     return None if default is None or isinstance(default, bool | dict | BaseModel) else str(default)
 
 
-@pytest.mark.parametrize("command", ["run", "batch"])
+@pytest.mark.parametrize("command", COMMANDS)
 def test_help_defaults_and_choices_are_the_models(command: str) -> None:
     fields = _fields(command)
     for name, action in _fields_of_options(command).items():
@@ -180,3 +200,53 @@ def test_the_follow_settings_need_follow_and_a_follow_takes_the_whole_job() -> N
     with pytest.raises(ValueError, match="would start a local Dask cluster each time"):
         StageParams(**base, follow=True, task_runner="dask")
     assert StageParams(**base, follow=True, snapshot_every=5).snapshot_every == 5
+
+
+def _storage_commands() -> dict[str, argparse.ArgumentParser]:
+    """Every command (export's targets one by one) that reads or writes storage: those with ``--storage-option``."""
+    found = {}
+    for name, parser in _parser("export")._actions[-1].choices.items():  # type: ignore[union-attr]
+        found[f"export {name}"] = parser
+    (subcommands,) = [action for action in build_parser()._actions if isinstance(action, argparse._SubParsersAction)]
+    found |= {name: parser for name, parser in subcommands.choices.items() if name != "export"}
+    return {name: parser for name, parser in found.items() if "--storage-option" in parser._option_string_actions}
+
+
+def test_every_command_that_reads_storage_has_the_storage_access_options() -> None:
+    """One declaration (``StorageAccess``): the same flags, dests and help wherever storage is read."""
+    reference = argparse.ArgumentParser()
+    add_model_options(reference, StorageAccess)
+    expected = {
+        flag: (action.dest, action.help, action.metavar) for flag, action in reference._option_string_actions.items() if flag != "-h"
+    }
+    commands = _storage_commands()
+    assert {"run", "batch", "compare", "export mlflow", "export otel", "report", "tables", "select", "health", "export-atif"} <= set(
+        commands
+    )
+    for name, parser in commands.items():
+        actions = parser._option_string_actions
+        assert {flag: (actions[flag].dest, actions[flag].help, actions[flag].metavar) for flag in expected} == expected, name
+        if name in REQUIRED:
+            args = parser.parse_args([*REQUIRED[name], "--aws-credentials-block", "s3-block", "--storage-option", "use_ssl=false"])
+            access = model_from_args(StorageAccess, args)
+            assert (access.aws_credentials_block, access.storage_options) == ("s3-block", {"use_ssl": False}), name
+
+
+def test_compare_keeps_its_urls_as_given_and_refuses_a_mistyped_one_while_parsing(capsys: pytest.CaptureFixture[str]) -> None:
+    args = _parser("compare").parse_args(["runs/a", "s3://b/runs/b", "--seed", "7"])
+    assert (args.run_a, args.run_b, model_from_args(CompareParams, args).seed) == ("runs/a", "s3://b/runs/b", 7)
+    with pytest.raises(SystemExit) as exit_:
+        main(["compare", "s3:/b/runs/a", "runs/b"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("evidence-stage: error: argument RUN_A_URL: malformed URL 's3:/b/runs/a'")
+    assert len(err.splitlines()) == 1
+    assert main(["compare", "runs/a", "runs/b", "--seed", "-1"]) == 2
+    assert capsys.readouterr().err == "evidence-stage: error: invalid parameter seed: Input should be greater than or equal to 0\n"
+
+
+def test_export_headers_repeat_into_one_mapping() -> None:
+    argv = [*REQUIRED["export otel"], "--header", "a=1", "--header", "b=x=y"]
+    params = model_from_args(OtelExportParams, _parser("export otel").parse_args(argv))
+    assert params.headers == {"a": "1", "b": "x=y"}
+    assert params.run_dir == "file:///out/run"

@@ -18,7 +18,8 @@ import pytest
 
 from evidence.capabilities import DIMENSIONS
 from flows.cli.main import main
-from flows.compare import CompareParams, compare_flow
+from flows.compare import compare_flow
+from flows.params.compare import CompareParams
 from tests.bootstrap_reference import reference_interval
 from tests.compared_runs import POLICY_MODEL, SWAPPED_MODEL, ComparedRuns
 

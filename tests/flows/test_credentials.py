@@ -64,3 +64,28 @@ def test_a_block_s_credentials_reach_s3_but_never_the_server(s3: str, prefect_se
     stored = [run.parameters for run in runs if run.parameters.get("params", {}).get("job_id") == "with-block"]
     assert [p["params"]["aws_credentials_block"] for p in stored] == ["stage-s3"]
     assert SECRET not in json.dumps([run.parameters for run in runs], default=str)
+
+
+def test_a_command_without_a_flow_reads_storage_with_the_named_block_s_credentials(prefect_server: str) -> None:
+    """``--aws-credentials-block`` is every storage command's (``StorageAccess``), not only the flows'."""
+    from prefect_aws import AwsCredentials
+
+    from flows.cli.main import build_parser
+    from flows.cli.options import storage_options_of
+
+    AwsCredentials(aws_access_key_id="AKIAREPORT", aws_secret_access_key=SECRET, region_name="eu-west-1").save("report-s3", overwrite=True)
+    argv = [
+        "report",
+        "s3://evals/job/runs/r1",
+        "--aws-credentials-block",
+        "report-s3",
+        "--storage-option",
+        "endpoint_url=http://127.0.0.1:9",
+    ]
+    assert storage_options_of(build_parser().parse_args(argv)) == {
+        "key": "AKIAREPORT",
+        "secret": SECRET,
+        "client_kwargs": {"region_name": "eu-west-1"},
+        "endpoint_url": "http://127.0.0.1:9",
+    }
+    assert storage_options_of(build_parser().parse_args(argv[:2])) == {}

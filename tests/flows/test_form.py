@@ -8,6 +8,7 @@ from prefect.utilities.callables import parameter_schema
 from flows.batch import batch_flow
 from flows.compare import compare_flow
 from flows.execution.groups import GroupSizes
+from flows.export import export_mlflow_flow, export_otel_flow
 from flows.params.stage import MAX_TASK_RUNS, StageParams
 from flows.stage import stage_flow
 
@@ -22,7 +23,16 @@ def test_the_job_form_reads_urls_then_subset_then_settings() -> None:
     assert StageParams.model_json_schema()["required"] == ["rollouts", "capture_dir", "output"]
 
 
-@pytest.mark.parametrize(("flow", "model"), [(stage_flow, "StageParams"), (batch_flow, "BatchParams"), (compare_flow, "CompareParams")])
+@pytest.mark.parametrize(
+    ("flow", "model"),
+    [
+        (stage_flow, "StageParams"),
+        (batch_flow, "BatchParams"),
+        (compare_flow, "CompareParams"),
+        (export_mlflow_flow, "MlflowExportParams"),
+        (export_otel_flow, "OtelExportParams"),
+    ],
+)
 def test_optional_fields_are_plain_fields_not_null_toggles(flow: object, model: str) -> None:
     toggles = [
         name for name, field in _properties(flow, model).items() if any(choice.get("type") == "null" for choice in field.get("anyOf", []))
