@@ -337,28 +337,39 @@ def _cut(size: int) -> bool:
     return size >= 2 * SCAN_SPAN_BYTES
 
 
-def _spans(
+def _lines(
     location: Location, size: int, listing: Mapping[str, FileEntry], shared: ListingFile | None, pool: Executor | None
-) -> Iterator[ScannedSpan]:
+) -> Iterator[tuple[int, ScannedLine]]:
     # ``size`` is where the scan stops: the file's listed size, or a followed file's end.
-    """The file's spans in order: scanned by the attempt pool's workers (reading ``shared``) when
-    there is one and the file is worth cutting, else here. Parsing every row is discovery's whole
-    cost (a second per 400 MB), and the pool's workers are idle until the fan-out starts."""
+    """The file's non-blank lines in order, each with its line number in the file: scanned here
+    as they are read, so the fan-out can start on the first rows, or, for a file worth cutting
+    when there is an attempt pool, in spans its workers scan (reading ``shared``), a few at once:
+    parsing every row is discovery's whole cost (a second per 400 MB)."""
     if pool is None or shared is None or not _cut(size):
-        yield scan_span(location, listing, 0, size)
+        for count, offset, raw in location.iter_lines(0, size):
+            if raw.strip():
+                yield count, _scan_line(count, offset, raw, listing)
         return
     starts = range(0, size, SCAN_SPAN_BYTES)
     pending: deque[Future[ScannedSpan]] = deque()
+    base = 0  # lines before the span
+
+    def scanned(span: ScannedSpan) -> Iterator[tuple[int, ScannedLine]]:
+        nonlocal base
+        for row in span.rows:
+            yield base + row.line, row
+        base += span.lines
+
     try:
         for start in starts:
             if len(pending) >= SCAN_SPANS_IN_FLIGHT:
-                yield pending.popleft().result()
+                yield from scanned(pending.popleft().result())
             end = size if start == starts[-1] else start + SCAN_SPAN_BYTES  # the last span reads to the end, as one scan would
             pending.append(pool.submit(scan_span, location, shared, start, end))
         while pending:
-            yield pending.popleft().result()
+            yield from scanned(pending.popleft().result())
     finally:
-        for future in pending:  # a failed span (Prefect retries discovery): the pool is not kept busy
+        for future in pending:  # a failed span (the scan is made again or the run fails): the pool is not kept busy
             future.cancel()
 
 
@@ -385,27 +396,23 @@ def _scan(
     with _listing_file(listing) if spanned else nullcontext(None) as shared:
         for shard, source, location, size in sources:
             shard_name = location.name if shard is not None else None
-            base = 0  # lines before the span
-            for span in _spans(location, size, listing, shared, pool):
-                for scanned in span.rows:
-                    line_no = base + scanned.line
-                    if scanned.skipped is not None:
-                        plan.skipped.append(SkippedLine(source, line_no, scanned.skipped, shard_name))
-                        continue
-                    rows[(shard, source)] += 1
-                    if scanned.rollout_id is not None:
-                        claimed.add(scanned.rollout_id)
-                    attempt = attempt_ref(scanned, source, line_no, out_lines[source] + 1, shard)
-                    if keep is not None and not keep(attempt):
-                        continue  # a subset run's outputs hold the chosen rows only, numbered on without the others
-                    out_lines[source] += 1
-                    if source == MAIN:
-                        accounts[shard or 0].land(scanned.accounted)
-                    else:
-                        accounts[shard or 0].fail(scanned.accounted)
-                    plan.attempts.add(attempt)
-                    yield attempt
-                base += span.lines
+            for line_no, scanned in _lines(location, size, listing, shared, pool):
+                if scanned.skipped is not None:
+                    plan.skipped.append(SkippedLine(source, line_no, scanned.skipped, shard_name))
+                    continue
+                rows[(shard, source)] += 1
+                if scanned.rollout_id is not None:
+                    claimed.add(scanned.rollout_id)
+                attempt = attempt_ref(scanned, source, line_no, out_lines[source] + 1, shard)
+                if keep is not None and not keep(attempt):
+                    continue  # a subset run's outputs hold the chosen rows only, numbered on without the others
+                out_lines[source] += 1
+                if source == MAIN:
+                    accounts[shard or 0].land(scanned.accounted)
+                else:
+                    accounts[shard or 0].fail(scanned.accounted)
+                plan.attempts.add(attempt)
+                yield attempt
     plan.orphans = sorted(
         shown_name(name) for name in listing if _capture_id_of_file(name) is not None and _capture_id_of_file(name) not in claimed
     )
