@@ -91,8 +91,8 @@ def fan_out(
 ) -> GroupSummary:
     """Run a task per group, a bounded window of them in flight; return their summaries added up.
 
-    Groups are read from the plan's spill as the window moves, so the flow holds the attempts
-    of the groups in flight, not the job's. Each attempt's status is in its part. Each group is
+    Groups are pulled as the window moves (from discovery's scan as it plans them, in a run), so
+    the flow holds the attempts of the groups in flight, not the job's. Each attempt's status is in its part. Each group is
     handed to ``done`` once its task and those of every group before it have finished (in
     input order, the order the reduce consumes them). A followed job passes the one ``progress``
     it keeps for all its batches of new rows. A ``total`` that is a function (discovery's
