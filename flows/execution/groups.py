@@ -22,6 +22,14 @@ GUIDED_SHARES = 2
 """Without a requested size, a group takes ``1 / (GUIDED_SHARES * workers)`` of the attempts not yet grouped."""
 
 
+Total = int | Callable[[], int]
+"""A count of attempts, or a function giving it as it is known so far (an estimate until discovery has ended)."""
+
+
+def counted(total: Total) -> int:
+    return total if isinstance(total, int) else total()
+
+
 @dataclass(frozen=True, slots=True)
 class GroupSizes:
     """How many attempts each group task gets, in turn.
@@ -52,14 +60,6 @@ class GroupSizes:
         """The sizes for the run's log: ``100``, or ``530 down to 100``."""
         first, last = self.next(0), self.next(counted(self.total))
         return str(first) if first == last else f"{first} down to {last}"
-
-
-Total = int | Callable[[], int]
-"""A count of attempts, or a function giving it as it is known so far (an estimate until discovery has ended)."""
-
-
-def counted(total: Total) -> int:
-    return total if isinstance(total, int) else total()
 
 
 def make_groups(attempts: Iterable[AttemptRef], sizes: GroupSizes) -> Generator[list[AttemptRef], None, None]:
