@@ -8,10 +8,11 @@ tasks these steps call run as task runs of the flow that calls them.
 from __future__ import annotations
 
 import functools
+import itertools
 import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Executor
-from contextlib import ExitStack, contextmanager, nullcontext
+from contextlib import ExitStack, closing, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -25,9 +26,9 @@ from flows.execution.runners import attempt_pool, parallel_groups
 from flows.params.gate import GateLimits
 from flows.params.stage import StageParams
 from tasks.attempts.context import RunContext
-from tasks.attempts.parts import reused_parts
+from tasks.attempts.parts import ReusedParts
 from tasks.discover.refs import AttemptRef
-from tasks.discover.scan import JobPlan
+from tasks.discover.scan import Discovery, JobPlan
 from tasks.discover.task import discover_job
 from tasks.publish.gate import judge_run
 from tasks.publish.report import render_run_report
@@ -83,51 +84,68 @@ def process_job(
     ends: Mapping[str, int] | None = None,
     followed: bool = False,
 ) -> ProcessedJob:
-    """Discover the job's attempts, process them in groups on the attempt pool, reduce the parts.
+    """Discover the job's attempts and process them in groups on the attempt pool as discovery plans
+    them, folding each finished group beside the fan-out; then the reduce's end.
 
-    A followed job (``flows.execution.follow``) passes the attempt pool it keeps open (``running``), and for a
-    snapshot the ``ends`` of its files (``tasks.discover.scan.discover``); otherwise a pool is
-    started for the run. Its passes (``followed``) publish no progress of their own: the follow's
-    counts the rows as they land.
+    The fan-out pulls its groups from the scan (``tasks.discover.scan.Discovery``): the first
+    starts once a group's worth of rows is scanned, and the group sizes and the progress total
+    follow discovery's estimate until the scan has ended. A followed job
+    (``flows.execution.follow``) passes the attempt pool it keeps open (``running``), and for a
+    snapshot the ``ends`` of its files; otherwise a pool is started for the run. Its passes
+    (``followed``) publish no progress of their own: the follow's counts the rows as they land.
     """
     with attempt_pool(params) if running is None else nullcontext(running) as pool:  # its workers scan, then process groups
-        with timings.measure("discover_s"):
-            keep = subset_filter(recorded.rollout_ids, recorded.rollout_glob) if recorded.is_subset else None  # a resumed subset stays one
-            plan = stack.enter_context(discover_job(ctx.shards, ctx.capture_dir, pool, keep, ends))
-        timings.seconds["discover_task_s"] = plan.seconds
-        if keep is not None and not plan.attempts.count:
-            raise NothingToRun(f"{subset_described(recorded)} selects no rollout of the job: nothing to run (the run was not kept)")
-        if ctx.resume:
-            reused = reused_parts(ctx.run_dir, plan.attempts)
-            tell(f"resumed: {reused} attempts reused, {plan.attempts.count - reused} to go")
-        sizes = GroupSizes(plan.attempts.count, params.attempts_per_task, parallel_groups(params))
-        get_run_logger().info(
-            "%d attempts in groups of %s; %d orphan captures; %d skipped lines",
-            plan.attempts.count,
-            sizes.describe(),
-            len(plan.orphans),
-            len(plan.skipped),
-        )
-        preload_libraries()  # the reduce's imports, while the attempt pool works
-        feed = stack.enter_context(Feed(functools.partial(RunFolds, ctx, recorded.atif_all_or_nothing)))
+        started = time.perf_counter()
+        keep = subset_filter(recorded.rollout_ids, recorded.rollout_glob) if recorded.is_subset else None  # a resumed subset stays one
+        discovery = stack.enter_context(discover_job(ctx.shards, ctx.capture_dir, pool, keep, ends))
+        sizes = GroupSizes(discovery.estimate, params.attempts_per_task, parallel_groups(params))
+        with closing(make_groups(_planned(discovery, ctx, sizes), sizes)) as groups:
+            first = next(groups, None)
+            timings.seconds["discover_s"] = time.perf_counter() - started  # what the fan-out waited for
+            if first is None and keep is not None:
+                raise NothingToRun(f"{subset_described(recorded)} selects no rollout of the job: nothing to run (the run was not kept)")
+            preload_libraries()  # the reduce's imports, while the attempt pool works
+            feed = stack.enter_context(Feed(functools.partial(RunFolds, ctx, recorded.atif_all_or_nothing)))
 
-        def done(group: list[AttemptRef]) -> None:
-            timings.attempts_end()
-            feed.put(group)  # folded beside the fan-out
+            def done(group: list[AttemptRef]) -> None:
+                timings.attempts_end()
+                feed.put(group)  # folded beside the fan-out
 
-        with timings.measure("fan_out_s"):
-            progress = Progress(plan.attempts.count, ctx.job_id, published=False) if followed else None
-            work = fan_out(params, ctx, make_groups(plan.attempts, sizes), plan.attempts.count, pool, done, progress)
+            with timings.measure("fan_out_s"):
+                progress = Progress(discovery.estimate(), ctx.job_id, published=False) if followed else None
+                pulled = itertools.chain([first] if first is not None else [], groups)
+                work = fan_out(params, ctx, pulled, discovery.estimate, pool, done, progress)
         if timings.attempts_ended is None:  # no group: the tail starts where the fan-out ended
             timings.attempts_end()
+    timings.seconds["discover_task_s"] = discovery.seconds
     timings.seconds["in_task_s"] = work.seconds
     timings.seconds["fan_out_parallelism"] = min(parallel_groups(params), work.runs)
     with timings.measure("reduce_s"):
-        reduced = reduce_run(ctx, plan.attempts, recorded.atif_all_or_nothing, feed)
+        reduced = reduce_run(ctx, discovery.plan.attempts, recorded.atif_all_or_nothing, feed)
         stack.enter_context(reduced.log)
     timings.seconds["reduce_task_s"] = reduced.seconds
     timings.seconds["tables_s"] = reduced.tables_seconds
-    return ProcessedJob(plan, reduced)
+    return ProcessedJob(discovery.plan, reduced)
+
+
+def _planned(discovery: Discovery, ctx: RunContext, sizes: GroupSizes) -> Iterator[AttemptRef]:
+    """The attempts as discovery plans them; once it has ended, the run's log says what it found
+    and a resume what it reuses (counted as the attempts pass, before their groups run)."""
+    reused = ReusedParts(ctx.run_dir) if ctx.resume else None
+    for attempt in discovery.attempts():
+        if reused is not None:
+            reused.add(attempt)
+        yield attempt
+    plan = discovery.plan
+    if reused is not None:
+        tell(f"resumed: {reused.count} attempts reused, {plan.attempts.count - reused.count} to go")
+    get_run_logger().info(
+        "%d attempts in groups of %s; %d orphan captures; %d skipped lines",
+        plan.attempts.count,
+        sizes.describe(),
+        len(plan.orphans),
+        len(plan.skipped),
+    )
 
 
 def publish_job(

@@ -41,10 +41,10 @@ __all__ = [
     "PartEntry",
     "PartIndex",
     "PartMissing",
+    "ReusedParts",
     "SegmentWriter",
     "encode_segment",
     "read_parts",
-    "reused_parts",
     "segment_folder",
     "segment_parts",
 ]
@@ -236,17 +236,23 @@ class PartIndex:
         return _current(self._entries.get(attempt.line, ()), attempt)
 
 
-def reused_parts(run_dir: Location, attempts: Iterable[AttemptRef]) -> int:
-    """How many of ``attempts`` have a current part already: what a resume reuses (its groups
-    check again as they run). One ``PartIndex`` per part folder, over all its lines."""
-    indexes: dict[str, PartIndex] = {}
-    reused = 0
-    for attempt in attempts:
-        index = indexes.get(attempt.part_folder)
+class ReusedParts:
+    """How many attempts have a current part already, counted as discovery plans them: what a
+    resume reuses (its groups check again as they run). One ``PartIndex`` per part folder, over
+    all its lines, made when the folder's first attempt is counted: before the fan-out has a
+    group of that folder, whose new parts it must not count."""
+
+    def __init__(self, run_dir: Location) -> None:
+        self._run_dir = run_dir
+        self._indexes: dict[str, PartIndex] = {}
+        self.count = 0
+
+    def add(self, attempt: AttemptRef) -> None:
+        folder = attempt.part_folder
+        index = self._indexes.get(folder)
         if index is None:
-            index = indexes[attempt.part_folder] = PartIndex(segment_folder(run_dir, attempt.part_folder), range(1, sys.maxsize))
-        reused += index.current(attempt) is not None
-    return reused
+            index = self._indexes[folder] = PartIndex(segment_folder(self._run_dir, folder), range(1, sys.maxsize))
+        self.count += index.current(attempt) is not None
 
 
 class _OpenSegments:

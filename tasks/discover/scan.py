@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import os
 import pickle
 import tempfile
@@ -28,13 +29,15 @@ from evidence import CAPTURE_SUFFIX, MARKER_SUFFIX, PART_VERSION, ShardAccount, 
 from tasks.discover.inputs import JobInputs, fingerprint_files, fingerprint_inputs, list_inputs, shown_name
 from tasks.discover.refs import FAILURES, MAIN, AttemptRef, SkippedLine
 from tasks.inputs.shards import Shard
-from tasks.storage import FileEntry, Location
+from tasks.storage import FileEntry, Location, TransientStorageError
 from tasks.storage.spill import Spill, TemporaryStore
 
 # A rollouts file at least twice this long is scanned in spans of this size by the attempt pool,
 # this many at a time (what the flow holds of the file's rows: their scanned lines, no bytes).
 SCAN_SPAN_BYTES = 32 * 2**20
 SCAN_SPANS_IN_FLIGHT = 4
+SCAN_TRIES = 3
+"""A scan failing on transient storage errors (past each read's own retries) is made this many times in all."""
 
 
 class JobPlan(TemporaryStore):
@@ -48,7 +51,6 @@ class JobPlan(TemporaryStore):
         self.fingerprint = ""
         self.shards: list[dict[str, Any]] = []  # per rollouts file: its files' fingerprint and row counts
         self.accounting: dict[str, Any] = {}  # expected / landed / failed / lost (evidence.accounting)
-        self.seconds = 0.0
 
     def close(self) -> None:
         self.attempts.close()
@@ -85,6 +87,103 @@ def _shard_summaries(
     return summaries
 
 
+class Discovery(TemporaryStore):
+    """A job's discovery as a producer the fan-out pulls from: its inputs listed when made, each
+    attempt yielded by ``attempts()`` as soon as the scan plans it, in input order, and ``plan``
+    complete once the last is yielded.
+
+    So the fan-out's first group starts once a group's worth of rows is scanned, not after the
+    whole job is read and fingerprinted; meanwhile ``estimate()`` gives the attempts the plan will
+    hold (guided group sizes and the progress total need one), exact once the scan has ended.
+    A scan that fails on a transient storage error (past its reads' own retries) is made again
+    from the start, as the discovery task's Prefect retries made it before the scan streamed
+    (``SCAN_TRIES``); what it plans again is not handed out again (the same bytes plan the same
+    attempts).
+
+    With ``pool`` (the attempt pool), spans of a long rollouts file are scanned by its workers.
+    With ``keep`` (a subset run), only the attempts it accepts are planned and accounted: the
+    run's accounting counts the rows it holds, and owes nothing. With ``ends`` (a followed job's
+    snapshot: input URL -> bytes of complete lines read so far), the lines of a file starting at
+    or past its end are left out, as if not written yet.
+    """
+
+    def __init__(
+        self,
+        shards: Sequence[Shard],
+        capture_dir: Location,
+        pool: Executor | None = None,
+        keep: Callable[[AttemptRef], bool] | None = None,
+        ends: Mapping[str, int] | None = None,
+    ) -> None:
+        started = time.perf_counter()
+        self._shards, self._pool, self._keep, self._ends = shards, pool, keep, ends
+        self._inputs = list_inputs(shards, capture_dir)
+        sharded = len(shards) > 1
+        self._sources = [
+            (k if sharded else None, source, location, _end(location, self._inputs.files[location.name].size, ends))
+            for source in (MAIN, FAILURES)
+            for k, shard in enumerate(shards)
+            if (location := shard.main if source == MAIN else shard.failures) is not None
+        ]
+        *starts, self._bytes = itertools.accumulate((size for *_, size in self._sources), initial=0)
+        self._before = {(k, source): start for (k, source, *_), start in zip(self._sources, starts, strict=True)}  # bytes before each file
+        self._scanned = 0  # bytes of the rollouts files up to the end of the last attempt planned
+        self.plan = JobPlan()
+        self.done = False
+        self.seconds = time.perf_counter() - started  # discovery's own: the listing, the scan, the plan's summaries
+
+    def estimate(self) -> int:
+        """The attempts the plan will hold: exact once the scan has ended, else those planned so
+        far scaled by the bytes of the rollouts files against the bytes scanned to plan them."""
+        count = self.plan.attempts.count
+        if self.done or not self._scanned:
+            return count
+        return max(count, round(count * self._bytes / self._scanned))
+
+    def attempts(self) -> Iterator[AttemptRef]:
+        """Each attempt, in input order, as the scan plans it; ``plan`` is complete once the last is yielded."""
+        handed = 0
+        for tries in range(1, SCAN_TRIES + 1):
+            clock = time.perf_counter()
+            if tries > 1:  # a new plan: the failed scan's skipped lines and accounts are its own
+                self.plan.close()
+                self.plan = JobPlan()
+            try:
+                for planned, attempt in enumerate(self._scan(self.plan), 1):
+                    if planned > handed:  # the first ``handed`` of a scan made again went out already
+                        handed = planned
+                        self.seconds += time.perf_counter() - clock
+                        yield attempt
+                        clock = time.perf_counter()
+            except TransientStorageError:
+                if tries == SCAN_TRIES:
+                    raise
+                continue
+            self.seconds += time.perf_counter() - clock
+            self.done = True
+            return
+
+    def _scan(self, plan: JobPlan) -> Iterator[AttemptRef]:
+        """One scan of the job into ``plan``: each attempt as it is planned, then the plan's summaries."""
+        keep, ends = self._keep, self._ends
+        accounts = [ShardAccount(shard.name, shard.materialized is not None and keep is None) for shard in self._shards]
+        rows: Counter[tuple[int | None, str]] = Counter()
+        for attempt in _scan(plan, self._sources, self._inputs.captures, accounts, rows, self._pool, keep):
+            self._scanned = self._before[(attempt.shard, attempt.source)] + attempt.offset + attempt.length + 1
+            yield attempt
+        for shard, account in zip(self._shards, accounts, strict=True):
+            if shard.materialized is not None and keep is None:
+                _read_inventory(shard.materialized, account, ends.get(shard.materialized.url) if ends is not None else None)
+        plan.accounting = run_accounting(accounts, subset=keep is not None)
+        plan.fingerprint = fingerprint_inputs(self._inputs)
+        plan.shards = _shard_summaries(self._shards, self._inputs, rows, len(self._shards) > 1)
+        for rel, entry in self._inputs.items():
+            plan.inputs.add((shown_name(rel), replace(entry, name=shown_name(entry.name))))
+
+    def close(self) -> None:
+        self.plan.close()
+
+
 def discover(
     shards: Sequence[Shard],
     capture_dir: Location,
@@ -92,40 +191,16 @@ def discover(
     keep: Callable[[AttemptRef], bool] | None = None,
     ends: Mapping[str, int] | None = None,
 ) -> JobPlan:
-    """Scan the rollouts file(s) once and the capture directory once; return the job plan.
-
-    With ``pool`` (the attempt pool, idle until the fan-out), spans of a long rollouts file are
-    scanned by its workers at once. With ``keep`` (a subset run), only the attempts it accepts
-    are planned and accounted: the run's accounting counts the rows it holds, and owes nothing.
-    With ``ends`` (a followed job's snapshot: input URL -> bytes of complete lines read so far),
-    the lines of a file starting at or past its end are left out, as if not written yet.
-    """
-    started = time.perf_counter()
-    inputs = list_inputs(shards, capture_dir)
-    plan = JobPlan()
-    sharded = len(shards) > 1
-    sources = [
-        (k if sharded else None, source, location, _end(location, inputs.files[location.name].size, ends))
-        for source in (MAIN, FAILURES)
-        for k, shard in enumerate(shards)
-        if (location := shard.main if source == MAIN else shard.failures) is not None
-    ]
-    accounts = [ShardAccount(shard.name, shard.materialized is not None and keep is None) for shard in shards]
+    """The job's whole plan at once (``Discovery`` scanned to its end): for a caller that needs
+    every attempt before it starts, such as the tests and tools that read a plan."""
+    discovery = Discovery(shards, capture_dir, pool, keep, ends)
     try:
-        rows = _scan(plan, sources, inputs.captures, accounts, pool, keep)
-        for shard, account in zip(shards, accounts, strict=True):
-            if shard.materialized is not None and keep is None:
-                _read_inventory(shard.materialized, account, ends.get(shard.materialized.url) if ends is not None else None)
-        plan.accounting = run_accounting(accounts, subset=keep is not None)
-        plan.fingerprint = fingerprint_inputs(inputs)
-        plan.shards = _shard_summaries(shards, inputs, rows, sharded)
-        for rel, entry in inputs.items():
-            plan.inputs.add((shown_name(rel), replace(entry, name=shown_name(entry.name))))
+        for _ in discovery.attempts():
+            pass
     except BaseException:
-        plan.close()
+        discovery.close()
         raise
-    plan.seconds = time.perf_counter() - started
-    return plan
+    return discovery.plan
 
 
 def _end(location: Location, size: int, ends: Mapping[str, int] | None) -> int:
@@ -262,28 +337,39 @@ def _cut(size: int) -> bool:
     return size >= 2 * SCAN_SPAN_BYTES
 
 
-def _spans(
+def _lines(
     location: Location, size: int, listing: Mapping[str, FileEntry], shared: ListingFile | None, pool: Executor | None
-) -> Iterator[ScannedSpan]:
+) -> Iterator[tuple[int, ScannedLine]]:
     # ``size`` is where the scan stops: the file's listed size, or a followed file's end.
-    """The file's spans in order: scanned by the attempt pool's workers (reading ``shared``) when
-    there is one and the file is worth cutting, else here. Parsing every row is discovery's whole
-    cost (a second per 400 MB), and the pool's workers are idle until the fan-out starts."""
+    """The file's non-blank lines in order, each with its line number in the file: scanned here
+    as they are read, so the fan-out can start on the first rows, or, for a file worth cutting
+    when there is an attempt pool, in spans its workers scan (reading ``shared``), a few at once:
+    parsing every row is discovery's whole cost (a second per 400 MB)."""
     if pool is None or shared is None or not _cut(size):
-        yield scan_span(location, listing, 0, size)
+        for count, offset, raw in location.iter_lines(0, size):
+            if raw.strip():
+                yield count, _scan_line(count, offset, raw, listing)
         return
     starts = range(0, size, SCAN_SPAN_BYTES)
     pending: deque[Future[ScannedSpan]] = deque()
+    base = 0  # lines before the span
+
+    def scanned(span: ScannedSpan) -> Iterator[tuple[int, ScannedLine]]:
+        nonlocal base
+        for row in span.rows:
+            yield base + row.line, row
+        base += span.lines
+
     try:
         for start in starts:
             if len(pending) >= SCAN_SPANS_IN_FLIGHT:
-                yield pending.popleft().result()
+                yield from scanned(pending.popleft().result())
             end = size if start == starts[-1] else start + SCAN_SPAN_BYTES  # the last span reads to the end, as one scan would
             pending.append(pool.submit(scan_span, location, shared, start, end))
         while pending:
-            yield pending.popleft().result()
+            yield from scanned(pending.popleft().result())
     finally:
-        for future in pending:  # a failed span (Prefect retries discovery): the pool is not kept busy
+        for future in pending:  # a failed span (the scan is made again or the run fails): the pool is not kept busy
             future.cancel()
 
 
@@ -292,10 +378,12 @@ def _scan(
     sources: list[tuple[int | None, str, Location, int]],
     captures: list[FileEntry],
     accounts: list[ShardAccount],
+    rows: Counter[tuple[int | None, str]],
     pool: Executor | None,
     keep: Callable[[AttemptRef], bool] | None = None,
-) -> Counter[tuple[int | None, str]]:
-    """One attempt per JSON-object row, with the capture it claims; then the orphan captures; rows per (shard, source).
+) -> Iterator[AttemptRef]:
+    """One attempt per JSON-object row, with the capture it claims, yielded once in ``plan``; then
+    the orphan captures. Counts the rows per (shard, source) into ``rows``.
 
     Each row is also told to its shard's account (landed, or a sidecar row).
 
@@ -304,35 +392,30 @@ def _scan(
     listing = {entry.name: entry for entry in captures}
     claimed: set[str] = set()
     out_lines = dict.fromkeys((MAIN, FAILURES), 0)
-    rows: Counter[tuple[int | None, str]] = Counter()
     spanned = pool is not None and any(_cut(size) for *_, size in sources)
     with _listing_file(listing) if spanned else nullcontext(None) as shared:
         for shard, source, location, size in sources:
             shard_name = location.name if shard is not None else None
-            base = 0  # lines before the span
-            for span in _spans(location, size, listing, shared, pool):
-                for scanned in span.rows:
-                    line_no = base + scanned.line
-                    if scanned.skipped is not None:
-                        plan.skipped.append(SkippedLine(source, line_no, scanned.skipped, shard_name))
-                        continue
-                    rows[(shard, source)] += 1
-                    if scanned.rollout_id is not None:
-                        claimed.add(scanned.rollout_id)
-                    attempt = attempt_ref(scanned, source, line_no, out_lines[source] + 1, shard)
-                    if keep is not None and not keep(attempt):
-                        continue  # a subset run's outputs hold the chosen rows only, numbered on without the others
-                    out_lines[source] += 1
-                    if source == MAIN:
-                        accounts[shard or 0].land(scanned.accounted)
-                    else:
-                        accounts[shard or 0].fail(scanned.accounted)
-                    plan.attempts.add(attempt)
-                base += span.lines
+            for line_no, scanned in _lines(location, size, listing, shared, pool):
+                if scanned.skipped is not None:
+                    plan.skipped.append(SkippedLine(source, line_no, scanned.skipped, shard_name))
+                    continue
+                rows[(shard, source)] += 1
+                if scanned.rollout_id is not None:
+                    claimed.add(scanned.rollout_id)
+                attempt = attempt_ref(scanned, source, line_no, out_lines[source] + 1, shard)
+                if keep is not None and not keep(attempt):
+                    continue  # a subset run's outputs hold the chosen rows only, numbered on without the others
+                out_lines[source] += 1
+                if source == MAIN:
+                    accounts[shard or 0].land(scanned.accounted)
+                else:
+                    accounts[shard or 0].fail(scanned.accounted)
+                plan.attempts.add(attempt)
+                yield attempt
     plan.orphans = sorted(
         shown_name(name) for name in listing if _capture_id_of_file(name) is not None and _capture_id_of_file(name) not in claimed
     )
-    return rows
 
 
 def _capture_id_of_file(name: str) -> str | None:

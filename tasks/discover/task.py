@@ -1,4 +1,5 @@
-"""The discovery task: a job's plan (attempts, inputs, orphans), retried on transient storage errors.
+"""The discovery task: a job's inputs listed, retried on transient storage errors; its rows are
+scanned as the fan-out pulls them (``tasks.discover.scan.Discovery.attempts``), in the flow.
 
 Its own module, not ``tasks/discover/scan.py``: that one is imported by the attempt workers, which
 never import Prefect.
@@ -13,7 +14,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from tasks.discover.refs import AttemptRef
-from tasks.discover.scan import JobPlan, discover
+from tasks.discover.scan import Discovery
 from tasks.inputs.shards import Shard
 from tasks.storage import Location
 from tasks.storage.retry import retry_on_transient
@@ -26,5 +27,5 @@ def discover_job(
     pool: Executor | None = None,
     keep: Callable[[AttemptRef], bool] | None = None,
     ends: Mapping[str, int] | None = None,
-) -> JobPlan:
-    return discover(shards, capture_dir, pool, keep, ends)
+) -> Discovery:
+    return Discovery(shards, capture_dir, pool, keep, ends)

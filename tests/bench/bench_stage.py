@@ -13,7 +13,7 @@ the flow call to its return, so Python and Prefect import times are not counted 
 Fields: rows (input rows processed), input_mb (every input byte), wall_s, rows_per_s, mb_per_s,
 peak_rss_mb (the stage's process tree, summed, sampled every 20 ms), stage_process_rss_mb (the
 flow process alone, VmHWM), prefect_overhead_s and _pct (wall time minus in-task time: the
-discover task body, the reduce after the fan-out, the group task bodies divided by the workers
+discovery before the fan-out, the reduce after it, the group task bodies divided by the workers
 that ran them in parallel, and the flow's own report rendering), tail_s (the manifest's: from
 the last attempt's end to publishing), orjson_parse_s (reading and parsing every input
 line once with orjson: the floor), stage_cpu_s (CPU seconds of the stage's process tree, which
@@ -22,6 +22,8 @@ the shape and settings used; server_cpu_s is the Prefect server's CPU during the
 the harness started the server. Disk: peak_disk_mb is the most the output's filesystem held
 beyond what it held before the run (sampled with the memory, so the segments, spills and
 temporary tables count while they exist), run_dir_mb what the finished run directory holds.
+fixed_cost: the run's time outside its attempts, traced in the child (``fixed_cost`` below says
+each part); its ``ours_s`` is what issue 42's fixed-cost target (0.5 s at 2,000 rollouts) bounds.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import sys
 import tempfile
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Self
 
@@ -137,7 +140,8 @@ class TreeSampler:
 
 
 def run_child(params_json: str) -> None:
-    """In the child: run the flow once, print wall time, own peak RSS and the manifest timings.
+    """In the child: run the flow once, print wall time, own peak RSS, the manifest timings and the
+    trace of the fixed cost (``fixed_cost``).
 
     The flow is called as ``evidence-stage run`` calls it (flows/cli/console.py): the attempt
     pool's forkserver started before Prefect is imported, and the flow returning once its final
@@ -152,11 +156,21 @@ def run_child(params_json: str) -> None:
         from flows.execution.forkserver import start_forkserver
 
         start_forkserver(params)
+    clock = time.perf_counter()
+    import flows.execution.job
     from flows.cli.console import heartbeat_thread_not_joined
     from flows.stage import stage_flow
     from tests.reliability.peak_rss import own_peak_rss_kib
 
-    started = time.perf_counter()
+    imported = time.perf_counter() - clock
+    fan_out, fan_out_called = flows.execution.job.fan_out, []
+
+    def traced_fan_out(*args: Any, **kwargs: Any) -> Any:
+        fan_out_called.append(time.perf_counter())  # the first group is planned: the fan-out starts
+        return fan_out(*args, **kwargs)
+
+    flows.execution.job.fan_out = traced_fan_out  # type: ignore[assignment]
+    started, started_epoch = time.perf_counter(), time.time()
     with heartbeat_thread_not_joined():
         result = stage_flow(params)
     wall = time.perf_counter() - started
@@ -168,9 +182,37 @@ def run_child(params_json: str) -> None:
                 "stage_process_rss_mb": own_peak_rss_kib() / 1024,
                 "timings": manifest["timings"],
                 "counts": manifest["counts"],
+                "fixed_cost": fixed_cost(manifest, started_epoch, fan_out_called[0] - started, wall, imported),
             }
         )
     )
+
+
+def fixed_cost(manifest: dict[str, Any], called_epoch: float, fan_out_at: float, wall: float, imported: float) -> dict[str, float]:
+    """Where the run's time outside its attempts went (issue 42's fixed cost), in seconds.
+
+    ``prefect_start_s``: from the flow call to the flow body's start (the manifest's
+    ``started_at``): Prefect's flow run start, not counted as ours. ``before_fan_out_s``: from the
+    body's start to the fan-out's start: resolving the run, the attempt pool, and the discovery
+    the fan-out waited for (``discover_s`` of it). ``tail_s``: the manifest's, from the last
+    attempt's end to ``manifest.json``. ``after_manifest_s``: ``report.html``, ``_SUCCESS``,
+    ``LATEST``, the artifacts and events, and Prefect's end of the flow run (not told apart).
+    ``ours_s`` adds the last three: the target is 0.5 s at 2,000 rollouts. ``import_s`` (Prefect's
+    and the stage's modules) is outside ``wall_s`` and shown for reference.
+    """
+    timings = manifest["timings"]
+    body = datetime.fromisoformat(manifest["run"]["started_at"]).timestamp() - called_epoch
+    manifest_at = fan_out_at + timings["fan_out_s"] + timings["tail_s"]
+    parts = {
+        "import_s": imported,
+        "prefect_start_s": body,
+        "before_fan_out_s": fan_out_at - body,
+        "discover_s": timings["discover_s"],
+        "tail_s": timings["tail_s"],
+        "after_manifest_s": wall - manifest_at,
+    }
+    parts["ours_s"] = parts["before_fan_out_s"] + parts["tail_s"] + parts["after_manifest_s"]
+    return {name: round(seconds, 3) for name, seconds in parts.items()}
 
 
 def run_stage(job: Path, output: Path, args: argparse.Namespace, api_url: str) -> tuple[dict[str, Any], TreeSampler]:
@@ -211,9 +253,9 @@ def _cpu_seconds(server: Server) -> float:
 
 def in_task_seconds(timings: dict[str, float]) -> float:
     """Work done inside task bodies (and the flow's own rendering), parallel fan-out divided out;
-    of the reduce, its part after the fan-out (the rest runs beside it)."""
+    of discovery and the reduce, their parts before and after the fan-out (the rest runs beside it)."""
     fan_out = timings["in_task_s"] / max(1, timings["fan_out_parallelism"])
-    return timings["discover_task_s"] + fan_out + timings["reduce_s"] + timings["report_s"]
+    return timings["discover_s"] + fan_out + timings["reduce_s"] + timings["report_s"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -264,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                 },
                 "settings": {"task_runner": args.task_runner, "max_workers": args.max_workers, "attempts_per_task": args.attempts_per_task},
                 "timings": timings,
+                "fixed_cost": child["fixed_cost"],
                 "counts": child["counts"]["by_status"],
             }
         )

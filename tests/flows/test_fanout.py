@@ -81,6 +81,21 @@ def test_default_groups_start_large_and_shrink_to_the_minimum_at_the_end() -> No
     assert len(sizes) < 2_120 / MIN_GROUP / 2  # half the task runs of fixed minimum groups, or fewer
 
 
+def test_guided_groups_follow_a_total_that_discovery_corrects_as_it_scans() -> None:
+    """A group is cut at the size its start gets with the total as known now."""
+    known = {"total": 4_240}  # an estimate of twice the job, until the scan has read more of it
+
+    def attempts() -> Any:
+        for line in range(1, 2_121):
+            if line == 600:
+                known["total"] = 2_120
+            yield _attempt(MAIN, line)
+
+    sizes = [len(group) for group in make_groups(attempts(), GroupSizes(lambda: known["total"], None, workers=2))]
+    assert sizes[:2] == [599, 381]  # 1,000 (MAX_GROUP) wanted until the estimate fell; then a quarter of what is left
+    assert sum(sizes) == 2_120
+
+
 @pytest.mark.parametrize(("total", "workers"), [(1, 2), (150, 2), (20_000, 2), (20_000, 16), (100_000, 2)])
 def test_default_groups_keep_their_bounds(total: int, workers: int) -> None:
     sizes = _guided(total, workers)

@@ -261,3 +261,54 @@ def test_spans_scanned_by_worker_processes_give_the_plan_of_one_scan(tmp_path: P
         assert (list(plan.attempts), plan.skipped) == whole
     assert len(whole[0]) == 2
     assert len(whole[1]) == 1
+
+
+@pytest.mark.usefixtures("memfs")
+def test_attempts_go_out_as_the_scan_plans_them_with_an_estimate_until_it_ends() -> None:
+    """The first attempt comes before the file is read to its end; the estimate scales what is
+    planned by the bytes left, and is exact once the plan is complete."""
+    from tasks.discover.scan import Discovery
+
+    lines = [orjson.dumps({"_ng_task_index": k, "_ng_rollout_index": 0}) for k in range(10)]  # rows of one length
+    main, captures = _job([*lines[:5], b"{broken", *lines[5:]], {"0-0.capture.jsonl": b"{}\n", "9-9.capture.jsonl": b"{}\n"})
+    with Discovery([Shard(main)], captures) as discovery:
+        attempts = discovery.attempts()
+        first = next(attempts)
+        assert (first.key, discovery.plan.attempts.count, discovery.done) == ("main:1", 1, False)
+        assert discovery.estimate() == round(len(main.read_bytes()) / len(lines[0] + b"\n")) == 10  # 1 row in its share of the bytes
+        assert discovery.plan.orphans == []  # known once the scan ends
+        rest = list(attempts)
+        assert (discovery.done, discovery.estimate(), len(rest)) == (True, 10, 9)
+        assert discovery.plan.orphans == ["9-9.capture.jsonl"]
+        with discover([Shard(main)], captures) as whole:
+            assert [first, *rest] == list(whole.attempts)
+            assert (discovery.plan.skipped, discovery.plan.fingerprint) == (whole.skipped, whole.fingerprint)
+
+
+@pytest.mark.usefixtures("memfs")
+def test_a_scan_failing_on_a_transient_error_is_made_again_and_hands_each_attempt_out_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tasks.discover.scan import SCAN_TRIES, Discovery
+    from tasks.storage import TransientStorageError
+
+    lines = [orjson.dumps(ROWS[0]), b"[1, 2]", orjson.dumps(ROWS[1]), orjson.dumps(ROWS[2]), orjson.dumps(ROWS[3])]
+    main, captures = _job(lines, {"0-0.capture.jsonl": b"{}\n"})
+    with discover([Shard(main)], captures) as clean:
+        expected = list(clean.attempts), clean.skipped, clean.accounting
+    iter_lines, failures = Location.iter_lines, []
+
+    def flaky(self: Location, start: int = 0, end: int | None = None):  # type: ignore[no-untyped-def]
+        for line in iter_lines(self, start, end):
+            if line[0] == 4 and len(failures) < SCAN_TRIES - 1:  # each scan but the last fails after 2 attempts went out
+                failures.append(line[0])
+                raise TransientStorageError(self.url, "503 SlowDown")
+            yield line
+
+    monkeypatch.setattr(Location, "iter_lines", flaky)
+    with Discovery([Shard(main)], captures) as discovery:
+        handed = list(discovery.attempts())
+        assert (handed, discovery.plan.skipped, discovery.plan.accounting) == expected
+    assert len(failures) == SCAN_TRIES - 1
+    failures.clear()
+    monkeypatch.setattr(tasks.discover.scan, "SCAN_TRIES", 2)
+    with Discovery([Shard(main)], captures) as discovery, pytest.raises(TransientStorageError):
+        list(discovery.attempts())
