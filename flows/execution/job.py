@@ -108,8 +108,7 @@ def process_job(
             len(plan.orphans),
             len(plan.skipped),
         )
-        preload_libraries()  # the reduce's imports, while the attempt pool works
-        feed = stack.enter_context(Feed(functools.partial(RunFolds, ctx, recorded.atif_all_or_nothing)))
+        feed = open_reduce(ctx, recorded, stack)
 
         def done(group: list[AttemptRef]) -> None:
             timings.attempts_end()
@@ -128,6 +127,13 @@ def process_job(
     timings.seconds["reduce_task_s"] = reduced.seconds
     timings.seconds["tables_s"] = reduced.tables_seconds
     return ProcessedJob(plan, reduced)
+
+
+def open_reduce(ctx: RunContext, recorded: RecordedParams, stack: ExitStack) -> Feed:
+    """The run's incremental reduce, fed finished groups in input order beside a fan-out (a run's, or a followed job's polls);
+    its imports start loading while the attempt pool works."""
+    preload_libraries()
+    return stack.enter_context(Feed(functools.partial(RunFolds, ctx, recorded.atif_all_or_nothing)))
 
 
 def publish_job(
