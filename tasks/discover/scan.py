@@ -117,15 +117,25 @@ def discover(
             if shard.materialized is not None and keep is None:
                 _read_inventory(shard.materialized, account, ends.get(shard.materialized.url) if ends is not None else None)
         plan.accounting = run_accounting(accounts, subset=keep is not None)
-        plan.fingerprint = fingerprint_inputs(inputs)
-        plan.shards = _shard_summaries(shards, inputs, rows, sharded)
-        for rel, entry in inputs.items():
-            plan.inputs.add((shown_name(rel), replace(entry, name=shown_name(entry.name))))
+        describe_inputs(plan, shards, inputs, rows)
     except BaseException:
         plan.close()
         raise
     plan.seconds = time.perf_counter() - started
     return plan
+
+
+def describe_inputs(plan: JobPlan, shards: Sequence[Shard], inputs: JobInputs, rows: Counter[tuple[int | None, str]]) -> None:
+    """What the manifest says of the job's files, into ``plan``: the job fingerprint, each shard's summary, every input file."""
+    plan.fingerprint = fingerprint_inputs(inputs)
+    plan.shards = _shard_summaries(shards, inputs, rows, len(shards) > 1)
+    for rel, entry in inputs.items():
+        plan.inputs.add((shown_name(rel), replace(entry, name=shown_name(entry.name))))
+
+
+def orphans(listing: Iterable[str], claimed: set[str]) -> list[str]:
+    """The capture files and markers (names as shown) of rollout ids no row claims."""
+    return sorted(shown_name(name) for name in listing if (owner := _capture_id_of_file(name)) is not None and owner not in claimed)
 
 
 def _end(location: Location, size: int, ends: Mapping[str, int] | None) -> int:
@@ -329,9 +339,7 @@ def _scan(
                         accounts[shard or 0].fail(scanned.accounted)
                     plan.attempts.add(attempt)
                 base += span.lines
-    plan.orphans = sorted(
-        shown_name(name) for name in listing if _capture_id_of_file(name) is not None and _capture_id_of_file(name) not in claimed
-    )
+    plan.orphans = orphans(listing, claimed)
     return rows
 
 
