@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from concurrent.futures import Executor
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
@@ -80,20 +80,18 @@ def process_job(
     stack: ExitStack,
     *,
     running: Executor | None = None,
-    ends: Mapping[str, int] | None = None,
     followed: bool = False,
 ) -> ProcessedJob:
     """Discover the job's attempts, process them in groups on the attempt pool, reduce the parts.
 
-    A followed job (``flows.execution.follow``) passes the attempt pool it keeps open (``running``), and for a
-    snapshot the ``ends`` of its files (``tasks.discover.scan.discover``); otherwise a pool is
-    started for the run. Its passes (``followed``) publish no progress of their own: the follow's
+    A followed job (``flows.execution.follow``) passes the attempt pool it keeps open (``running``),
+    otherwise a pool is started for the run. Its passes (``followed``) publish no progress of their own: the follow's
     counts the rows as they land.
     """
     with attempt_pool(params) if running is None else nullcontext(running) as pool:  # its workers scan, then process groups
         with timings.measure("discover_s"):
             keep = subset_filter(recorded.rollout_ids, recorded.rollout_glob) if recorded.is_subset else None  # a resumed subset stays one
-            plan = stack.enter_context(discover_job(ctx.shards, ctx.capture_dir, pool, keep, ends))
+            plan = stack.enter_context(discover_job(ctx.shards, ctx.capture_dir, pool, keep))
         timings.seconds["discover_task_s"] = plan.seconds
         if keep is not None and not plan.attempts.count:
             raise NothingToRun(f"{subset_described(recorded)} selects no rollout of the job: nothing to run (the run was not kept)")

@@ -90,22 +90,19 @@ def discover(
     capture_dir: Location,
     pool: Executor | None = None,
     keep: Callable[[AttemptRef], bool] | None = None,
-    ends: Mapping[str, int] | None = None,
 ) -> JobPlan:
     """Scan the rollouts file(s) once and the capture directory once; return the job plan.
 
     With ``pool`` (the attempt pool, idle until the fan-out), spans of a long rollouts file are
     scanned by its workers at once. With ``keep`` (a subset run), only the attempts it accepts
     are planned and accounted: the run's accounting counts the rows it holds, and owes nothing.
-    With ``ends`` (a followed job's snapshot: input URL -> bytes of complete lines read so far),
-    the lines of a file starting at or past its end are left out, as if not written yet.
     """
     started = time.perf_counter()
     inputs = list_inputs(shards, capture_dir)
     plan = JobPlan()
     sharded = len(shards) > 1
     sources = [
-        (k if sharded else None, source, location, _end(location, inputs.files[location.name].size, ends))
+        (k if sharded else None, source, location, inputs.files[location.name].size)
         for source in (MAIN, FAILURES)
         for k, shard in enumerate(shards)
         if (location := shard.main if source == MAIN else shard.failures) is not None
@@ -115,7 +112,7 @@ def discover(
         rows = _scan(plan, sources, inputs.captures, accounts, pool, keep)
         for shard, account in zip(shards, accounts, strict=True):
             if shard.materialized is not None and keep is None:
-                _read_inventory(shard.materialized, account, ends.get(shard.materialized.url) if ends is not None else None)
+                _read_inventory(shard.materialized, account)
         plan.accounting = run_accounting(accounts, subset=keep is not None)
         describe_inputs(plan, shards, inputs, rows)
     except BaseException:
@@ -138,14 +135,9 @@ def orphans(listing: Iterable[str], claimed: set[str]) -> list[str]:
     return sorted(shown_name(name) for name in listing if (owner := _capture_id_of_file(name)) is not None and owner not in claimed)
 
 
-def _end(location: Location, size: int, ends: Mapping[str, int] | None) -> int:
-    """Where a file's scan stops: its size as listed, or sooner where ``ends`` says."""
-    return min(size, ends.get(location.url, size)) if ends is not None else size
-
-
-def _read_inventory(location: Location, account: ShardAccount, end: int | None) -> None:
+def _read_inventory(location: Location, account: ShardAccount) -> None:
     """Every non-blank line of a shard's materialized inputs is one rollout it owed."""
-    for _, _, raw in location.iter_lines(0, end):
+    for _, _, raw in location.iter_lines():
         if raw.strip():
             try:
                 account.expect(orjson.loads(raw))
@@ -275,7 +267,7 @@ def _cut(size: int) -> bool:
 def _spans(
     location: Location, size: int, listing: Mapping[str, FileEntry], shared: ListingFile | None, pool: Executor | None
 ) -> Iterator[ScannedSpan]:
-    # ``size`` is where the scan stops: the file's listed size, or a followed file's end.
+    # ``size`` is where the scan stops: the file's listed size.
     """The file's spans in order: scanned by the attempt pool's workers (reading ``shared``) when
     there is one and the file is worth cutting, else here. Parsing every row is discovery's whole
     cost (a second per 400 MB), and the pool's workers are idle until the fan-out starts."""

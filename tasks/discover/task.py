@@ -6,7 +6,7 @@ never import Prefect.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import Executor
 
 from prefect import task
@@ -25,6 +25,5 @@ def discover_job(
     capture_dir: Location,
     pool: Executor | None = None,
     keep: Callable[[AttemptRef], bool] | None = None,
-    ends: Mapping[str, int] | None = None,
 ) -> JobPlan:
-    return discover(shards, capture_dir, pool, keep, ends)
+    return discover(shards, capture_dir, pool, keep)

@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from evidence import CAPTURE_SUFFIX, MARKER_SUFFIX, ShardAccount, StageError, capture_file_id, rollout_key, run_accounting
-from tasks.discover.inputs import capture_entries, list_inputs
+from tasks.discover.inputs import JobInputs, capture_entries, list_inputs
 from tasks.discover.refs import FAILURES, MAIN, AttemptRef, SkippedLine
 from tasks.discover.scan import JobPlan, attempt_ref, describe_inputs, orphans, scan_lines
 from tasks.inputs.shards import Shard, expand_rollouts, find_shards
@@ -256,28 +256,6 @@ class JobTail:
 
     # -- what the job looks like
 
-    def ends(self) -> dict[str, int]:
-        """Each followed file's URL -> the bytes a snapshot reads of it: the complete lines read, and
-        none of a later shard's rollouts file while a shard before it is open (``_release``)."""
-        ends, closed = {}, True
-        for tail in self.shards:
-            for source, file_tail in tail.tails.items():
-                ends[file_tail.location.url] = file_tail.read if closed or source != MAIN else 0
-            closed = closed and tail.closed
-        return ends
-
-    def snapshot_shards(self) -> tuple[Shard, ...]:
-        """The shards as a snapshot reads them, each with the sidecars that exist; none until every rollouts file does."""
-        if not self.shards or not all(tail.tails[MAIN].seen for tail in self.shards):
-            return ()
-        return tuple(
-            Shard(
-                tail.shard.main,
-                *(tail.tails[s].location if s in tail.tails and tail.tails[s].seen else None for s in (FAILURES, "materialized")),
-            )
-            for tail in self.shards
-        )
-
     def counts(self) -> tuple[int, int, int | None]:
         """Main rows, sidecar rows and rollouts owed (None when a shard has no materialized inputs yet)."""
         rows = sum(tail.rows[MAIN] for tail in self.shards)
@@ -308,11 +286,9 @@ class JobTail:
                     return f"{file_tail.location.display} has bytes past the last complete line read"
             if (tail.accounted().expected is not None) != (tail.shard.materialized is not None):
                 return f"the materialized inputs of {tail.shard.name} appeared after its first rows"
-        shards = tuple(tail.shard for tail in self.shards)
-        inputs = list_inputs(shards, self.capture_dir)
+        inputs = list_inputs([tail.shard for tail in self.shards], self.capture_dir)
         listing = {entry.name: entry for entry in inputs.captures}
-        sharded = len(shards) > 1
-        plan = JobPlan()
+        plan = self._described(inputs)
         try:
             for attempt in itertools.chain(main, sorted(failures, key=_input_order)):
                 if attempt.rollout_id is not None and (
@@ -322,6 +298,20 @@ class JobTail:
                     plan.close()
                     return f"the capture of rollout {attempt.rollout_id} changed after its row was processed"
                 plan.attempts.add(attempt)
+        except BaseException:
+            plan.close()
+            raise
+        return plan
+
+    def described(self) -> JobPlan:
+        """The job as read so far, without its attempts: accounting, skipped lines, orphans, its files (a snapshot's manifest)."""
+        return self._described(list_inputs([tail.shard for tail in self.shards], self.capture_dir))
+
+    def _described(self, inputs: JobInputs) -> JobPlan:
+        shards = [tail.shard for tail in self.shards]
+        sharded = len(shards) > 1
+        plan = JobPlan()
+        try:
             plan.skipped = [
                 SkippedLine(source, line, why, tail.shard.name if sharded else None)
                 for wanted in (MAIN, FAILURES)
@@ -329,7 +319,7 @@ class JobTail:
                 for source, line, why in tail.skipped
                 if source == wanted
             ]
-            plan.orphans = orphans(listing, self._claimed)
+            plan.orphans = orphans((entry.name for entry in inputs.captures), self._claimed)
             plan.accounting = run_accounting(tail.accounted() for tail in self.shards)
             rows = Counter(
                 {(k if sharded else None, source): tail.rows[source] for k, tail in enumerate(self.shards) for source in tail.rows}
