@@ -165,8 +165,8 @@ class FollowedReduce:
             remove_snapshot_outputs(ctx.run_dir)
             return process_job(params, ctx, recorded, timings, stack, running=pool, followed=True)
         feed = self.feed
-        ordered = iter(sorted(self.failures, key=lambda a: (a.shard or 0, a.line)))  # their parts are made: only folded now
-        while chunk := list(itertools.islice(ordered, REFOLD_GROUP)):
+        sidecar = itertools.islice(plan.attempts, self.main.count, None)  # in input order; their parts are made: only folded now
+        while chunk := list(itertools.islice(sidecar, REFOLD_GROUP)):
             feed.put(chunk)
         timings.attempts_end()  # every attempt of the job ended with the last poll's fan-out
         try:
@@ -189,7 +189,8 @@ class Snapshots:
 
     A snapshot writes its files inside ``writing``; once the end has begun (``end``) a snapshot
     still being made writes nothing more, so the end waits at most for files being written,
-    never for a snapshot's documents. A snapshot's error is raised by ``check`` in the loop
+    never for a snapshot's documents; its artifacts and event are sent outside the lock, and the
+    end ``join``s the thread only before publishing its own. A snapshot's error is raised by ``check`` in the loop
     (``GateBreached``); any other is logged: a snapshot is provisional, the follow goes on.
     """
 
@@ -233,6 +234,11 @@ class Snapshots:
             if self._ending:
                 raise Abandoned
             yield
+
+    def going_on(self) -> None:
+        """Raise ``Abandoned`` once the end has begun (before a snapshot's artifacts and event)."""
+        if self._ending:
+            raise Abandoned
 
     def end(self) -> None:
         """From now on no snapshot writes a file (waits only for one being written)."""
@@ -416,10 +422,10 @@ def publish_snapshot(
         else:
             with snapshots.writing():
                 write_live(ctx, status)
-    with snapshots.writing():  # the end publishes the same artifacts: a snapshot overtaken by it publishes none
-        if published is not None:
-            publish_artifacts(published[0], ctx.run_dir, published[1])  # the finished run's keys: each snapshot updates them
-        emit(job_snapshot(ctx.job_id, ctx.run_id, ctx.run_dir, status.counts()))
+    snapshots.going_on()  # the end publishes the same artifacts (after ``join``): a snapshot overtaken by it publishes none
+    if published is not None:
+        publish_artifacts(published[0], ctx.run_dir, published[1])  # the finished run's keys: each snapshot updates them
+    emit(job_snapshot(ctx.job_id, ctx.run_id, ctx.run_dir, status.counts()))
     if gate is not None and not gate["passed"]:
         emit(job_gate_breached(ctx.job_id, ctx.run_id, ctx.run_dir, gate, status.counts()))
         get_run_logger().warning("snapshot of %d rows: %s", status.rows, gate_reason(gate))

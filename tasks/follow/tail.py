@@ -152,21 +152,24 @@ class JobTail:
     def look(self, now: float) -> Look:
         """Read what was written since the last look; ``now`` stamps the captures seen to change."""
         self._refresh_shards()
+        read = [
+            (k, tail, source, file_tail.new_lines())
+            for k, tail in enumerate(self.shards)
+            for source in (MAIN, FAILURES, "materialized")
+            if (file_tail := tail.tails.get(source)) is not None
+        ]
+        # Listed after the lines are read: a rollout's capture is written before its row, so each row
+        # read is given its capture as complete (listed before, a capture still being written when
+        # listed would make its row's part stale at once).
         changed = self._list_captures(now)
         attempts: list[AttemptRef] = []
         lines = 0
-        for k, tail in enumerate(self.shards):
-            index = k if len(self.shards) > 1 else None
-            for source in (MAIN, FAILURES, "materialized"):
-                file_tail = tail.tails.get(source)
-                if file_tail is None:
-                    continue
-                new = file_tail.new_lines()
-                if source == "materialized":
-                    self._owe(tail, new)
-                    continue
-                lines += len(new)
-                attempts += self._attempts(tail, source, index, new)
+        for k, tail, source, new in read:
+            if source == "materialized":
+                self._owe(tail, new)
+                continue
+            lines += len(new)
+            attempts += self._attempts(tail, source, k if len(self.shards) > 1 else None, new)
         released = self._release(attempts)
         return Look(released, lines, changed or bool(lines))
 

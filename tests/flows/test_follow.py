@@ -212,6 +212,35 @@ def test_snapshots_and_the_end_come_from_the_folds_unless_a_processed_rows_captu
     assert _outputs(local_path(result["run_dir"])) == _outputs(local_path(post_hoc["run_dir"]))
 
 
+def test_a_shard_that_appears_after_rows_were_folded_ends_by_the_full_pass_equal_to_post_hoc(
+    template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A glob's second shard appears once the first shard's rows are folded as a one-file job's: the folds cannot
+    stand (the rows' keys and output lines change), so the end is the full pass, and the outputs a post-hoc run's."""
+    discoveries = _discoveries(monkeypatch)
+    job = tmp_path / "job"
+    producer = Producer(template, job, rows_per_second=16, shards=2, interrupt_after=2)
+    producer.run()  # two rows of task 0: the first shard's file only
+    watcher = Watcher(tmp_path / "out" / "j" / "runs" / "s")
+
+    def resume() -> None:
+        watcher.until(lambda live: live["rows"] == 2 and live["unhealthy_share"] is not None)  # folded, as a one-file job's
+        producer.resume()
+
+    threading.Thread(target=resume, daemon=True).start()
+    args = {**_job_args(job, tmp_path / "out"), "rollouts": str(job / "rollouts-chunk*.jsonl")}
+    try:
+        result = stage_flow(StageParams(**args, run_id="s", **FOLLOW))
+    finally:
+        watcher.stop()
+    producer.wait()
+    assert sorted(p.name for p in job.glob("rollouts-chunk?.jsonl")) == ["rollouts-chunk0.jsonl", "rollouts-chunk1.jsonl"]
+    assert result["follow_ended"] == "all_answered"
+    assert len(discoveries) == 1
+    post_hoc = run_stage(**{**args, "output": str(tmp_path / "post")}, run_id="s")
+    assert _outputs(local_path(result["run_dir"])) == _outputs(local_path(post_hoc["run_dir"]))
+
+
 def test_a_gate_breach_stops_the_follow_and_keeps_the_run(template: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     job = tmp_path / "job"
     producer = Producer(template, job, rows_per_second=8, interrupt_after=12).start()  # paused mid-job until the follow stops
