@@ -72,6 +72,7 @@ from tasks.reduce.feed import Feed
 from tasks.reduce.outputs import REFOLD_GROUP, ReduceSummary, Standing
 from tasks.reduce.task import reduce_run
 from tasks.rundir import ACCOUNTING_FILE, GATE_FILE, LIVE_FILE, RunPaths, record_shards, remove_snapshot_outputs
+from tasks.storage import InputNotFound
 from tasks.storage.spill import Spill
 
 POLL_SECONDS = 1.0
@@ -376,7 +377,10 @@ def start_snapshot(
 ) -> None:
     """Take what a snapshot needs of the tail here (the loop goes on changing it), and make the snapshot on its thread."""
     status = live_status(params, tail, now)
-    described = tail.described() if reduce.standing_known() else None
+    try:
+        described = tail.described() if reduce.standing_known() else None
+    except InputNotFound:  # an input not there yet (the capture folder): this snapshot is live.json alone
+        described = None
     snapshots.start(lambda: publish_snapshot(params, ctx, recorded, started_at, status, described, reduce, snapshots))
 
 
@@ -398,9 +402,9 @@ def publish_snapshot(
     """
     gate, published = None, None
     with ExitStack() as stack:
-        standing = reduce.standing() if described is not None else None
         if described is not None:
             stack.enter_context(described)
+        standing = reduce.standing() if described is not None else None
         if described is not None and standing is not None:
             status = replace(status, unhealthy_share=unhealthy_share(standing.counts.verdicts))
             gate = live_gate(params, recorded, ctx, described.accounting, standing, status.rows)
