@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import itertools
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from concurrent.futures import Executor
 from contextlib import ExitStack, closing, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
@@ -81,7 +81,6 @@ def process_job(
     stack: ExitStack,
     *,
     running: Executor | None = None,
-    ends: Mapping[str, int] | None = None,
     followed: bool = False,
 ) -> ProcessedJob:
     """Discover the job's attempts and process them in groups on the attempt pool as discovery plans
@@ -90,22 +89,21 @@ def process_job(
     The fan-out pulls its groups from the scan (``tasks.discover.scan.Discovery``): the first
     starts once a group's worth of rows is scanned, and the group sizes and the progress total
     follow discovery's estimate until the scan has ended. A followed job
-    (``flows.execution.follow``) passes the attempt pool it keeps open (``running``), and for a
-    snapshot the ``ends`` of its files; otherwise a pool is started for the run. Its passes
-    (``followed``) publish no progress of their own: the follow's counts the rows as they land.
+    (``flows.execution.follow``) passes the attempt pool it keeps open (``running``); otherwise a
+    pool is started for the run. Its passes (``followed``) publish no progress of their own: the
+    follow's counts the rows as they land.
     """
     with attempt_pool(params) if running is None else nullcontext(running) as pool:  # its workers scan, then process groups
         started = time.perf_counter()
         keep = subset_filter(recorded.rollout_ids, recorded.rollout_glob) if recorded.is_subset else None  # a resumed subset stays one
-        discovery = stack.enter_context(discover_job(ctx.shards, ctx.capture_dir, pool, keep, ends))
+        discovery = stack.enter_context(discover_job(ctx.shards, ctx.capture_dir, pool, keep))
         sizes = GroupSizes(discovery.estimate, params.attempts_per_task, parallel_groups(params))
         with closing(make_groups(_planned(discovery, ctx, sizes), sizes)) as groups:
             first = next(groups, None)
             timings.seconds["discover_s"] = time.perf_counter() - started  # what the fan-out waited for
             if first is None and keep is not None:
                 raise NothingToRun(f"{subset_described(recorded)} selects no rollout of the job: nothing to run (the run was not kept)")
-            preload_libraries()  # the reduce's imports, while the attempt pool works
-            feed = stack.enter_context(Feed(functools.partial(RunFolds, ctx, recorded.atif_all_or_nothing)))
+            feed = open_reduce(ctx, recorded, stack)
 
             def done(group: list[AttemptRef]) -> None:
                 timings.attempts_end()
@@ -146,6 +144,13 @@ def _planned(discovery: Discovery, ctx: RunContext, sizes: GroupSizes) -> Iterat
         len(plan.orphans),
         len(plan.skipped),
     )
+
+
+def open_reduce(ctx: RunContext, recorded: RecordedParams, stack: ExitStack) -> Feed:
+    """The run's incremental reduce, fed finished groups in input order beside a fan-out (a run's, or a followed job's polls);
+    its imports start loading while the attempt pool works."""
+    preload_libraries()
+    return stack.enter_context(Feed(functools.partial(RunFolds, ctx, recorded.atif_all_or_nothing)))
 
 
 def publish_job(

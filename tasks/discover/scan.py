@@ -102,9 +102,7 @@ class Discovery(TemporaryStore):
 
     With ``pool`` (the attempt pool), spans of a long rollouts file are scanned by its workers.
     With ``keep`` (a subset run), only the attempts it accepts are planned and accounted: the
-    run's accounting counts the rows it holds, and owes nothing. With ``ends`` (a followed job's
-    snapshot: input URL -> bytes of complete lines read so far), the lines of a file starting at
-    or past its end are left out, as if not written yet.
+    run's accounting counts the rows it holds, and owes nothing.
     """
 
     def __init__(
@@ -113,14 +111,13 @@ class Discovery(TemporaryStore):
         capture_dir: Location,
         pool: Executor | None = None,
         keep: Callable[[AttemptRef], bool] | None = None,
-        ends: Mapping[str, int] | None = None,
     ) -> None:
         started = time.perf_counter()
-        self._shards, self._pool, self._keep, self._ends = shards, pool, keep, ends
+        self._shards, self._pool, self._keep = shards, pool, keep
         self._inputs = list_inputs(shards, capture_dir)
         sharded = len(shards) > 1
         self._sources = [
-            (k if sharded else None, source, location, _end(location, self._inputs.files[location.name].size, ends))
+            (k if sharded else None, source, location, self._inputs.files[location.name].size)
             for source in (MAIN, FAILURES)
             for k, shard in enumerate(shards)
             if (location := shard.main if source == MAIN else shard.failures) is not None
@@ -165,7 +162,7 @@ class Discovery(TemporaryStore):
 
     def _scan(self, plan: JobPlan) -> Iterator[AttemptRef]:
         """One scan of the job into ``plan``: each attempt as it is planned, then the plan's summaries."""
-        keep, ends = self._keep, self._ends
+        keep = self._keep
         accounts = [ShardAccount(shard.name, shard.materialized is not None and keep is None) for shard in self._shards]
         rows: Counter[tuple[int | None, str]] = Counter()
         for attempt in _scan(plan, self._sources, self._inputs.captures, accounts, rows, self._pool, keep):
@@ -173,12 +170,9 @@ class Discovery(TemporaryStore):
             yield attempt
         for shard, account in zip(self._shards, accounts, strict=True):
             if shard.materialized is not None and keep is None:
-                _read_inventory(shard.materialized, account, ends.get(shard.materialized.url) if ends is not None else None)
+                _read_inventory(shard.materialized, account)
         plan.accounting = run_accounting(accounts, subset=keep is not None)
-        plan.fingerprint = fingerprint_inputs(self._inputs)
-        plan.shards = _shard_summaries(self._shards, self._inputs, rows, len(self._shards) > 1)
-        for rel, entry in self._inputs.items():
-            plan.inputs.add((shown_name(rel), replace(entry, name=shown_name(entry.name))))
+        describe_inputs(plan, self._shards, self._inputs, rows)
 
     def close(self) -> None:
         self.plan.close()
@@ -189,11 +183,10 @@ def discover(
     capture_dir: Location,
     pool: Executor | None = None,
     keep: Callable[[AttemptRef], bool] | None = None,
-    ends: Mapping[str, int] | None = None,
 ) -> JobPlan:
     """The job's whole plan at once (``Discovery`` scanned to its end): for a caller that needs
     every attempt before it starts, such as the tests and tools that read a plan."""
-    discovery = Discovery(shards, capture_dir, pool, keep, ends)
+    discovery = Discovery(shards, capture_dir, pool, keep)
     try:
         for _ in discovery.attempts():
             pass
@@ -203,14 +196,22 @@ def discover(
     return discovery.plan
 
 
-def _end(location: Location, size: int, ends: Mapping[str, int] | None) -> int:
-    """Where a file's scan stops: its size as listed, or sooner where ``ends`` says."""
-    return min(size, ends.get(location.url, size)) if ends is not None else size
+def describe_inputs(plan: JobPlan, shards: Sequence[Shard], inputs: JobInputs, rows: Counter[tuple[int | None, str]]) -> None:
+    """What the manifest says of the job's files, into ``plan``: the job fingerprint, each shard's summary, every input file."""
+    plan.fingerprint = fingerprint_inputs(inputs)
+    plan.shards = _shard_summaries(shards, inputs, rows, len(shards) > 1)
+    for rel, entry in inputs.items():
+        plan.inputs.add((shown_name(rel), replace(entry, name=shown_name(entry.name))))
 
 
-def _read_inventory(location: Location, account: ShardAccount, end: int | None) -> None:
+def orphans(listing: Iterable[str], claimed: set[str]) -> list[str]:
+    """The capture files and markers (names as shown) of rollout ids no row claims."""
+    return sorted(shown_name(name) for name in listing if (owner := _capture_id_of_file(name)) is not None and owner not in claimed)
+
+
+def _read_inventory(location: Location, account: ShardAccount) -> None:
     """Every non-blank line of a shard's materialized inputs is one rollout it owed."""
-    for _, _, raw in location.iter_lines(0, end):
+    for _, _, raw in location.iter_lines():
         if raw.strip():
             try:
                 account.expect(orjson.loads(raw))
@@ -340,7 +341,7 @@ def _cut(size: int) -> bool:
 def _lines(
     location: Location, size: int, listing: Mapping[str, FileEntry], shared: ListingFile | None, pool: Executor | None
 ) -> Iterator[tuple[int, ScannedLine]]:
-    # ``size`` is where the scan stops: the file's listed size, or a followed file's end.
+    # ``size`` is where the scan stops: the file's listed size.
     """The file's non-blank lines in order, each with its line number in the file: scanned here
     as they are read, so the fan-out can start on the first rows, or, for a file worth cutting
     when there is an attempt pool, in spans its workers scan (reading ``shared``), a few at once:
@@ -413,9 +414,7 @@ def _scan(
                     accounts[shard or 0].fail(scanned.accounted)
                 plan.attempts.add(attempt)
                 yield attempt
-    plan.orphans = sorted(
-        shown_name(name) for name in listing if _capture_id_of_file(name) is not None and _capture_id_of_file(name) not in claimed
-    )
+    plan.orphans = orphans(listing, claimed)
 
 
 def _capture_id_of_file(name: str) -> str | None:

@@ -7,7 +7,7 @@ never import Prefect.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import Executor
 
 from prefect import task
@@ -26,6 +26,5 @@ def discover_job(
     capture_dir: Location,
     pool: Executor | None = None,
     keep: Callable[[AttemptRef], bool] | None = None,
-    ends: Mapping[str, int] | None = None,
 ) -> Discovery:
-    return Discovery(shards, capture_dir, pool, keep, ends)
+    return Discovery(shards, capture_dir, pool, keep)

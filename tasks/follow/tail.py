@@ -14,16 +14,18 @@ the parts processed while following are the ones the final, post-hoc pass reuses
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
 
-from evidence import StageError, capture_file_id, rollout_key
-from tasks.discover.inputs import capture_entries
-from tasks.discover.refs import FAILURES, MAIN, AttemptRef
-from tasks.discover.scan import attempt_ref, scan_lines
+from evidence import CAPTURE_SUFFIX, MARKER_SUFFIX, ShardAccount, StageError, capture_file_id, rollout_key, run_accounting
+from tasks.discover.inputs import JobInputs, capture_entries, list_inputs
+from tasks.discover.refs import FAILURES, MAIN, AttemptRef, SkippedLine
+from tasks.discover.scan import JobPlan, attempt_ref, describe_inputs, orphans, scan_lines
 from tasks.inputs.shards import Shard, expand_rollouts, find_shards
 from tasks.storage import FileEntry, InputNotFound, Location
 
@@ -100,6 +102,14 @@ class ShardTail:
     rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys((MAIN, FAILURES), 0))
     owed: dict[Any, str] = field(default_factory=dict)  # rollout key -> capture id, from the materialized inputs
     answered: set[Any] = field(default_factory=set)  # rollout keys with a main or a sidecar row
+    account: ShardAccount | None = None  # its accounting as discovery folds it, from its first line on
+    skipped: list[tuple[str, int, str]] = field(default_factory=list)  # (source, line, why): lines that are not rows
+
+    def accounted(self) -> ShardAccount:
+        """Its account, begun with what is known then: whether it has materialized inputs (``plan`` checks it still holds)."""
+        if self.account is None:
+            self.account = ShardAccount(self.shard.name, "materialized" in self.tails)
+        return self.account
 
     @property
     def expected(self) -> int | None:
@@ -135,27 +145,31 @@ class JobTail:
         self.captures: dict[str, FileEntry] = {}
         self.activity: dict[str, float] = {}  # capture file name -> when it was last seen to change (seconds since the epoch)
         self._held: list[AttemptRef] = []  # main rows of a later shard, until the shards before it are closed
+        self._claimed: set[str] = set()  # the rollout ids of the rows read (discovery's orphans are the captures of no row)
 
     # -- one look
 
     def look(self, now: float) -> Look:
         """Read what was written since the last look; ``now`` stamps the captures seen to change."""
         self._refresh_shards()
+        read = [
+            (k, tail, source, file_tail.new_lines())
+            for k, tail in enumerate(self.shards)
+            for source in (MAIN, FAILURES, "materialized")
+            if (file_tail := tail.tails.get(source)) is not None
+        ]
+        # Listed after the lines are read: a rollout's capture is written before its row, so each row
+        # read is given its capture as complete (listed before, a capture still being written when
+        # listed would make its row's part stale at once).
         changed = self._list_captures(now)
         attempts: list[AttemptRef] = []
         lines = 0
-        for k, tail in enumerate(self.shards):
-            index = k if len(self.shards) > 1 else None
-            for source in (MAIN, FAILURES, "materialized"):
-                file_tail = tail.tails.get(source)
-                if file_tail is None:
-                    continue
-                new = file_tail.new_lines()
-                if source == "materialized":
-                    self._owe(tail, new)
-                    continue
-                lines += len(new)
-                attempts += self._attempts(tail, source, index, new)
+        for k, tail, source, new in read:
+            if source == "materialized":
+                self._owe(tail, new)
+                continue
+            lines += len(new)
+            attempts += self._attempts(tail, source, k if len(self.shards) > 1 else None, new)
         released = self._release(attempts)
         return Look(released, lines, changed or bool(lines))
 
@@ -192,23 +206,31 @@ class JobTail:
         return changed
 
     def _owe(self, tail: ShardTail, lines: list[tuple[int, int, bytes]]) -> None:
+        account = tail.accounted()
         for _, _, raw in lines:
             if raw.strip():
                 try:
                     row = orjson.loads(raw)
                 except orjson.JSONDecodeError:
-                    continue
+                    row = None
+                if account.expected is not None:  # every non-blank line is owed, as discovery reads the inventory
+                    account.expect(row)
                 if isinstance(row, dict):
                     tail.owed.setdefault(rollout_key(row), capture_file_id(row) or "")
 
     def _attempts(self, tail: ShardTail, source: str, shard: int | None, lines: list[tuple[int, int, bytes]]) -> list[AttemptRef]:
         scanned = scan_lines(lines, self.captures)
         attempts = []
+        account = tail.accounted()
         for row in scanned.rows:
             if row.skipped is not None:
+                tail.skipped.append((source, row.line, row.skipped))
                 continue
             tail.rows[source] += 1
             tail.answered.add(rollout_key(row.accounted))
+            (account.land if source == MAIN else account.fail)(row.accounted)
+            if row.rollout_id is not None:
+                self._claimed.add(row.rollout_id)
             attempts.append(attempt_ref(row, source, row.line, tail.rows[source], shard))
         return attempts
 
@@ -237,28 +259,6 @@ class JobTail:
 
     # -- what the job looks like
 
-    def ends(self) -> dict[str, int]:
-        """Each followed file's URL -> the bytes a snapshot reads of it: the complete lines read, and
-        none of a later shard's rollouts file while a shard before it is open (``_release``)."""
-        ends, closed = {}, True
-        for tail in self.shards:
-            for source, file_tail in tail.tails.items():
-                ends[file_tail.location.url] = file_tail.read if closed or source != MAIN else 0
-            closed = closed and tail.closed
-        return ends
-
-    def snapshot_shards(self) -> tuple[Shard, ...]:
-        """The shards as a snapshot reads them, each with the sidecars that exist; none until every rollouts file does."""
-        if not self.shards or not all(tail.tails[MAIN].seen for tail in self.shards):
-            return ()
-        return tuple(
-            Shard(
-                tail.shard.main,
-                *(tail.tails[s].location if s in tail.tails and tail.tails[s].seen else None for s in (FAILURES, "materialized")),
-            )
-            for tail in self.shards
-        )
-
     def counts(self) -> tuple[int, int, int | None]:
         """Main rows, sidecar rows and rollouts owed (None when a shard has no materialized inputs yet)."""
         rows = sum(tail.rows[MAIN] for tail in self.shards)
@@ -270,6 +270,68 @@ class JobTail:
     def outstanding(self) -> list[str]:
         """The capture ids of owed rollouts with no row yet."""
         return [capture for tail in self.shards for capture in tail.outstanding()]
+
+    def plan(self, main: Iterable[AttemptRef], failures: Iterable[AttemptRef]) -> JobPlan | str:
+        """The plan discovery would make of the job now, from what the tail read (no row parsed again), or why it cannot be made so.
+
+        ``main`` and ``failures`` are the attempts the tail released (main rows in input order). It
+        holds when every followed file was read to its end, no row waits for a shard before it,
+        each shard's debt was known from its first line, and every attempt's capture is listed as
+        it was when its row was read: then each attempt is the one discovery makes (the same
+        fingerprint), and the accounting, skipped lines and orphans are discovery's. Only the
+        files are listed again (their entries, the captures).
+        """
+        if self._held:
+            return f"{len(self._held)} main rows of a later shard wait for a shard before it"
+        for tail in self.shards:
+            for file_tail in tail.tails.values():
+                if file_tail.location.entry().size != file_tail.read:
+                    return f"{file_tail.location.display} has bytes past the last complete line read"
+            if (tail.accounted().expected is not None) != (tail.shard.materialized is not None):
+                return f"the materialized inputs of {tail.shard.name} appeared after its first rows"
+        inputs = list_inputs([tail.shard for tail in self.shards], self.capture_dir)
+        listing = {entry.name: entry for entry in inputs.captures}
+        plan = self._described(inputs)
+        try:
+            for attempt in itertools.chain(main, sorted(failures, key=_input_order)):
+                if attempt.rollout_id is not None and (
+                    listing.get(attempt.rollout_id + CAPTURE_SUFFIX) != attempt.capture
+                    or (attempt.rollout_id + MARKER_SUFFIX in listing) != attempt.incomplete
+                ):
+                    plan.close()
+                    return f"the capture of rollout {attempt.rollout_id} changed after its row was processed"
+                plan.attempts.add(attempt)
+        except BaseException:
+            plan.close()
+            raise
+        return plan
+
+    def described(self) -> JobPlan:
+        """The job as read so far, without its attempts: accounting, skipped lines, orphans, its files (a snapshot's manifest)."""
+        return self._described(list_inputs([tail.shard for tail in self.shards], self.capture_dir))
+
+    def _described(self, inputs: JobInputs) -> JobPlan:
+        shards = [tail.shard for tail in self.shards]
+        sharded = len(shards) > 1
+        plan = JobPlan()
+        try:
+            plan.skipped = [
+                SkippedLine(source, line, why, tail.shard.name if sharded else None)
+                for wanted in (MAIN, FAILURES)
+                for tail in self.shards
+                for source, line, why in tail.skipped
+                if source == wanted
+            ]
+            plan.orphans = orphans((entry.name for entry in inputs.captures), self._claimed)
+            plan.accounting = run_accounting(tail.accounted() for tail in self.shards)
+            rows = Counter(
+                {(k if sharded else None, source): tail.rows[source] for k, tail in enumerate(self.shards) for source in tail.rows}
+            )
+            describe_inputs(plan, shards, inputs, rows)
+        except BaseException:
+            plan.close()
+            raise
+        return plan
 
     def end_file(self) -> bool:
         """Whether 0.7.0's end-of-job file exists beside the rollouts file (a sharded job has none)."""

@@ -9,7 +9,7 @@ is never in memory at once.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from evidence import AttemptPart
@@ -63,6 +63,11 @@ class AttemptLog(TemporaryStore):
         if self._shared is None:
             self._shared = count_repeats(self._rollout_ids, str)
         return self._shared
+
+    def recorded(self) -> Iterable[dict[str, Any]]:
+        """The entries recorded so far, as ``add`` returned them (no note that needs the whole run): a
+        followed job's snapshot reads them while later ones are added."""
+        return self._entries.prefix()
 
     def entries(self) -> Iterator[dict[str, Any]]:
         """The entries in input order; attempts sharing a rollout id get a note saying how many do."""

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Self
 
 from tasks.discover.refs import AttemptRef
-from tasks.reduce.outputs import RunFolds
+from tasks.reduce.outputs import RunFolds, Standing
 
 FEED_GROUPS = 4
 """Finished groups waiting for the folds, at most (a group is at most ``MAX_GROUP`` attempts' references)."""
@@ -52,6 +52,11 @@ class Feed:
     def put(self, group: Sequence[AttemptRef]) -> None:
         """The next finished group, in input order (waits while ``FEED_GROUPS`` are waiting)."""
         self._queue.put(group)
+
+    def standing(self) -> Standing | None:
+        """The folds as they stand (``RunFolds.standing``) while groups go on being folded; None until they are open, or once failed."""
+        folds = self._folds
+        return folds.standing() if folds is not None and self._error is None else None
 
     def folds(self) -> RunFolds:
         """The folds once every group put is folded (the caller finishes them); raises the folding's error."""

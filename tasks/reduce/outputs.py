@@ -17,7 +17,7 @@ import itertools
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Self
@@ -27,6 +27,7 @@ from evidence import (
     AttemptPart,
     PerfDigest,
     PerfSummaryFold,
+    ScoreDigest,
     build_capabilities,
     dumps,
     histogram_values,
@@ -139,7 +140,7 @@ class Gathered:
         self.documents[target] = data
 
 
-def write_perf(ctx: RunContext, spill: Spill[PerfDigest], documents: DocumentSink) -> tuple[dict[str, Any], list[str]]:
+def write_perf(ctx: RunContext, spill: Iterable[PerfDigest], documents: DocumentSink) -> tuple[dict[str, Any], list[str]]:
     """``perf_summary.json`` from the spilled digests (groups by a stable external sort); the document and its problems."""
     with SortedSpill[dict[str, Any] | None]() as by_group:
         fold = PerfSummaryFold(by_group)
@@ -165,6 +166,44 @@ class FoldSnapshot:
     atif_files: int  # accepted so far (an all-or-nothing run may still publish none)
     atif_rejections: int
     unavailable: dict[str, int]  # digest name -> main rows without it
+
+
+@dataclass(frozen=True, slots=True)
+class _Folded:
+    """What the run-level documents are made from: the main pass's spills (or prefixes of them) and its small state."""
+
+    perf: Iterable[PerfDigest]
+    scores: Iterable[tuple[int, ScoreDigest]]  # (health index or NO_HEALTH, digest)
+    capabilities: Iterable[dict[str, Any]]
+    masked: Collection[int]
+    unavailable: Mapping[str, int]
+
+    def documents(self, ctx: RunContext, documents: DocumentSink) -> tuple[list[str], dict[str, Any]]:
+        """The perf summary, the score files and the capabilities to ``documents``; the fold problems and ``scores.json``'s document."""
+        perf, perf_problems = write_perf(ctx, self.perf, documents)
+        problems = [f"perf_summary: {problem}" for problem in perf_problems]
+        score_problems, scores = write_scores(ctx, self.scores, self.masked, perf.get("groups") or {}, perf_problems, documents)
+        problems += score_problems
+        problems += [f"{name}: {count} main rows without a digest" for name, count in sorted(self.unavailable.items())]
+        documents.put(ctx.paths.capabilities, dumps(build_capabilities(self.capabilities), indent=True) + b"\n")
+        return problems, scores
+
+    def histograms(self) -> dict[str, list[float]]:
+        """The report's histogram values: latency, tokens per turn, reward."""
+        return {**histogram_values(self.capabilities), "reward": reward_values(digest for _, digest in self.scores)}
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """The run as it stands after the groups folded so far (``RunFolds.standing``): what a followed job's snapshot publishes."""
+
+    counts: FoldSnapshot
+    documents: dict[Location, bytes]  # by where ``finish`` writes them (health summary, perf, scores, capabilities)
+    histograms: dict[str, list[float]]
+    scores: dict[str, Any]  # evidence.key_metrics of scores.json
+    fold_problems: list[str]
+    entries: Iterable[dict[str, Any]]  # the manifest's attempt entries recorded so far (AttemptLog.recorded)
+    repairs: int
 
 
 class RunFolds:
@@ -214,37 +253,45 @@ class RunFolds:
     def snapshot(self) -> FoldSnapshot:
         """The counts after every group consumed so far (never a group half folded); cheap, unlike ``documents``."""
         with self._lock:
-            log = self.summary.log
-            return FoldSnapshot(
-                attempts=log.count,
-                rows=dict(self.summary.rows),
-                by_status=dict(sorted(log.by_status.items())),
-                verdicts=self._main.health.verdicts,
-                atif_files=self._main.atif.accepted,
-                atif_rejections=self._main.atif.rejections.count,
-                unavailable=dict(sorted(self._main.unavailable.items())),
-            )
+            return self._counts()
+
+    def _counts(self) -> FoldSnapshot:
+        log = self.summary.log
+        return FoldSnapshot(
+            attempts=log.count,
+            rows=dict(self.summary.rows),
+            by_status=dict(sorted(log.by_status.items())),
+            verdicts=dict(self._main.health.verdicts),
+            atif_files=self._main.atif.accepted,
+            atif_rejections=self._main.atif.rejections.count,
+            unavailable=dict(sorted(self._main.unavailable.items())),
+        )
 
     def documents(self) -> dict[Location, bytes]:
         """The run-level documents as they stand after every group consumed so far, by where
         ``finish`` writes them: the health summary (before the identities are counted: no
         duplicate-identity finding yet), the perf summary, the three score files, the capabilities."""
-        with self._lock:
-            gathered = Gathered()
-            gathered.put(self._ctx.paths.quality_summary, self._main.health.summary_text().encode())
-            self._fold_documents(gathered)
-            return gathered.documents
+        return self.standing().documents
 
-    def _fold_documents(self, documents: DocumentSink) -> tuple[list[str], dict[str, Any]]:
-        """The perf summary, the score files and the capabilities to ``documents``; the fold problems and ``scores.json``'s document."""
-        ctx, fold = self._ctx, self._main
-        perf, perf_problems = write_perf(ctx, fold.perf, documents)
-        problems = [f"perf_summary: {problem}" for problem in perf_problems]
-        score_problems, scores = write_scores(ctx, fold.scores, fold.health.masked, perf.get("groups") or {}, perf_problems, documents)
-        problems += score_problems
-        problems += [f"{name}: {count} main rows without a digest" for name, count in sorted(fold.unavailable.items())]
-        documents.put(ctx.paths.capabilities, dumps(build_capabilities(fold.capabilities), indent=True) + b"\n")
-        return problems, scores
+    def standing(self) -> Standing:
+        """Counts, documents, histograms and manifest entries after every group consumed so far.
+
+        Only taking the view holds the folds (prefixes of their spills, copies of their small
+        state: a moment); the documents are made from it outside the lock, so the folds go on
+        consuming meanwhile and a followed job's end never waits for a snapshot's documents.
+        """
+        with self._lock:
+            fold = self._main
+            counts = self._counts()
+            summary = fold.health.summary_text().encode()
+            folded = _Folded(
+                fold.perf.prefix(), fold.scores.prefix(), fold.capabilities.prefix(), set(fold.health.masked), dict(fold.unavailable)
+            )
+            entries, repairs = self.summary.log.recorded(), self.summary.log.repairs
+        gathered = Gathered()
+        gathered.put(self._ctx.paths.quality_summary, summary)
+        problems, scores = folded.documents(self._ctx, gathered)
+        return Standing(counts, gathered.documents, folded.histograms(), key_metrics(scores), problems, entries, repairs)
 
     def _writer(self, source: str) -> LineWriter:
         """Where a source's output lines go, opened when its first group comes (main rows come first)."""
@@ -265,9 +312,10 @@ class RunFolds:
             documents = stack.enter_context(Documents(remote=not ctx.run_dir.is_local))
             verdicts_stand = fold.health.finish(documents)
             result.verdicts = fold.health.verdicts
-            result.fold_problems, scores = self._fold_documents(documents)
+            folded = _Folded(fold.perf, fold.scores, fold.capabilities, fold.health.masked, fold.unavailable)
+            result.fold_problems, scores = folded.documents(ctx, documents)
             result.scores = key_metrics(scores)
-            result.histograms = {**histogram_values(fold.capabilities), "reward": reward_values(digest for _, digest in fold.scores)}
+            result.histograms = folded.histograms()
             result.atif_published = write_atif(ctx, fold.atif)
             if verdicts_stand and result.atif_published and not result.log.shares_rollout_ids():
                 self._analysis.finish()  # every attempt stands as judged when consumed

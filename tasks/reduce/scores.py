@@ -9,12 +9,11 @@ coverage keys say how many were masked.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from evidence import AggregateMetricsFold, ScoreDigest, build_scores, dumps, dumps_aggregate_metrics
 from tasks.attempts.context import RunContext
-from tasks.storage.spill import Spill
 
 if TYPE_CHECKING:
     from tasks.reduce.outputs import DocumentSink
@@ -25,8 +24,8 @@ NO_HEALTH = -1
 
 def write_scores(
     ctx: RunContext,
-    scores: Spill[tuple[int, ScoreDigest]],
-    masked: set[int],
+    scores: Iterable[tuple[int, ScoreDigest]],
+    masked: Collection[int],
     perf_groups: Mapping[str, dict[str, Any] | None],
     perf_problems: Iterable[str],
     documents: DocumentSink,

@@ -86,9 +86,27 @@ class Spill(TemporaryStore, Generic[T]):
         self._file.flush()
         return _records(self._file.name, self.count)
 
+    def prefix(self) -> Iterable[T]:
+        """The records added so far, to read back later without those added meanwhile: a view another
+        thread can read while this one goes on adding (a followed job's snapshot of the reduce's folds)."""
+        self._write_batch()
+        self._file.flush()
+        return _Prefix(self._file.name, self.count)
+
     def close(self) -> None:
         self._batch = []
         self._file.close()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Prefix(Generic[T]):
+    """The first ``count`` records of a spill's file (``Spill.prefix``)."""
+
+    path: str
+    count: int
+
+    def __iter__(self) -> Iterator[T]:
+        return _records(self.path, self.count)
 
 
 def _records(path: str, count: int) -> Iterator[Any]:

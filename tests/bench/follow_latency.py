@@ -2,9 +2,12 @@
 
 A generated job (``tests/jobgen.py``, cached) is replayed into a fresh folder by ``tests/producer.py``
 at ``--rows-per-second`` while the stage follows it in this process against a running Prefect
-server (``--api-url``, else one is started). Prints one JSON line per snapshot (its seconds and the
-rows it held) and one for the end: the seconds from the aggregate file to ``_SUCCESS`` and the
-final pass's timings (the manifest's).
+server (``--api-url``, else one is started). Prints one JSON line per snapshot: its seconds on the
+snapshot thread (``snapshot_s``), of which the reduce's (``reduce_s``: ``RunFolds.standing``, the
+documents made from the folds), the rows the tail had read and the attempts folded; and one for
+the end: the seconds from the aggregate file to ``_SUCCESS`` and the final pass's timings (the
+manifest's; ``discover_s`` there is the plan made from the tail, or a full discovery where the
+follow fell back to the full pass).
 
 Usage: python tests/bench/follow_latency.py [--rollouts 2000] [--rows-per-second 200] [--snapshot-every 5] [--api-url URL]
 """
@@ -40,16 +43,28 @@ def main(argv: list[str] | None = None) -> int:
         from flows.execution import follow
         from flows.params.stage import StageParams
         from flows.stage import stage_flow
+        from tasks.reduce.outputs import RunFolds
         from tests.producer import Producer
 
-        publish = follow.publish_snapshot
+        publish, standing = follow.publish_snapshot, RunFolds.standing
+        reduce_s: dict[int, float] = {}  # snapshot thread -> the reduce's seconds of its snapshot
+
+        def timed_standing(folds: RunFolds) -> Any:
+            started = time.perf_counter()
+            result = standing(folds)
+            reduce_s[threading.get_ident()] = time.perf_counter() - started
+            reduce_s[-threading.get_ident()] = result.counts.attempts
+            return result
 
         def timed_snapshot(*call: Any) -> Any:
             started = time.perf_counter()
             status = publish(*call)
-            emit({"snapshot_s": round(time.perf_counter() - started, 3), "rows": status.rows, "failures": status.failures})
+            me = threading.get_ident()
+            seconds = {"snapshot_s": round(time.perf_counter() - started, 3), "reduce_s": round(reduce_s.pop(me, 0.0), 3)}
+            emit({**seconds, "rows": status.rows, "failures": status.failures, "folded": reduce_s.pop(-me, 0)})
             return status
 
+        RunFolds.standing = timed_standing  # type: ignore[method-assign]
         follow.publish_snapshot = timed_snapshot
         job, output = Path(scratch) / "job", Path(scratch) / "out"
         producer = Producer(template, job, rows_per_second=args.rows_per_second)

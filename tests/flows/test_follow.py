@@ -160,6 +160,87 @@ def test_a_followed_job_shows_partial_counts_and_stalled_work_then_ends_as_a_pos
     assert followed_manifest == finished_manifest
 
 
+def _discoveries(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per discovery of the job made from now on in this process (the tasks' ``discover``)."""
+    import tasks.discover.task as discover_task
+
+    calls: list[int] = []
+    real = discover_task.discover
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(discover_task, "discover", counted)
+    return calls
+
+
+@pytest.mark.parametrize("touched", [False, True], ids=["incremental", "capture-changed-after-its-row"])
+def test_snapshots_and_the_end_come_from_the_folds_unless_a_processed_rows_capture_changed(
+    touched: bool, template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No discovery while following, none at the end: the folds kept open answer both. A capture that changes after
+    its row was processed cannot be folded again: the end is then the full pass (one discovery), equal all the same."""
+    discoveries = _discoveries(monkeypatch)
+    job = tmp_path / "job"
+    producer = Producer(template, job, rows_per_second=12, interrupt_after=12)  # paused mid-job
+    run_dir = tmp_path / "out" / "j" / "runs" / "inc"
+    watcher = Watcher(run_dir)
+    mid_job: list[dict[str, Any]] = []
+
+    def produce() -> None:
+        producer.run()
+        live = watcher.until(lambda live: live["rows"] + live["failures"] >= 12 and live["unhealthy_share"] is not None)
+        mid_job.append({"live": live, "scores": (run_dir / "scores.json").exists(), "discoveries": len(discoveries)})
+        if touched:  # a rollout whose row the follow processed gains a capture line
+            done = next(r for i, r in enumerate(producer.rollouts) if i in producer.completed and r.rollout_id and r.capture)
+            with (job / "model-calls" / f"{done.rollout_id}.capture.jsonl").open("ab") as capture:
+                capture.write(done.capture[-1])
+        producer.resume().wait()
+
+    threading.Thread(target=produce, daemon=True).start()
+    try:
+        state = stage_flow(StageParams(**_job_args(job, tmp_path / "out"), run_id="inc", **FOLLOW), return_state=True)
+    finally:
+        watcher.stop()
+    result = state.result()
+    assert result["follow_ended"] == "aggregate_metrics"
+    (snapshot,) = mid_job
+    assert snapshot == {"live": snapshot["live"], "scores": True, "discoveries": 0}  # a snapshot of the folds, mid-job
+    assert len(discoveries) == (1 if touched else 0)
+    post_hoc = run_stage(**_job_args(job, tmp_path / "post"), run_id="inc")
+    assert _outputs(local_path(result["run_dir"])) == _outputs(local_path(post_hoc["run_dir"]))
+
+
+def test_a_shard_that_appears_after_rows_were_folded_ends_by_the_full_pass_equal_to_post_hoc(
+    template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A glob's second shard appears once the first shard's rows are folded as a one-file job's: the folds cannot
+    stand (the rows' keys and output lines change), so the end is the full pass, and the outputs a post-hoc run's."""
+    discoveries = _discoveries(monkeypatch)
+    job = tmp_path / "job"
+    producer = Producer(template, job, rows_per_second=16, shards=2, interrupt_after=2)
+    producer.run()  # two rows of task 0: the first shard's file only
+    watcher = Watcher(tmp_path / "out" / "j" / "runs" / "s")
+
+    def resume() -> None:
+        watcher.until(lambda live: live["rows"] == 2 and live["unhealthy_share"] is not None)  # folded, as a one-file job's
+        producer.resume()
+
+    threading.Thread(target=resume, daemon=True).start()
+    args = {**_job_args(job, tmp_path / "out"), "rollouts": str(job / "rollouts-chunk*.jsonl")}
+    try:
+        result = stage_flow(StageParams(**args, run_id="s", **FOLLOW))
+    finally:
+        watcher.stop()
+    producer.wait()
+    assert sorted(p.name for p in job.glob("rollouts-chunk?.jsonl")) == ["rollouts-chunk0.jsonl", "rollouts-chunk1.jsonl"]
+    assert result["follow_ended"] == "all_answered"
+    assert len(discoveries) == 1
+    post_hoc = run_stage(**{**args, "output": str(tmp_path / "post")}, run_id="s")
+    assert _outputs(local_path(result["run_dir"])) == _outputs(local_path(post_hoc["run_dir"]))
+
+
 def test_a_gate_breach_stops_the_follow_and_keeps_the_run(template: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     job = tmp_path / "job"
     producer = Producer(template, job, rows_per_second=8, interrupt_after=12).start()  # paused mid-job until the follow stops
@@ -186,7 +267,9 @@ def test_a_gate_breach_stops_the_follow_and_keeps_the_run(template: Path, tmp_pa
     producer.resume().wait()
 
 
-def test_a_follow_killed_mid_job_is_resumed_without_reprocessing_its_rows(template: Path, tmp_path: Path, prefect_server: str) -> None:
+def test_a_follow_killed_mid_job_is_resumed_without_reprocessing_its_rows(
+    template: Path, tmp_path: Path, prefect_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     job = tmp_path / "job"
     run = tmp_path / "out" / "j" / "runs" / "k"
     watcher = Watcher(run)
@@ -207,9 +290,13 @@ def test_a_follow_killed_mid_job_is_resumed_without_reprocessing_its_rows(templa
     covered = {line for name in before for line in range(int(name[:9]), int(name[10:19]) + 1)}
     producer.wait()
     producer.resume()
+    discoveries = _discoveries(monkeypatch)
     result = run_stage(**_job_args(job, tmp_path / "out"), resume="k", keep_parts=True, **FOLLOW)
     producer.wait()
     assert result["counts"]["rows"]["main"] == 24
+    assert not discoveries  # the resumed follow's folds start over from its first look: the end needs no discovery
+    post_hoc = run_stage(**_job_args(job, tmp_path / "post"), run_id="k")
+    assert _outputs(run) == _outputs(local_path(post_hoc["run_dir"]))
     after = {p.name for p in run.glob("attempts/main/*.seg")}
     assert before <= after
     redone = {line for name in after - before for line in range(int(name[:9]), int(name[10:19]) + 1)} & covered

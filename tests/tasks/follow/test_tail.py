@@ -70,7 +70,6 @@ def test_a_later_shards_main_rows_wait_until_the_shards_before_it_are_closed(tmp
     (tmp_path / "r-chunk1.jsonl").write_bytes(row(1, 0))
     tail = JobTail(str(tmp_path / "r-chunk*.jsonl"), None, {}, Location(str(tmp_path / "model-calls")))
     assert [(a.shard, a.out_line) for a in tail.look(now=1.0).attempts] == [(0, 1)]
-    assert tail.ends()[Location(str(tmp_path / "r-chunk1.jsonl")).url] == 0  # a snapshot leaves it out too
     with (tmp_path / "r-chunk0.jsonl").open("ab") as f:
         f.write(row(0, 1))
     assert [(a.shard, a.line, a.out_line) for a in tail.look(now=2.0).attempts] == [(0, 2, 2), (1, 1, 3)]
@@ -96,3 +95,39 @@ def test_an_object_replaced_by_a_longer_one_is_followed_by_its_new_bytes(store: 
     location.write_bytes(b'{"A": 1}\n{"b": 2}\n{"c": 3}\n')
     with pytest.raises(FollowedFileChanged, match="replaced while followed"):
         tail.new_lines()
+
+
+def test_the_plan_made_from_the_tail_is_discoverys_until_a_capture_changes_after_its_row(tmp_path: Path) -> None:
+    from dataclasses import asdict
+
+    from tasks.discover.scan import JobPlan, discover
+
+    captures = tmp_path / "model-calls"
+    captures.mkdir()
+    for name in ("0-0.capture.jsonl", "0-1.capture.jsonl", "9-9.capture.jsonl", "0-2.capture.incomplete"):
+        (captures / name).write_bytes(b"{}\n")
+    rows = [b'{"_ng_task_index": 0, "_ng_rollout_index": %d}\n' % r for r in range(4)]
+    (tmp_path / "rollouts_materialized_inputs.jsonl").write_bytes(b"".join(rows) + b"not json\n")
+    path, failures = tmp_path / "rollouts.jsonl", tmp_path / "rollouts_failures.jsonl"
+    path.write_bytes(rows[1] + b"[1]\n\n" + rows[0])
+    failures.write_bytes(b'{"_ng_task_index": 0, "_ng_rollout_index": 2, "_ng_failure_class": "timeout"}\n')
+    tail = JobTail(str(path), None, {}, Location(str(captures)))
+    released = tail.look(now=1.0).attempts
+    path.write_bytes(rows[1] + b"[1]\n\n" + rows[0] + rows[1])
+    released += tail.look(now=2.0).attempts
+
+    def described(plan: JobPlan) -> tuple[object, ...]:
+        shown = (list(plan.attempts), plan.skipped, plan.orphans, plan.accounting, plan.shards, plan.fingerprint)
+        return (*shown, [(name, asdict(entry)) for name, entry in plan.inputs])
+
+    main = [a for a in released if a.source == "main"]
+    made = tail.plan(main, [a for a in released if a.source != "main"])
+    assert isinstance(made, JobPlan)
+    shard = tail.shards[0].shard
+    with made, discover((shard,), Location(str(captures))) as plan:
+        assert (plan.accounting["lost"], len(plan.skipped), plan.orphans) == (1, 1, ["9-9.capture.jsonl"])  # each is covered
+        assert described(made) == described(plan)
+    (captures / "0-0.capture.jsonl").write_bytes(b"{}\n{}\n")  # a capture that changed after its row was read
+    assert tail.plan(main, []) == "the capture of rollout 0-0 changed after its row was processed"
+    path.write_bytes(rows[1] + b"[1]\n\n" + rows[0] + rows[1] + b'{"half')
+    assert "has bytes past the last complete line read" in str(tail.plan(main, []))

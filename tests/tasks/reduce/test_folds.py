@@ -61,6 +61,12 @@ def test_groups_folded_as_they_land_give_the_outputs_of_every_part_folded_at_onc
             snapshot = folds.snapshot()
             assert snapshot.attempts == sum(map(len, groups[:done]))
             assert sum(snapshot.rows.values()) == snapshot.attempts == sum(snapshot.by_status.values())
+            if done == 2:
+                early = folds.standing()
+        # read once later groups were folded: the entries and documents as they stood when taken
+        assert len(list(early.entries)) == early.counts.attempts == sum(map(len, groups[:2]))
+        assert [entry["key"] for entry in early.entries] == [attempt.key for attempt in attempts[: early.counts.attempts]]
+        assert early.documents != folds.standing().documents
         standing = {location.path: data for location, data in folds.documents().items()}
         summary = folds.finish()
     assert len(standing) == 6

@@ -151,3 +151,15 @@ def test_a_record_nested_as_deep_as_a_row_parses_is_spilled_and_read_back() -> N
     assert (first, name, last) == ("before", "digest", "after")
     assert dumps(digest) == dumps({"reward": deep})  # compared as text: == recurses too
     assert sys.getrecursionlimit() == limit  # raised for the batch only
+
+
+def test_a_prefix_reads_the_records_added_before_it_was_taken_however_many_follow() -> None:
+    with Spill[int](batch=4) as spill:
+        for value in range(6):
+            spill.add(value)
+        prefix = spill.prefix()  # the half batch is written now
+        for value in range(6, 40):
+            spill.add(value)
+        assert list(prefix) == list(range(6))
+        assert list(prefix) == list(range(6))  # read again: the same
+        assert list(spill) == list(range(40))
