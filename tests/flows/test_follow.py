@@ -161,17 +161,17 @@ def test_a_followed_job_shows_partial_counts_and_stalled_work_then_ends_as_a_pos
 
 
 def _discoveries(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """One entry per discovery of the job made from now on in this process (the tasks' ``discover``)."""
+    """One entry per discovery of the job made from now on in this process (the task's ``Discovery``)."""
     import tasks.discover.task as discover_task
 
     calls: list[int] = []
-    real = discover_task.discover
+    real = discover_task.Discovery
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(discover_task, "discover", counted)
+    monkeypatch.setattr(discover_task, "Discovery", counted)
     return calls
 
 
