@@ -26,7 +26,7 @@ NO_HEALTH = -1
 def write_scores(
     ctx: RunContext,
     scores: Spill[tuple[int, ScoreDigest]],
-    masked: set[int],
+    masked: bytearray,
     perf_groups: Mapping[str, dict[str, Any] | None],
     perf_problems: Iterable[str],
     documents: DocumentSink,
@@ -34,12 +34,12 @@ def write_scores(
     """The three score files from ``(health index, digest)`` pairs in input order; the groups left
     out, and the ``scores.json`` document.
 
-    ``masked`` holds the health indices (positions among the main rows with a health digest)
-    whose verdict the run masks.
+    ``masked`` has a byte per health index (position among the main rows with a health
+    digest): 1 when the run masks that row's verdict.
     """
     fold = AggregateMetricsFold()
     for health_index, digest in scores:
-        fold.add(digest, masked=health_index in masked)
+        fold.add(digest, masked=health_index != NO_HEALTH and bool(masked[health_index]))
     problems = list(perf_problems)
     raw = fold.result(perf_groups, problems, apply_masks=False)
     clean = fold.result(perf_groups, problems)
