@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evidence.folds.digest import TASK_KEY, Scalar, ScoreDigest
+from evidence.folds.packed import Layouts, PackedDigest, pack
 from evidence.folds.profile import profile_rollouts
 from evidence.jsonl import dumps
 
@@ -73,10 +74,11 @@ class _Replayed(Exception):
 class AggregateMetricsFold:
     """Score digests in file order in, the aggregate-metrics document out.
 
-    Memory: the digests only (a few numbers per rollout); the tables are built per group when
-    the document is made. One fold gives both documents of a run: ``result(apply_masks=False)``
-    ignores the caller's masks (0.7.0's own file), ``result()`` applies them (clean scores); a
-    group the caller's masks leave as it was is computed once for both.
+    Memory: the digests only, packed (``evidence.folds.packed``: their values, about 300 bytes
+    per rollout); the tables are built per group when the document is made. One fold gives
+    both documents of a run: ``result(apply_masks=False)`` ignores the caller's masks (0.7.0's
+    own file), ``result()`` applies them (clean scores); a group the caller's masks leave as
+    it was is computed once for both.
 
     Example::
 
@@ -89,7 +91,8 @@ class AggregateMetricsFold:
     """
 
     def __init__(self) -> None:
-        self._groups: dict[Scalar, list[tuple[ScoreDigest, bool]]] = {}
+        self._groups: dict[Scalar, list[PackedDigest]] = {}
+        self._layouts: Layouts = {}
         self._agents: dict[Scalar, Scalar | None] = {}
         # A group's metrics (or 0.7.0's error) by what decides them: its rows' masks and its
         # perf error. The clean document of a group in which health masked nothing is then
@@ -101,7 +104,7 @@ class AggregateMetricsFold:
         ``mask_sample`` were true (it can only add masking)."""
         if digest is None:
             return
-        self._groups.setdefault(digest.server, []).append((digest, masked))
+        self._groups.setdefault(digest.server, []).append(pack(digest, masked, self._layouts))
         self._agents.setdefault(digest.server, digest.agent)
 
     def result(
@@ -126,7 +129,7 @@ class AggregateMetricsFold:
         document: list[dict[str, Any]] = []
         refusals: list[GroupRefusal] = []
         for server in sorted(self._groups, key=server_order):
-            members = [(digest, digest.masked or (extra and apply_masks)) for digest, extra in self._groups[server]]
+            members = [(row, row.masked or (row.extra and apply_masks)) for row in self._groups[server]]
             perf_error = _perf_error(server, problems)
             key = (server, tuple(masked for _, masked in members), perf_error)
             if key not in self._computed:
@@ -149,7 +152,7 @@ def dumps_aggregate_metrics(document: list[dict[str, Any]]) -> bytes:
 
 
 def _group_outcome(
-    server: Scalar, members: Sequence[tuple[ScoreDigest, bool]], perf_error: tuple[str, str] | None
+    server: Scalar, members: Sequence[tuple[PackedDigest, bool]], perf_error: tuple[str, str] | None
 ) -> dict[str, Any] | GroupRefusal:
     """A group's metrics, or the refusal naming what 0.7.0 raises on it."""
     try:
@@ -162,7 +165,7 @@ def _group_outcome(
         return GroupRefusal(server, type(exc).__name__, str(exc))
 
 
-def _group_metrics(members: Sequence[tuple[ScoreDigest, bool]], perf_error: tuple[str, str] | None) -> dict[str, Any]:
+def _group_metrics(members: Sequence[tuple[PackedDigest, bool]], perf_error: tuple[str, str] | None) -> dict[str, Any]:
     everyone = [digest for digest, _ in members]
     scored = [digest for digest, masked in members if not masked]
     masked = [digest for digest, is_masked in members if is_masked]
@@ -190,7 +193,7 @@ def _group_metrics(members: Sequence[tuple[ScoreDigest, bool]], perf_error: tupl
     }
 
 
-def _coverage(everyone: list[ScoreDigest], scored: list[ScoreDigest], masked: list[ScoreDigest]) -> dict[str, int]:
+def _coverage(everyone: list[PackedDigest], scored: list[PackedDigest], masked: list[PackedDigest]) -> dict[str, int]:
     """How much of the group the quality numbers come from; empty when nothing was masked, so
     an unmasked run publishes exactly the keys it always did."""
     if not masked:
@@ -204,7 +207,7 @@ def _coverage(everyone: list[ScoreDigest], scored: list[ScoreDigest], masked: li
     }
 
 
-def _align(everyone: list[ScoreDigest], scored: list[ScoreDigest], masked: list[ScoreDigest]) -> list[ScoreDigest]:
+def _align(everyone: list[PackedDigest], scored: list[PackedDigest], masked: list[PackedDigest]) -> list[PackedDigest]:
     """The scored rows in key order, checked the way 0.7.0 pairs inputs with results: the input
     rows are every row whose key no masked row has, the results every scored row."""
     if masked:
@@ -223,8 +226,8 @@ def _align(everyone: list[ScoreDigest], scored: list[ScoreDigest], masked: list[
     return [by_result[key] for key in sorted(by_input.keys() & by_result.keys())]
 
 
-def _unique(digests: list[ScoreDigest], role: str) -> dict[tuple[Any, Any], ScoreDigest]:
-    indexed: dict[tuple[Any, Any], ScoreDigest] = {}
+def _unique(digests: list[PackedDigest], role: str) -> dict[tuple[Any, Any], PackedDigest]:
+    indexed: dict[tuple[Any, Any], PackedDigest] = {}
     for digest in digests:
         if digest.key in indexed:
             raise ValueError(f"Duplicate {role} row for rollout key {digest.key}")

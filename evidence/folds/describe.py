@@ -54,7 +54,8 @@ def describe_groups(table: pd.DataFrame, key: str, columns: Sequence[str]) -> li
         per_column.append(results)
     # pandas casts the reduced columns to their common type: int64 or uint64 alone stay integers
     integral = {table[c].dtype.kind for c in columns} in ({"i"}, {"u"})
-    return [(group, _group_stats(index, columns, per_column, integral)) for index, group in enumerate(sizes.index.tolist())]
+    names = [[f"{stat}/{column}" for column in columns] for stat in STATS]  # one key object for every group's entry
+    return [(group, _group_stats(index, names, per_column, integral)) for index, group in enumerate(sizes.index.tolist())]
 
 
 def stacked_groups(codes: np.ndarray, groups: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -113,17 +114,19 @@ def middle_means(floats: np.ndarray, present: np.ndarray) -> np.ndarray:
     return medians
 
 
-def _group_stats(index: int, columns: Sequence[str], per_column: list[dict[str, Any]], integral: bool) -> dict[str, Any]:
+def _group_stats(index: int, names: Sequence[Sequence[str]], per_column: list[dict[str, Any]], integral: bool) -> dict[str, Any]:
+    """One group's statistics; ``names[s][c]`` is the key of statistic ``STATS[s]`` of column ``c``
+    (made once for all groups: a run of many tasks holds one entry per task until it is written)."""
     spreads = [results["std"][index] for results in per_column]
     if all(math.isnan(value) for value in spreads):
         spreads = [0.0 if results["complete"][index] else value for results, value in zip(per_column, spreads, strict=True)]
     out: dict[str, Any] = {}
-    for stat in STATS:
-        for position, column in enumerate(columns):
+    for stat, keys in zip(STATS, names, strict=True):
+        for position, key in enumerate(keys):
             value = spreads[position] if stat == "std" else per_column[position][stat][index]
             value = int(value) if integral and stat in ("max", "min") else float(value)
             if not math.isnan(value):
-                out[f"{stat}/{column}"] = value
+                out[key] = value
     return out
 
 

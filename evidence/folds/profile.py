@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evidence.folds.describe import describe_groups, middle_means, plain, stacked_groups
-from evidence.folds.digest import ROLLOUT_KEY, TASK_KEY, ScoreDigest
+from evidence.folds.digest import ROLLOUT_KEY, TASK_KEY
+from evidence.folds.packed import PackedDigest
 
 if TYPE_CHECKING:
     import numpy as np
@@ -95,7 +96,7 @@ def is_point_estimate(name: object) -> bool:
     )
 
 
-def profile_rollouts(aligned: Sequence[ScoreDigest]) -> Profile:
+def profile_rollouts(aligned: Sequence[PackedDigest]) -> Profile:
     """Profile scored rollouts given in ``(task, rollout)`` order (0.7.0's alignment order).
 
     Raises whatever 0.7.0 raises on the same numbers (the caller reports the group as left out).

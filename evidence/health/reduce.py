@@ -61,6 +61,7 @@ class HealthFold:
         self._issues = dict.fromkeys(CHECK_IDS, 0)
         self._stats = _RunStats()
         self._repeats: dict[int | str, dict[int | str, Repeat]] = {}
+        self._shared: dict[Repeat, Repeat] = {}  # every distinct Repeat once (a few: verdict, observed, calls), not one per rollout
 
     def add(self, digest: RowDigest) -> RowDigest:
         """Fold one digest; return it as reported (with its duplicate-identity finding, if any)."""
@@ -77,7 +78,8 @@ class HealthFold:
         self._stats.add(digest.stats)
         by_rollout = self._repeats.setdefault(digest.task, {})
         known = by_rollout.get(digest.rollout)
-        by_rollout[digest.rollout] = Repeat.of(digest) if known is None else known.merged(digest)
+        repeat = Repeat.of(digest) if known is None else known.merged(digest)
+        by_rollout[digest.rollout] = self._shared.setdefault(repeat, repeat)
         return digest
 
     @property

@@ -6,12 +6,12 @@ rollout (identity and status; the verdict with each finding pointing at its turn
 tool call; the turns with their calls; gaps with their meaning; its row's line, ATIF file or
 refusal and capture file). Each main row's ``view_facts`` are made where the row is decoded
 (the attempt engine); the reduce completes them with the run's verdict and ATIF decision
-(``rollout_view``), feeds ``ViewerIndex``, writes each ``Chunk`` it gets, then
-``render_viewer``'s page (``tasks/reduce/viewer.py``).
+(``rollout_view``), feeds ``ViewerIndex`` (its rows kept in a local spill, ``IndexRows``),
+writes each ``Chunk`` it gets, then ``viewer_page``'s page, row by row (``tasks/tables/viewer.py``).
 """
 
-from evidence.viewer.index import CHUNK_BYTES, CHUNK_ROLLOUTS, INDEX_FIELDS, Chunk, ViewerIndex, chunk_name
-from evidence.viewer.page import render_viewer, viewer_csp
+from evidence.viewer.index import CHUNK_BYTES, CHUNK_ROLLOUTS, INDEX_FIELDS, Chunk, IndexRows, ViewerIndex, chunk_name
+from evidence.viewer.page import render_viewer, viewer_csp, viewer_page
 from evidence.viewer.rollout import RolloutView, ViewFacts, decode_row, rollout_view, view_facts
 from evidence.viewer.script import SCRIPT
 from evidence.viewer.text import clean, excerpt, script_json
@@ -22,6 +22,7 @@ __all__ = [
     "INDEX_FIELDS",
     "SCRIPT",
     "Chunk",
+    "IndexRows",
     "RolloutView",
     "ViewFacts",
     "ViewerIndex",
@@ -34,4 +35,5 @@ __all__ = [
     "script_json",
     "view_facts",
     "viewer_csp",
+    "viewer_page",
 ]

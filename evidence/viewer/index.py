@@ -15,13 +15,13 @@ rollout reads a small file however long the run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from evidence.viewer.rollout import RolloutView
 
-__all__ = ["CHUNK_BYTES", "CHUNK_ROLLOUTS", "INDEX_FIELDS", "Chunk", "ViewerIndex", "chunk_name"]
+__all__ = ["CHUNK_BYTES", "CHUNK_ROLLOUTS", "INDEX_FIELDS", "Chunk", "IndexRows", "ViewerIndex", "chunk_name"]
 
 CHUNK_ROLLOUTS = 64
 CHUNK_BYTES = 256 * 1024
@@ -66,9 +66,23 @@ class Chunk:
     data: bytes
 
 
+class IndexRows(Protocol):
+    """Where the index keeps its rows until the page is written: a list, or the reduce's local spill
+    (a row is a few hundred bytes in memory; a run's flow must not hold one per rollout)."""
+
+    def append(self, row: list[Any], /) -> None: ...
+
+    def __iter__(self) -> Iterator[list[Any]]: ...
+
+
+def _rows_in_memory() -> IndexRows:
+    rows: list[list[Any]] = []
+    return rows
+
+
 @dataclass
 class ViewerIndex:
-    """Every main attempt's index row, gathered in input order; the detail files as they fill.
+    """Every main attempt's index row, gathered in input order into ``rows``; the detail files as they fill.
 
     ``add`` takes each rollout's view and returns a detail file once one is full; ``finish``
     returns the last; ``document`` is the index the page embeds.
@@ -76,7 +90,8 @@ class ViewerIndex:
 
     chunk_rollouts: int = CHUNK_ROLLOUTS
     chunk_bytes: int = CHUNK_BYTES
-    rows: list[list[Any]] = field(default_factory=list)
+    rows: IndexRows = field(default_factory=_rows_in_memory)
+    count: int = 0  # rows added
     codes: dict[str, dict[Any, int]] = field(default_factory=lambda: {name: {} for name in (*CODED, *CODED_LISTS)})
     chunks: list[int] = field(default_factory=list)
     _pending: list[bytes] = field(default_factory=list)
@@ -85,8 +100,9 @@ class ViewerIndex:
     def add(self, view: RolloutView) -> Chunk | None:
         """Index one rollout (the next in input order); a full detail file, when this one filled it."""
         self.rows.append([self._encoded(name, view.entry[name]) for name in INDEX_FIELDS])
+        self.count += 1
         if not self._pending:
-            self.chunks.append(len(self.rows) - 1)
+            self.chunks.append(self.count - 1)
         detail = view.detail
         self._pending.append(detail)
         self._pending_bytes += len(detail)
@@ -99,7 +115,8 @@ class ViewerIndex:
         return self._flush() if self._pending else None
 
     def document(self) -> dict[str, Any]:
-        """The index as the page reads it: field names, code lists, rows, each detail file's first rollout."""
+        """The index as the page reads it: field names, code lists, rows (``rows`` itself: the page
+        writes them one by one), each detail file's first rollout."""
         return {
             "fields": list(INDEX_FIELDS),
             "codes": {name: list(values) for name, values in self.codes.items()},

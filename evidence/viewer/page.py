@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from evidence.viewer.script import SCRIPT
 from evidence.viewer.text import script_json
 
-__all__ = ["render_viewer", "viewer_csp"]
+__all__ = ["render_viewer", "viewer_csp", "viewer_page"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5rem 2rem;color:#1b1f24;max-width:90rem}
@@ -59,7 +59,21 @@ def viewer_csp(script: str = SCRIPT) -> str:
 
 
 def render_viewer(index: Mapping[str, Any], chunk_files: Sequence[str], links: Mapping[str, str]) -> str:
-    """``viewer/index.html`` (UTF-8 text, ends with a newline).
+    """``viewer/index.html`` (UTF-8 text, ends with a newline): ``viewer_page``'s pieces joined."""
+    return b"".join(viewer_page(index, chunk_files, links)).decode("utf-8")
+
+
+_ROWS = b'"rows":[]'
+"""The index's ``rows`` member with no row, as the compact JSON of the index writes it. A JSON
+string writes every ``"`` inside it as ``\\"``, so these bytes can only be the member itself."""
+
+
+def viewer_page(index: Mapping[str, Any], chunk_files: Sequence[str], links: Mapping[str, str]) -> Iterator[bytes]:
+    """``viewer/index.html``'s bytes in pieces, the index's rows written one by one as ``index["rows"]`` gives them.
+
+    The rows of a large run are read from the reduce's spill as the page is written, never held
+    at once; each row's JSON is what it is inside the whole index's (compact JSON depends on no
+    context, and every escape is of one character), so the bytes are the same.
 
     Args:
         index: ``ViewerIndex.document()``.
@@ -67,16 +81,21 @@ def render_viewer(index: Mapping[str, Any], chunk_files: Sequence[str], links: M
         links: hrefs relative to the page: ``report`` (report.html), ``rollouts`` (rollouts.jsonl)
             and ``atif`` (the ATIF folder, ending in ``/``).
     """
-    document = {**index, "chunk_files": list(chunk_files), "links": dict(links)}
-    data = script_json(document).decode("utf-8")
-    return (
+    rows: Iterable[Any] = index["rows"]
+    head, tail = script_json({**index, "rows": [], "chunk_files": list(chunk_files), "links": dict(links)}).split(_ROWS, 1)
+    yield (
         "<!DOCTYPE html>\n"
         f'<html lang="en"><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="{viewer_csp()}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>Rollouts - evidence-stage run viewer</title><style>{_CSS}</style></head><body>\n"
         '<main id="app"><h1>Rollouts</h1><p class="muted">Loading the rollouts\u2026</p>'
         "<noscript><p>The rollout viewer needs JavaScript; report.html and the run's files need none.</p></noscript></main>\n"
-        f'<script type="application/json" id="{_INDEX_ID}">{data}</script>\n'
-        f"<script>{SCRIPT}</script>\n"
-        "</body></html>\n"
-    )
+        f'<script type="application/json" id="{_INDEX_ID}">'
+    ).encode()
+    yield head + _ROWS[:-1]
+    separator = b""
+    for row in rows:
+        yield separator + script_json(row)
+        separator = b","
+    yield b"]" + tail
+    yield f"</script>\n<script>{SCRIPT}</script>\n</body></html>\n".encode()

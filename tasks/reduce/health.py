@@ -26,8 +26,9 @@ from tasks.storage.spill import SortedSpill, Spill, count_repeats
 class HealthOutputs:
     """``quality_summary.json`` and ``rollout_verdicts.jsonl``, fed each main row's digest in input order.
 
-    ``masked`` holds the position (among the main rows with a digest) of every row whose verdict
-    the run's score mask names.
+    ``masked`` has a byte per main row with a digest, in input order: 1 when the run's score
+    mask names its verdict (a byte, not a set of positions: a run that masks most rows would
+    hold a set entry of about 70 bytes per row).
     """
 
     def __init__(self, ctx: RunContext, stack: ExitStack) -> None:
@@ -41,7 +42,7 @@ class HealthOutputs:
     def _start(self, sizes: dict[tuple[Any, ...], int]) -> None:
         self._fold = HealthFold(self._ctx.ignored_checks, sizes)
         self._sorted: SortedSpill[str] = self._stack.enter_context(SortedSpill())
-        self.masked: set[int] = set()
+        self.masked = bytearray()
 
     @property
     def count(self) -> int:
@@ -66,8 +67,8 @@ class HealthOutputs:
 
     def _fold_one(self, index: int, digest: RowDigest) -> str:
         reported = self._fold.add(digest)
-        if reported.verdict in self._ctx.masked_verdicts:
-            self.masked.add(index)
+        assert index == len(self.masked), "folded in input order"
+        self.masked.append(reported.verdict in self._ctx.masked_verdicts)
         line = verdict_line(reported)
         self._sorted.add(verdict_order(reported), line)
         return line

@@ -17,7 +17,7 @@ import itertools
 import threading
 import time
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Self
@@ -175,7 +175,7 @@ class _Folded:
     perf: Iterable[PerfDigest]
     scores: Iterable[tuple[int, ScoreDigest]]  # (health index or NO_HEALTH, digest)
     capabilities: Iterable[dict[str, Any]]
-    masked: Collection[int]
+    masked: Sequence[int]  # a byte per main row with a health digest (HealthOutputs.masked)
     unavailable: Mapping[str, int]
 
     def documents(self, ctx: RunContext, documents: DocumentSink) -> tuple[list[str], dict[str, Any]]:
@@ -285,7 +285,7 @@ class RunFolds:
             counts = self._counts()
             summary = fold.health.summary_text().encode()
             folded = _Folded(
-                fold.perf.prefix(), fold.scores.prefix(), fold.capabilities.prefix(), set(fold.health.masked), dict(fold.unavailable)
+                fold.perf.prefix(), fold.scores.prefix(), fold.capabilities.prefix(), bytes(fold.health.masked), dict(fold.unavailable)
             )
             entries, repairs = self.summary.log.recorded(), self.summary.log.repairs
         gathered = Gathered()

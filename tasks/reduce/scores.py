@@ -9,7 +9,7 @@ coverage keys say how many were masked.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from evidence import AggregateMetricsFold, ScoreDigest, build_scores, dumps, dumps_aggregate_metrics
@@ -25,7 +25,7 @@ NO_HEALTH = -1
 def write_scores(
     ctx: RunContext,
     scores: Iterable[tuple[int, ScoreDigest]],
-    masked: Collection[int],
+    masked: Sequence[int],
     perf_groups: Mapping[str, dict[str, Any] | None],
     perf_problems: Iterable[str],
     documents: DocumentSink,
@@ -33,12 +33,12 @@ def write_scores(
     """The three score files from ``(health index, digest)`` pairs in input order; the groups left
     out, and the ``scores.json`` document.
 
-    ``masked`` holds the health indices (positions among the main rows with a health digest)
-    whose verdict the run masks.
+    ``masked`` has a byte per health index (position among the main rows with a health
+    digest): 1 when the run masks that row's verdict.
     """
     fold = AggregateMetricsFold()
     for health_index, digest in scores:
-        fold.add(digest, masked=health_index in masked)
+        fold.add(digest, masked=health_index != NO_HEALTH and bool(masked[health_index]))
     problems = list(perf_problems)
     raw = fold.result(perf_groups, problems, apply_masks=False)
     clean = fold.result(perf_groups, problems)

@@ -9,12 +9,13 @@ bytes.
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
-from evidence.viewer import Chunk, ViewerIndex, render_viewer, rollout_view
+from evidence.viewer import Chunk, ViewerIndex, rollout_view, viewer_page
 from tasks.rundir import ATIF_FOLDER, REPORT_FILE, ROLLOUTS_FILE, VIEWER_FOLDER, VIEWER_PAGE, RunPaths
 from tasks.storage import Location
 from tasks.storage.concurrent import WriteBehind
+from tasks.storage.spill import Spill
 from tasks.tables.judged import JudgedAttempt
 
 WRITES_IN_FLIGHT = 16
@@ -25,10 +26,19 @@ LINKS = {"report": f"../{REPORT_FILE}", "rollouts": f"../{ROLLOUTS_FILE}", "atif
 """The run's files as the page links them, relative to ``viewer/``."""
 
 
+class _SpilledRows(Spill[list[Any]]):
+    """The index's rows on local disk until the page is written (``evidence.viewer.IndexRows``):
+    about 400 bytes per rollout that the flow would otherwise hold to the end of the reduce."""
+
+    def append(self, row: list[Any]) -> None:
+        self.add(row)
+
+
 class ViewerSink:
     """``<run_dir>/viewer/``: detail files written as ``add`` fills them (behind it on an object store), the page by ``finish``.
 
     Opening it removes an earlier writing's files, so no stale detail file stays beside the new page.
+    The index's rows wait in a local spill, deleted when the sink closes.
     """
 
     def __init__(self, run_dir: Location) -> None:
@@ -39,12 +49,14 @@ class ViewerSink:
 
     def _start(self) -> None:
         self._folder.remove_tree()
-        self._index = ViewerIndex()
+        self._rows = _SpilledRows()
+        self._index = ViewerIndex(rows=self._rows)
         self._names: list[str] = []
 
     def restart(self) -> None:
         """Remove every detail file written so far and start again: the attempts are judged again."""
         self._writes.drain()
+        self._rows.close()
         self._start()
 
     def add(self, judged: JudgedAttempt) -> None:
@@ -56,8 +68,8 @@ class ViewerSink:
         """The last detail file, then ``index.html``; the names written, relative to the run directory."""
         self._write(self._index.finish())
         self._writes.drain()
-        page = render_viewer(self._index.document(), self._names, LINKS)
-        self._run_dir.child(VIEWER_PAGE).write_bytes(page.encode("utf-8"))
+        document = self._index.document()
+        self._run_dir.child(VIEWER_PAGE).write_chunks(lambda: viewer_page(document, self._names, LINKS))
         return [f"{VIEWER_FOLDER}/{name}" for name in self._names] + [VIEWER_PAGE]
 
     def _write(self, chunk: Chunk | None) -> None:
@@ -71,4 +83,7 @@ class ViewerSink:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
-        self._writes.__exit__(kind, error, trace)
+        try:
+            self._writes.__exit__(kind, error, trace)
+        finally:
+            self._rows.close()

@@ -17,8 +17,13 @@ RUN_TIMEOUT_S = 1800
 
 def measure_run(job: JobInfo, output: Path, api_url: str) -> dict[str, Any]:
     """Run the stage over ``job`` in a new process; its attempts, baseline, peak and growth (MiB)."""
+    return measure_inputs(job.rollouts, job.capture_dir, output, api_url)
+
+
+def measure_inputs(rollouts: Path, capture_dir: Path, output: Path, api_url: str) -> dict[str, Any]:
+    """``measure_run`` of a job named by its ``--rollouts`` (a file or a glob of shards) and capture folder."""
     done = subprocess.run(
-        [sys.executable, "-m", "tests.reliability.peak_rss", str(job.rollouts), str(job.capture_dir), str(output)],
+        [sys.executable, "-m", "tests.reliability.peak_rss", str(rollouts), str(capture_dir), str(output)],
         cwd=REPO,
         env=cli_env(api_url),
         capture_output=True,

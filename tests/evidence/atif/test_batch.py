@@ -11,6 +11,7 @@ import pytest
 from evidence.atif import (
     MULTIPLE_AGENTS_MESSAGE,
     NO_RECORDS_MESSAGE,
+    FirstKeyWins,
     config_error_message,
     duplicate_key_message,
     export_rollouts,
@@ -136,3 +137,11 @@ def test_success_lines() -> None:
         "Exported 2 ATIF trajectory file(s) to /tmp/out",
         "Manifest: /tmp/out/manifest.jsonl",
     ]
+
+
+def test_first_key_wins_tells_every_key_apart_however_wide_its_indices() -> None:
+    keys = FirstKeyWins()
+    wide = 2**64
+    distinct = [(0, 0), (1, 0), (0, 1), (0, wide), (0, wide - 1), (1, wide), (wide, 0), (wide + 1, wide * 3)]
+    assert [keys.refusal(key) for key in distinct] == [None] * len(distinct)
+    assert [keys.refusal(key) for key in distinct] == [duplicate_key_message(key) for key in distinct]

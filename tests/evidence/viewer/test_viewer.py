@@ -28,6 +28,7 @@ from evidence.viewer import (
     script_json,
     view_facts,
     viewer_csp,
+    viewer_page,
 )
 from evidence.viewer.text import EXCERPT_CHARS, SHORT_CHARS, Excerpts
 from tests.viewer_runs import BREAKOUT, HOSTILE, LONG, hostile_row
@@ -282,6 +283,34 @@ def test_the_page_allows_its_own_script_by_hash_and_nothing_else() -> None:
     assert document["links"] == LINKS
     assert not [text for text in HOSTILE if "<" in text and text in page]
     assert "agent \\u003cimg src=x" in data  # the hostile agent name is in the index, as an escape
+
+
+class OneShotRows(list[list[Any]]):
+    """Rows that can be read once, in order, as a spill's stream gives them to the page."""
+
+    read = False
+
+    def __iter__(self) -> Any:
+        assert not self.read, "the page reads the rows once"
+        self.read = True
+        return super().__iter__()
+
+
+def test_the_page_written_row_by_row_holds_the_whole_index_as_one_json_block() -> None:
+    rows = OneShotRows()
+    index, whole = ViewerIndex(rows=rows), ViewerIndex()
+    for n in range(3):
+        index.add(judged(hostile_row(0, n)))
+        whole.add(judged(hostile_row(0, n)))
+    pieces = list(viewer_page(index.document(), [chunk_name(0)], LINKS))
+    expected = script_json({**whole.document(), "chunk_files": [chunk_name(0)], "links": LINKS})
+    page = b"".join(pieces)
+    assert index.count == 3
+    assert len(pieces) > 3  # the rows came one by one, not as one block
+    assert page.split(b'id="viewer-index">', 1)[1].split(b"</script>", 1)[0] == expected
+    assert page.decode() == render_viewer(whole.document(), [chunk_name(0)], LINKS)
+    empty = b"".join(viewer_page(ViewerIndex(rows=OneShotRows()).document(), [], LINKS))
+    assert b'"rows":[],"chunks":[]' in empty
 
 
 def test_the_script_holds_nothing_that_changes_how_a_page_parses_it() -> None:
