@@ -16,10 +16,11 @@ from prefect import get_run_logger
 from prefect.client.schemas.objects import State
 from prefect.states import Failed
 
-from flows.execution.follow import GateBreached, follow_job
+from flows.execution.follow import follow_job
 from flows.execution.job import Timings, process_job, publish_job
 from flows.execution.modelflow import flow
 from flows.execution.resolve import REFUSAL, NothingToRun, Refused, reason_of, resolve_run
+from flows.execution.snapshots import GateBreached
 from flows.params.stage import StageParams
 from tasks.follow.tail import FollowedFileChanged
 from tasks.inputs.naming import job_id_for

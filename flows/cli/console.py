@@ -60,9 +60,9 @@ def run_with_progress(params: StageParams, argv: Sequence[str] = (), as_json: bo
 
         start_forkserver(params)  # boots while Prefect is imported below
     from flows.execution.ephemeral import shield_ephemeral_server
-    from flows.execution.follow import GateBreached
     from flows.execution.progress import add_listener, expected_attempts, remove_listener
     from flows.execution.resolve import claims_told_to, notes_told_to, preflight
+    from flows.execution.snapshots import GateBreached
     from flows.stage import stage_flow
     from tasks.publish.gate import GateFailed
 
