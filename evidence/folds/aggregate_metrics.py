@@ -123,30 +123,40 @@ class AggregateMetricsFold:
         """
         problems = list(perf_problems)
         labels = _labels(self._agents)
-        outputs = (_Output(raw), _Output(clean))
+        outputs = _Output(raw), _Output(clean)
         for server in sorted(self._groups, key=server_order):
             perf_error = _perf_error(server, problems)
             perf = perf_groups.get(server) if isinstance(server, str) else None
-            both = [self._members(server, apply_masks) for apply_masks in (False, True)]
-            shared = [masked for _, masked in both[0]] == [masked for _, masked in both[1]]
-            for output, members in zip(outputs, both, strict=True):
-                if output is outputs[1] and shared:
-                    continue
-                metrics = _group_outcome(server, members, perf_error)
-                chosen = outputs if shared else (output,)
-                if isinstance(metrics, GroupRefusal):
-                    for out in chosen:
-                        out.refusals.append(metrics)
-                    continue
-                entry = _entry(labels[server], server, metrics, perf, Streamed(metrics["group_level_metrics"]))
-                for out in chosen:
-                    out.begin(_headline(entry))
-                for piece in dump_pieces(entry, indent=True, depth=1):
-                    for out in chosen:
-                        out.write(piece)
+            if any(row.extra and not row.masked for row in self._groups[server]):
+                for output, apply_masks in zip(outputs, (False, True), strict=True):
+                    self._write_group(server, labels[server], apply_masks, perf_error, perf, (output,))
+            else:  # the caller's masks leave it as it is: computed once, its pieces written to both
+                self._write_group(server, labels[server], False, perf_error, perf, outputs)
         for output in outputs:
             output.end()
         return outputs[0].written(), outputs[1].written()
+
+    def _write_group(
+        self,
+        server: Scalar,
+        label: Scalar,
+        apply_masks: bool,
+        perf_error: tuple[str, str] | None,
+        perf: dict[str, Any] | None,
+        outputs: tuple[_Output, ...],
+    ) -> None:
+        """One group's entry (or refusal) computed and written to ``outputs``; nothing of it kept but its headline."""
+        metrics = _group_outcome(server, self._members(server, apply_masks), perf_error)
+        if isinstance(metrics, GroupRefusal):
+            for output in outputs:
+                output.refusals.append(metrics)
+            return
+        entry = _entry(label, server, metrics, perf, Streamed(metrics["group_level_metrics"]))
+        for output in outputs:
+            output.begin(_headline(entry))
+        for piece in dump_pieces(entry, indent=True, depth=1):
+            for output in outputs:
+                output.write(piece)
 
     def _members(self, server: Scalar, apply_masks: bool) -> list[tuple[PackedDigest, bool]]:
         return [(row, row.masked or (row.extra and apply_masks)) for row in self._groups[server]]

@@ -111,8 +111,10 @@ def profile_rollouts(aligned: Sequence[PackedDigest]) -> Profile:
     by_task: dict[Any, list[PackedDigest]] = defaultdict(list)
     for digest in aligned:
         by_task[digest.task].append(digest)
-    records = [{AGENT_COLUMN: SYNTHETIC_AGENT, TASK_KEY: d.task, ROLLOUT_KEY: d.rollout, **dict(d.measures)} for d in aligned]
-    table = pd.DataFrame.from_records(records)
+    # the records go as soon as the table is made (a dict per rollout: the profile's largest object)
+    table = pd.DataFrame.from_records(
+        [{AGENT_COLUMN: SYNTHETIC_AGENT, TASK_KEY: d.task, ROLLOUT_KEY: d.rollout, **dict(d.measures)} for d in aligned]
+    )
     columns = [column for column in table.columns if column not in (AGENT_COLUMN, TASK_KEY, ROLLOUT_KEY)]
 
     tasks = describe_groups(table, TASK_KEY, columns)
