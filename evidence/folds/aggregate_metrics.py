@@ -76,8 +76,10 @@ class AggregateMetricsFold:
 
     Memory: the digests only, packed (``evidence.folds.packed``: their values, about 300 bytes
     per rollout); the tables are built per group when the document is made. One fold gives
-    both documents of a run: ``result(apply_masks=False)`` ignores the caller's masks (0.7.0's
-    own file), ``result()`` applies them (clean scores); a group the caller's masks leave as
+    both documents of a run: ``write`` streams both, a group and a task entry at a time (a
+    run's reduce: the documents hold every rollout's ``rollout_infos``, never held whole);
+    ``result`` makes one whole, ``apply_masks=False`` ignoring the caller's masks (0.7.0's own
+    file), else applying them (clean scores). Either way a group the caller's masks leave as
     it was is computed once for both.
 
     Example::
@@ -86,8 +88,8 @@ class AggregateMetricsFold:
         for row, verdict in rows_and_verdicts:
             fold.add(score_digest(row), masked=verdict == "unhealthy")
         perf = perf_fold.document()
-        clean = fold.result(perf["groups"], perf_fold.problems)
-        data = dumps_aggregate_metrics(clean.document)
+        raw, clean = fold.write(perf["groups"], perf_fold.problems, raw_file.write, clean_file.write)
+        whole = dumps_aggregate_metrics(fold.result(perf["groups"], perf_fold.problems).document)
     """
 
     def __init__(self) -> None:
