@@ -15,9 +15,10 @@ writes the same bytes in pieces), and a value read from a row is keyed by its te
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -26,9 +27,11 @@ import orjson
 
 __all__ = [
     "Layout",
+    "Streamed",
     "WrittenRow",
     "deep_recursion",
     "deep_retry",
+    "dump_pieces",
     "dump_row",
     "dumps",
     "key_text",
@@ -56,6 +59,34 @@ def dumps(value: Any, *, indent: bool = False) -> bytes:
         return orjson.dumps(value, option=_INDENT if indent else 0)
     except orjson.JSONEncodeError:
         return b"".join(_pieces(value, indent))
+
+
+class Streamed:
+    """A JSON array whose items come one at a time, for :func:`dump_pieces` (orjson cannot write it).
+
+    A document with one item per rollout (an aggregate-metrics task entry holds every rollout's
+    ``rollout_infos``) is written as its items are made, so the process never holds it whole.
+    Iterable once: each item is made, written and dropped.
+    """
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self.items = iter(items)
+
+
+def dump_pieces(value: Any, *, indent: bool = False, depth: int = 0) -> Iterator[bytes]:
+    """``dumps(value, indent=indent)`` in pieces, each :class:`Streamed` in it as the array of its items.
+
+    The pieces joined are the bytes :func:`dumps` gives the same value with every ``Streamed``
+    a list (the fallback writer's, which are orjson's wherever orjson can write a value); a
+    member without a ``Streamed`` inside is one orjson call. ``depth``: the bytes the value has
+    where it sits that deep in an indented document (its inner lines indented ``2 * depth``
+    spaces more), so an item of a larger document can be written on its own.
+    """
+    if not isinstance(value, (dict, list, Streamed)):
+        return iter((dumps(value, indent=indent),))
+    return _pieces(value, indent, depth=depth)
 
 
 def key_text(value: Any) -> str:
@@ -290,13 +321,20 @@ def _leaf(value: Any) -> bytes:
     raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
 
-def _pieces(value: Any, indent: bool, *, sort_keys: bool = False) -> Iterator[bytes]:
-    """The fallback writer: containers walked with an explicit stack, children tried with orjson first."""
+def _pieces(value: Any, indent: bool, *, sort_keys: bool = False, depth: int = 0) -> Iterator[bytes]:
+    """The fallback writer: containers walked with an explicit stack, children tried with orjson
+    first; a ``Streamed`` is walked as a list, its items taken as it reaches them."""
     option = (_INDENT if indent else 0) | (orjson.OPT_SORT_KEYS if sort_keys else 0)
     # Each frame: (iterator over (key or None, child), closing bracket, depth, first-item flag holder)
     stack: list[tuple[Iterator[tuple[str | None, Any]], bytes, int, list[bool]]] = []
 
     def open_container(container: Any, depth: int) -> bytes:
+        if isinstance(container, Streamed):
+            first = next(container.items, _END)
+            if first is _END:
+                return b"[]"
+            stack.append((((None, child) for child in itertools.chain((first,), container.items)), b"]", depth, [True]))
+            return b"["
         if isinstance(container, dict):
             items: Iterator[tuple[str | None, Any]] = iter(sorted(container.items()) if sort_keys else container.items())
             brackets = b"{}"
@@ -310,6 +348,8 @@ def _pieces(value: Any, indent: bool, *, sort_keys: bool = False) -> Iterator[by
 
     def render(child: Any, depth: int) -> bytes | None:
         """The child's bytes when orjson (or the leaf writer) can write it whole, else None."""
+        if isinstance(child, Streamed):
+            return None
         if isinstance(child, (dict, list)):
             try:
                 text = orjson.dumps(child, option=option)
@@ -321,10 +361,10 @@ def _pieces(value: Any, indent: bool, *, sort_keys: bool = False) -> Iterator[by
         except orjson.JSONEncodeError:
             return _leaf(child)
 
-    if not isinstance(value, (dict, list)):
+    if not isinstance(value, (dict, list, Streamed)):
         yield _leaf(value)
         return
-    yield open_container(value, 0)
+    yield open_container(value, depth)
     while stack:
         items, closing, depth, first = stack[-1]
         item = next(items, _END)

@@ -28,16 +28,16 @@ from __future__ import annotations
 
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from evidence.folds.digest import TASK_KEY, Scalar, ScoreDigest
 from evidence.folds.packed import Layouts, PackedDigest, pack
 from evidence.folds.profile import profile_rollouts
-from evidence.jsonl import dumps
+from evidence.jsonl import Streamed, dump_pieces, dumps
 
-__all__ = ["AggregateMetrics", "AggregateMetricsFold", "GroupRefusal", "dumps_aggregate_metrics", "server_order"]
+__all__ = ["AggregateMetrics", "AggregateMetricsFold", "GroupRefusal", "WrittenMetrics", "dumps_aggregate_metrics", "server_order"]
 
 REFUSED = (ArithmeticError, AttributeError, LookupError, TypeError, ValueError)
 """What 0.7.0 raises on a group's numbers (an ImportError or a bug of ours is not one)."""
@@ -76,8 +76,10 @@ class AggregateMetricsFold:
 
     Memory: the digests only, packed (``evidence.folds.packed``: their values, about 300 bytes
     per rollout); the tables are built per group when the document is made. One fold gives
-    both documents of a run: ``result(apply_masks=False)`` ignores the caller's masks (0.7.0's
-    own file), ``result()`` applies them (clean scores); a group the caller's masks leave as
+    both documents of a run: ``write`` streams both, a group and a task entry at a time (a
+    run's reduce: the documents hold every rollout's ``rollout_infos``, never held whole);
+    ``result`` makes one whole, ``apply_masks=False`` ignoring the caller's masks (0.7.0's own
+    file), else applying them (clean scores). Either way a group the caller's masks leave as
     it was is computed once for both.
 
     Example::
@@ -86,8 +88,8 @@ class AggregateMetricsFold:
         for row, verdict in rows_and_verdicts:
             fold.add(score_digest(row), masked=verdict == "unhealthy")
         perf = perf_fold.document()
-        clean = fold.result(perf["groups"], perf_fold.problems)
-        data = dumps_aggregate_metrics(clean.document)
+        raw, clean = fold.write(perf["groups"], perf_fold.problems, raw_file.write, clean_file.write)
+        whole = dumps_aggregate_metrics(fold.result(perf["groups"], perf_fold.problems).document)
     """
 
     def __init__(self) -> None:
@@ -106,6 +108,60 @@ class AggregateMetricsFold:
             return
         self._groups.setdefault(digest.server, []).append(pack(digest, masked, self._layouts))
         self._agents.setdefault(digest.server, digest.agent)
+
+    def write(
+        self,
+        perf_groups: Mapping[str, dict[str, Any] | None],
+        perf_problems: Iterable[str],
+        raw: Callable[[bytes], object],
+        clean: Callable[[bytes], object],
+    ) -> tuple[WrittenMetrics, WrittenMetrics]:
+        """Both documents' bytes handed to ``raw`` (0.7.0's own file) and ``clean`` (masks applied)
+        as they are made: ``dumps_aggregate_metrics`` of each :meth:`result`'s document, in pieces.
+
+        One group at a time, and within a group one task entry at a time (each holds its
+        rollouts' ``rollout_infos``), so memory holds one group's table, never a document; a
+        group the masks leave as it was is computed once and its pieces go to both.
+        """
+        problems = list(perf_problems)
+        labels = _labels(self._agents)
+        outputs = _Output(raw), _Output(clean)
+        for server in sorted(self._groups, key=server_order):
+            perf_error = _perf_error(server, problems)
+            perf = perf_groups.get(server) if isinstance(server, str) else None
+            if any(row.extra and not row.masked for row in self._groups[server]):
+                for output, apply_masks in zip(outputs, (False, True), strict=True):
+                    self._write_group(server, labels[server], apply_masks, perf_error, perf, (output,))
+            else:  # the caller's masks leave it as it is: computed once, its pieces written to both
+                self._write_group(server, labels[server], False, perf_error, perf, outputs)
+        for output in outputs:
+            output.end()
+        return outputs[0].written(), outputs[1].written()
+
+    def _write_group(
+        self,
+        server: Scalar,
+        label: Scalar,
+        apply_masks: bool,
+        perf_error: tuple[str, str] | None,
+        perf: dict[str, Any] | None,
+        outputs: tuple[_Output, ...],
+    ) -> None:
+        """One group's entry (or refusal) computed and written to ``outputs``; nothing of it kept but its headline."""
+        metrics = _group_outcome(server, self._members(server, apply_masks), perf_error)
+        if isinstance(metrics, GroupRefusal):
+            for output in outputs:
+                output.refusals.append(metrics)
+            return
+        entry = _entry(label, server, metrics, perf, Streamed(metrics["group_level_metrics"]))
+        for output in outputs:
+            output.begin(_headline(entry))
+        for piece in dump_pieces(entry, indent=True, depth=1):
+            for output in outputs:
+                output.write(piece)
+
+    def _members(self, server: Scalar, apply_masks: bool) -> list[tuple[PackedDigest, bool]]:
+        return [(row, row.masked or (row.extra and apply_masks)) for row in self._groups[server]]
 
     def result(
         self,
@@ -129,21 +185,63 @@ class AggregateMetricsFold:
         document: list[dict[str, Any]] = []
         refusals: list[GroupRefusal] = []
         for server in sorted(self._groups, key=server_order):
-            members = [(row, row.masked or (row.extra and apply_masks)) for row in self._groups[server]]
+            members = self._members(server, apply_masks)
             perf_error = _perf_error(server, problems)
             key = (server, tuple(masked for _, masked in members), perf_error)
             if key not in self._computed:
-                self._computed[key] = _group_outcome(server, members, perf_error)
+                outcome = _group_outcome(server, members, perf_error)
+                if not isinstance(outcome, GroupRefusal):
+                    outcome["group_level_metrics"] = list(outcome["group_level_metrics"])
+                self._computed[key] = outcome
             metrics = self._computed[key]
             if isinstance(metrics, GroupRefusal):
                 refusals.append(metrics)
                 continue
             perf = perf_groups.get(server) if isinstance(server, str) else None
-            entry = {"agent_ref": {"name": labels[server]}, "_ng_environment_server": server, **metrics}
-            if perf is not None:
-                entry["perf_summary"] = perf
-            document.append(entry)
+            document.append(_entry(labels[server], server, metrics, perf, metrics["group_level_metrics"]))
         return AggregateMetrics(document, tuple(refusals))
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenMetrics:
+    """What :meth:`AggregateMetricsFold.write` leaves of a document it wrote: each group's
+    entry without its per-task and per-repeat lists (what ``scores.json`` reads), and the
+    groups left out."""
+
+    headlines: list[dict[str, Any]]
+    refusals: tuple[GroupRefusal, ...]
+
+
+class _Output:
+    """One document being written: ``dumps_aggregate_metrics``'s list, an entry at a time."""
+
+    def __init__(self, write: Callable[[bytes], object]) -> None:
+        self.write = write
+        self.headlines: list[dict[str, Any]] = []
+        self.refusals: list[GroupRefusal] = []
+
+    def begin(self, headline: dict[str, Any]) -> None:
+        """The separator before the next entry (the list's opening before the first)."""
+        self.write(b",\n  " if self.headlines else b"[\n  ")
+        self.headlines.append(headline)
+
+    def end(self) -> None:
+        self.write(b"\n]" if self.headlines else b"[]")
+
+    def written(self) -> WrittenMetrics:
+        return WrittenMetrics(self.headlines, tuple(self.refusals))
+
+
+def _entry(label: Scalar, server: Scalar, metrics: dict[str, Any], perf: dict[str, Any] | None, tasks: Any) -> dict[str, Any]:
+    """A group's entry in 0.7.0's key order, its ``group_level_metrics`` being ``tasks``."""
+    entry = {"agent_ref": {"name": label}, "_ng_environment_server": server, **metrics, "group_level_metrics": tasks}
+    if perf is not None:
+        entry["perf_summary"] = perf
+    return entry
+
+
+def _headline(entry: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in entry.items() if key not in ("group_level_metrics", "repeat_level_metrics")}
 
 
 def dumps_aggregate_metrics(document: list[dict[str, Any]]) -> bytes:
@@ -173,24 +271,29 @@ def _group_metrics(members: Sequence[tuple[PackedDigest, bool]], perf_error: tup
     if perf_error is not None:
         raise _Replayed(*perf_error)
     if not scored:
-        return {"agent_metrics": dict(coverage), "key_metrics": dict(coverage), "group_level_metrics": [], "repeat_level_metrics": []}
+        return {"agent_metrics": dict(coverage), "key_metrics": dict(coverage), "group_level_metrics": iter(()), "repeat_level_metrics": []}
     aligned = _align(everyone, scored, masked)
     for digest in aligned:
         if digest.usage_error is not None:
             raise AttributeError(f"'{digest.usage_error}' object has no attribute 'items'")
     profile = profile_rollouts(aligned)
-    # 0.7.0 pairs the task entries with the sorted task indices, which outnumber the entries
-    # when groupby drops a task whose index is null.
-    for entry, task in zip(profile.tasks, sorted({digest.task for digest in scored}), strict=False):
-        entry[TASK_KEY] = task
+    tasks = sorted({digest.task for digest in scored})
     overall = {**profile.overall, **coverage, "num_repeats": len({digest.rollout for digest in everyone})}
     headline = {key: value for key, value in overall.items() if key.startswith("mean/")} | coverage
     return {
         "agent_metrics": overall,
         "key_metrics": headline,
-        "group_level_metrics": profile.tasks,
+        "group_level_metrics": _numbered(profile.tasks, tasks),
         "repeat_level_metrics": profile.repeats,
     }
+
+
+def _numbered(entries: Iterator[dict[str, Any]], tasks: list[Any]) -> Iterator[dict[str, Any]]:
+    """The task entries as made, each given its task index: 0.7.0 pairs the entries with the
+    sorted task indices, which outnumber the entries when groupby drops a task whose index is null."""
+    for entry, task in zip(entries, tasks, strict=False):
+        entry[TASK_KEY] = task
+        yield entry
 
 
 def _coverage(everyone: list[PackedDigest], scored: list[PackedDigest], masked: list[PackedDigest]) -> dict[str, int]:

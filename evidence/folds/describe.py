@@ -20,7 +20,7 @@ integers make object columns) are described frame by frame with pandas itself.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -33,14 +33,19 @@ HISTOGRAM_BINS = 64
 STATS = ("mean", "max", "min", "median", "std")
 
 
-def describe_groups(table: pd.DataFrame, key: str, columns: Sequence[str]) -> list[tuple[Any, dict[str, Any]]]:
+def describe_groups(table: pd.DataFrame, key: str, columns: Sequence[str]) -> Iterator[tuple[Any, dict[str, Any]]]:
     """``(group key, statistics)`` per group of ``table`` by ``key``, in sorted key order
-    (a NaN key is dropped, as groupby does), over ``columns``; keys are stat-major."""
+    (a NaN key is dropped, as groupby does), over ``columns``; keys are stat-major.
+
+    Everything that can raise (0.7.0's reductions and histograms) is done before this returns;
+    each group's statistics are then made as the iterator reaches it, so a group of many tasks
+    never holds every task's dict at once (its aggregate-metrics entries are written one by one).
+    """
     import numpy as np
 
     if not all(isinstance(table[c].dtype, np.dtype) and table[c].dtype.kind in "iuf" for c in columns):
         frame = table.drop(columns=[c for c in table.columns if c != key and c not in columns])
-        return [(plain(group), _describe_frame(rows.drop(columns=key))) for group, rows in frame.groupby(key)]
+        return iter([(plain(group), _describe_frame(rows.drop(columns=key))) for group, rows in frame.groupby(key)])
     grouped = table.groupby(key)
     sizes = grouped.size()
     batches = stacked_groups(grouped.ngroup().to_numpy(dtype=np.float64), len(sizes))
@@ -55,7 +60,7 @@ def describe_groups(table: pd.DataFrame, key: str, columns: Sequence[str]) -> li
     # pandas casts the reduced columns to their common type: int64 or uint64 alone stay integers
     integral = {table[c].dtype.kind for c in columns} in ({"i"}, {"u"})
     names = [[f"{stat}/{column}" for column in columns] for stat in STATS]  # one key object for every group's entry
-    return [(group, _group_stats(index, names, per_column, integral)) for index, group in enumerate(sizes.index.tolist())]
+    return ((group, _group_stats(index, names, per_column, integral)) for index, group in enumerate(sizes.index.tolist()))
 
 
 def stacked_groups(codes: np.ndarray, groups: int) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -77,9 +77,13 @@ _SUMMARY_SUFFIXES = (
 
 @dataclass(frozen=True, slots=True)
 class Profile:
-    """One group's profile: per-task entries, overall metrics, per-repeat entries."""
+    """One group's profile: per-task entries, overall metrics, per-repeat entries.
 
-    tasks: list[dict[str, Any]]
+    ``tasks`` makes each task's entry (its statistics and every rollout's ``rollout_infos``)
+    as it is reached, once: the entries are written one by one, never all held.
+    """
+
+    tasks: Iterator[dict[str, Any]]
     overall: dict[str, Any]
     repeats: list[dict[str, Any]]
 
@@ -99,15 +103,18 @@ def is_point_estimate(name: object) -> bool:
 def profile_rollouts(aligned: Sequence[PackedDigest]) -> Profile:
     """Profile scored rollouts given in ``(task, rollout)`` order (0.7.0's alignment order).
 
-    Raises whatever 0.7.0 raises on the same numbers (the caller reports the group as left out).
+    Raises whatever 0.7.0 raises on the same numbers (the caller reports the group as left out),
+    before it returns: making the task entries afterwards cannot raise.
     """
     import pandas as pd
 
-    infos: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    by_task: dict[Any, list[PackedDigest]] = defaultdict(list)
     for digest in aligned:
-        infos[digest.task].append(dict(digest.info))
-    records = [{AGENT_COLUMN: SYNTHETIC_AGENT, TASK_KEY: d.task, ROLLOUT_KEY: d.rollout, **dict(d.measures)} for d in aligned]
-    table = pd.DataFrame.from_records(records)
+        by_task[digest.task].append(digest)
+    # the records go as soon as the table is made (a dict per rollout: the profile's largest object)
+    table = pd.DataFrame.from_records(
+        [{AGENT_COLUMN: SYNTHETIC_AGENT, TASK_KEY: d.task, ROLLOUT_KEY: d.rollout, **dict(d.measures)} for d in aligned]
+    )
     columns = [column for column in table.columns if column not in (AGENT_COLUMN, TASK_KEY, ROLLOUT_KEY)]
 
     tasks = describe_groups(table, TASK_KEY, columns)
@@ -120,14 +127,16 @@ def profile_rollouts(aligned: Sequence[PackedDigest]) -> Profile:
         overall.update(stats)
         overall.update(across.get(agent, {}))
     return Profile(
-        tasks=[_task_entry(task, stats, infos[task]) for task, stats in tasks],
+        tasks=(_task_entry(task, stats, by_task.get(task, ())) for task, stats in tasks),
         overall=overall,
         repeats=[{key: value for key, value in entry.items() if key != "agent_ref"} for entry in repeats],
     )
 
 
-def _task_entry(task: Any, stats: dict[str, Any], infos: list[dict[str, Any]]) -> dict[str, Any]:
-    # Every aligned rollout has its input row, so a task is always complete here.
+def _task_entry(task: Any, stats: dict[str, Any], digests: Sequence[PackedDigest]) -> dict[str, Any]:
+    # Every aligned rollout has its input row, so a task is always complete here. The digests
+    # are in key order, so sorting by rollout (as 0.7.0 does) keeps their order and cannot raise.
+    infos = [dict(digest.info) for digest in digests]
     return {
         TASK_KEY: task,
         **stats,

@@ -40,7 +40,9 @@ CI_LOW, CI_HIGH = "ci_low_95_across_repeats/", "ci_high_95_across_repeats/"
 
 
 def build_scores(raw: list[dict[str, Any]], clean: list[dict[str, Any]]) -> dict[str, Any]:
-    """``scores.json`` from the raw and the clean aggregate-metrics documents.
+    """``scores.json`` from the raw and the clean aggregate-metrics documents (each entry's
+    ``agent_ref``, server, ``key_metrics`` and ``agent_metrics`` are all it reads: the
+    ``headlines`` of ``AggregateMetricsFold.write`` will do).
 
     Example::
 

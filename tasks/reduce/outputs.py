@@ -13,12 +13,13 @@ buffers, so it does not grow by kilobytes per attempt (README, guarantee 6).
 
 from __future__ import annotations
 
+import io
 import itertools
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import ExitStack
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Self
 
@@ -43,7 +44,7 @@ from tasks.reduce.attempt_log import AttemptLog
 from tasks.reduce.health import HealthOutputs
 from tasks.reduce.scores import NO_HEALTH, write_scores
 from tasks.storage import Location, atomic_writer
-from tasks.storage.concurrent import Documents
+from tasks.storage.concurrent import BinaryWriter, Documents
 from tasks.storage.lines import FilePlace, LineWriter
 from tasks.storage.spill import SortedSpill, Spill
 
@@ -125,9 +126,12 @@ class _MainFold:
 
 
 class DocumentSink(Protocol):
-    """Where the reduce's whole documents go: written (``Documents``) or gathered (``Gathered``)."""
+    """Where the reduce's documents go: written (``Documents``) or gathered (``Gathered``);
+    whole (``put``) or as their bytes are made (``stream``)."""
 
     def put(self, target: Location, data: bytes) -> None: ...
+
+    def stream(self, target: Location) -> AbstractContextManager[BinaryWriter]: ...
 
 
 class Gathered:
@@ -138,6 +142,13 @@ class Gathered:
 
     def put(self, target: Location, data: bytes) -> None:
         self.documents[target] = data
+
+    @contextmanager
+    def stream(self, target: Location) -> Iterator[BinaryWriter]:
+        """A snapshot's document is kept whole anyway: its bytes gathered, then ``put``."""
+        buffer = io.BytesIO()
+        yield buffer
+        self.put(target, buffer.getvalue())
 
 
 def write_perf(ctx: RunContext, spill: Iterable[PerfDigest], documents: DocumentSink) -> tuple[dict[str, Any], list[str]]:

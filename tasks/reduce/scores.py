@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from evidence import AggregateMetricsFold, ScoreDigest, build_scores, dumps, dumps_aggregate_metrics
+from evidence import AggregateMetricsFold, ScoreDigest, build_scores, dumps
 from tasks.attempts.context import RunContext
 
 if TYPE_CHECKING:
@@ -39,13 +39,12 @@ def write_scores(
     fold = AggregateMetricsFold()
     for health_index, digest in scores:
         fold.add(digest, masked=health_index != NO_HEALTH and bool(masked[health_index]))
-    problems = list(perf_problems)
-    raw = fold.result(perf_groups, problems, apply_masks=False)
-    clean = fold.result(perf_groups, problems)
     paths = ctx.paths
-    documents.put(paths.aggregate_metrics, dumps_aggregate_metrics(raw.document))
-    documents.put(paths.aggregate_metrics_clean, dumps_aggregate_metrics(clean.document))
-    document = build_scores(raw.document, clean.document)
+    # Both files written as their entries are made: a run's documents hold every rollout's
+    # ``rollout_infos`` (about 600 bytes per rollout each), which memory need not.
+    with documents.stream(paths.aggregate_metrics) as raw_out, documents.stream(paths.aggregate_metrics_clean) as clean_out:
+        raw, clean = fold.write(perf_groups, perf_problems, raw_out.write, clean_out.write)
+    document = build_scores(raw.headlines, clean.headlines)
     documents.put(paths.scores, dumps(document, indent=True) + b"\n")
     clean_only = [f"clean {refusal}" for refusal in clean.refusals if refusal not in raw.refusals]
     return [str(refusal) for refusal in raw.refusals] + clean_only, document

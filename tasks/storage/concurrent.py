@@ -6,11 +6,14 @@ in flight hides that wait while memory stays bounded by the window.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import tempfile
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Protocol, Self, TypeVar
+from contextlib import AbstractContextManager
+from typing import BinaryIO, Protocol, Self, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -20,6 +23,16 @@ class Writable(Protocol):
     """Where ``Documents`` writes (``tasks.storage.Location`` is one: this module sits below it)."""
 
     def write_bytes(self, data: bytes) -> None: ...
+
+    def write_chunks(self, chunks: Callable[[], Iterable[bytes]]) -> None: ...
+
+    def writer(self) -> AbstractContextManager[BinaryWriter]: ...
+
+
+class BinaryWriter(Protocol):
+    """What a streamed document is written to (a local file, a temporary spool, S3's upload)."""
+
+    def write(self, data: bytes, /) -> object: ...
 
 
 def ordered_prefetch(
@@ -164,3 +177,33 @@ class Documents(WriteBehind):
     def put(self, target: Writable, data: bytes) -> None:
         """Write ``data`` to ``target`` (atomically, as ``write_bytes`` does)."""
         self.submit(functools.partial(target.write_bytes, data), len(data))
+
+    @contextlib.contextmanager
+    def stream(self, target: Writable) -> Iterator[BinaryWriter]:
+        """A document written as its bytes come, for one too large to hold: locally in place
+        (appearing whole when the block ends); on an object store spooled to a local temporary
+        file and uploaded behind the caller, as ``put`` would (a retry reads the spool again)."""
+        if self._pool is None:
+            with target.writer() as out:
+                yield out
+            return
+        with contextlib.ExitStack() as owner:
+            spool = owner.enter_context(tempfile.TemporaryFile())
+            yield spool
+            self.submit(functools.partial(_upload, target, spool), 0)
+            owner.pop_all()  # handed over: the upload deletes it
+
+
+SPOOL_BLOCK = 8 * 2**20
+
+
+def _upload(target: Writable, spool: BinaryIO) -> None:
+    """The spooled document written to ``target``; the spool deleted."""
+    with spool:
+        target.write_chunks(functools.partial(_spooled, spool))
+
+
+def _spooled(spool: BinaryIO) -> Iterator[bytes]:
+    spool.seek(0)
+    while block := spool.read(SPOOL_BLOCK):
+        yield block

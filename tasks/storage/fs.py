@@ -26,7 +26,7 @@ from fsspec.implementations.local import LocalFileSystem
 from tasks.storage import retry  # the module, not its names: importing tasks.storage.retry first imports this package
 from tasks.storage.listing import FileEntry, file_found, folder_found, list_folder, version_of
 from tasks.storage.options import check_options
-from tasks.storage.writes import atomic_writer, content_type, create_local
+from tasks.storage.writes import Writer, atomic_writer, content_type, create_local
 
 READ_BLOCK = 8 * 2**20
 _MADV_PAGEOUT = getattr(mmap, "MADV_PAGEOUT", 21 if sys.platform == "linux" else None)  # Linux 5.4; Python 3.11 lacks the name
@@ -263,6 +263,10 @@ class Location:
     def write_bytes(self, data: bytes) -> None:
         """Write the whole object atomically (temp + rename locally, one PUT on object stores)."""
         self.write_chunks(lambda: (data,))
+
+    def writer(self) -> contextlib.AbstractContextManager[Writer]:
+        """A writer whose bytes appear here, whole, only if its block succeeds (``atomic_writer``)."""
+        return atomic_writer(self)
 
     def write_chunks(self, chunks: Callable[[], Iterable[bytes | memoryview]]) -> None:
         """Write the object atomically from ``chunks()``, called again for each retry of a failed write."""

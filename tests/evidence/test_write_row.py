@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evidence.jsonl import SPLIT_DEPTH, WrittenRow, dump_row, orjson_line, write_row
+from evidence.jsonl import SPLIT_DEPTH, Streamed, WrittenRow, dump_pieces, dump_row, dumps, orjson_line, write_row
 
 # Strings with lone surrogates (orjson refuses them), astral and other non-ASCII characters.
 TEXT = st.text(st.characters(blacklist_categories=()), max_size=6)
@@ -121,3 +121,28 @@ def test_writing_in_pieces_frees_what_is_written() -> None:
     pieces = _peak(lambda row: write_row(row, in_pieces=True).line)
     assert whole > 35_000_000
     assert pieces < 0.1 * whole
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": [1, {"b": []}], "t": [], "z": {"deep": [2**70, "\u00e9"]}},
+        [{"x": 1.5, "items": [{"k": [1, 2]}, {}], "after": None}],
+        {"items": [[[[1]]]], "nested": [{"items": [3]}]},
+    ],
+)
+@pytest.mark.parametrize("depth", [0, 1, 3])
+def test_dump_pieces_writes_a_streamed_array_as_dumps_writes_the_list(value: Any, depth: int) -> None:
+    """Every list under an ``items`` key streamed: the pieces are ``dumps``' bytes of the value,
+    indented as if ``depth`` levels deep (an empty stream is ``[]``, as an empty list)."""
+
+    def streaming(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {key: Streamed(map(streaming, child)) if key == "items" else streaming(child) for key, child in node.items()}
+        return [streaming(child) for child in node] if isinstance(node, list) else node
+
+    for indent in (True, False):
+        pieces = b"".join(dump_pieces(streaming(value), indent=indent, depth=depth))
+        whole = dumps(value, indent=indent)
+        assert pieces == (whole.replace(b"\n", b"\n" + b"  " * depth) if indent else whole)
+    assert b"".join(dump_pieces(Streamed(iter(())), indent=True)) == b"[]"

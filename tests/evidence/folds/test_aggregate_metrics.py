@@ -8,6 +8,7 @@ bytes ``shared/oracle/ref_aggregate.py`` wrote with those rows given ``mask_samp
 
 from __future__ import annotations
 
+import io
 import pickle
 import random
 from pathlib import Path
@@ -70,6 +71,31 @@ def test_one_fold_gives_both_documents_in_any_order(case: dict[str, Any]) -> Non
     clean = (case["expected"], case["expected_refusals"])
     raw = (case["expected_unmasked"], case["expected_unmasked_refusals"])
     assert [written(fold, perf), written(fold, perf, apply_masks=False), written(fold, perf)] == [clean, raw, clean]
+
+
+def streamed(fold: AggregateMetricsFold, perf: PerfSummaryFold) -> tuple[tuple[bytes, list[str]], tuple[bytes, list[str]]]:
+    """Both documents as ``write`` streams them, each with its refusal lines."""
+    raw, clean = io.BytesIO(), io.BytesIO()
+    results = fold.write(perf.document()["groups"], perf.problems, raw.write, clean.write)
+    lines = [[f"group {r.group!r} refused by 0.7.0: {r.error}: {r.message}" for r in result.refusals] for result in results]
+    return (raw.getvalue(), lines[0]), (clean.getvalue(), lines[1])
+
+
+@pytest.mark.parametrize("case", GOLDEN, ids=[case["name"] for case in GOLDEN])
+def test_the_streamed_documents_are_the_whole_documents_bytes(case: dict[str, Any]) -> None:
+    """Written entry by entry and task by task, the files are the bytes of the whole documents
+    (a wrong separator or indent anywhere in the splice changes them)."""
+    fold, perf = folded(case["rows"], set(case["masked"]))
+    raw, clean = streamed(fold, perf)
+    assert clean == (case["expected"].encode(), case["expected_refusals"])
+    if case["masked"]:
+        assert raw == (case["expected_unmasked"].encode(), case["expected_unmasked_refusals"])
+    else:
+        assert raw == clean
+    whole = fold.result(perf.document()["groups"], perf.problems)
+    assert clean[0] == dumps_aggregate_metrics(whole.document)
+    headlines = fold.write(perf.document()["groups"], perf.problems, len, len)[1].headlines
+    assert headlines == [{k: v for k, v in e.items() if k not in ("group_level_metrics", "repeat_level_metrics")} for e in whole.document]
 
 
 def test_the_golden_cases_cover_masks_refusals_and_repeats() -> None:
@@ -223,7 +249,7 @@ def test_batched_statistics_equal_pandas_frame_by_frame(kinds: list[str], sizes:
     except ValueError as exc:  # numpy refuses a histogram: so must we
         expected = str(exc)
     try:
-        actual: Any = orjson.dumps(describe_groups(table, "t", [f"c{i}" for i in range(len(kinds))]))
+        actual: Any = orjson.dumps(list(describe_groups(table, "t", [f"c{i}" for i in range(len(kinds))])))
     except ValueError as exc:
         actual = str(exc)
     assert actual == expected

@@ -3,7 +3,10 @@ Checks at once, documents and writes behind: concurrent on a remote store, in th
 
 from __future__ import annotations
 
+import contextlib
+import io
 import threading
+from collections.abc import Callable, Iterable, Iterator
 
 import pytest
 
@@ -74,6 +77,18 @@ class _Target:
             raise OSError("the bucket said no")
         self.data, self.thread = data, threading.get_ident()
 
+    def write_chunks(self, chunks: Callable[[], Iterable[bytes]]) -> None:
+        """As a store that retries: ``chunks()`` read twice, the second time kept."""
+        first = b"".join(chunks())
+        self.write_bytes(b"".join(chunks()))
+        assert self.data == first
+
+    @contextlib.contextmanager
+    def writer(self) -> Iterator[io.BytesIO]:
+        out = io.BytesIO()
+        yield out
+        self.write_bytes(out.getvalue())
+
 
 def test_local_documents_are_written_in_place() -> None:
     target = _Target()
@@ -95,6 +110,41 @@ def test_remote_documents_are_written_behind_and_all_written_on_leaving() -> Non
 def test_a_failed_remote_document_raises_on_leaving() -> None:
     with pytest.raises(OSError, match="the bucket said no"), Documents(remote=True) as documents:
         documents.put(_Target(fails=True), b"x")
+
+
+def test_a_local_streamed_document_is_written_in_place_as_it_comes() -> None:
+    target = _Target()
+    with Documents(remote=False) as documents:
+        with documents.stream(target) as out:
+            out.write(b"a")
+            out.write(b"b")
+        assert target.data == b"ab"
+    assert target.thread == threading.get_ident()
+
+
+def test_a_remote_streamed_document_is_spooled_and_uploaded_behind() -> None:
+    targets = [_Target() for _ in range(3)]
+    with Documents(remote=True) as documents:
+        for k, target in enumerate(targets):
+            with documents.stream(target) as out:
+                for _ in range(k + 1):
+                    out.write(bytes([k]) * 5)
+    assert [t.data for t in targets] == [bytes([k]) * 5 * (k + 1) for k in range(3)]
+    assert threading.get_ident() not in {t.thread for t in targets}
+
+
+def _half_written(documents: Documents, target: _Target) -> None:
+    with documents.stream(target) as out:
+        out.write(b"half")
+        raise ValueError("made no more")
+
+
+@pytest.mark.parametrize("remote", [False, True])
+def test_a_streamed_document_whose_block_fails_is_not_written(remote: bool) -> None:
+    target = _Target()
+    with pytest.raises(ValueError, match="made no more"), Documents(remote=remote) as documents:
+        _half_written(documents, target)
+    assert target.data is None
 
 
 def test_local_io_has_no_window_and_remote_io_keeps_its_own() -> None:
