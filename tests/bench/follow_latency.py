@@ -40,13 +40,13 @@ def main(argv: list[str] | None = None) -> int:
     template, _ = ensure_job(args)
     with tempfile.TemporaryDirectory(prefix="follow-bench-") as scratch, prefect_server(args.api_url, Path(scratch) / "prefect") as server:
         os.environ.update(PREFECT_API_URL=server.api_url, PREFECT_LOGGING_LEVEL="WARNING", PREFECT_SERVER_ANALYTICS_ENABLED="false")
-        from flows.execution import follow
+        from flows.execution import snapshots
         from flows.params.stage import StageParams
         from flows.stage import stage_flow
         from tasks.reduce.outputs import RunFolds
         from tests.producer import Producer
 
-        publish, standing = follow.publish_snapshot, RunFolds.standing
+        publish, standing = snapshots.publish_snapshot, RunFolds.standing
         reduce_s: dict[int, float] = {}  # snapshot thread -> the reduce's seconds of its snapshot
 
         def timed_standing(folds: RunFolds) -> Any:
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             return status
 
         RunFolds.standing = timed_standing  # type: ignore[method-assign]
-        follow.publish_snapshot = timed_snapshot
+        snapshots.publish_snapshot = timed_snapshot
         job, output = Path(scratch) / "job", Path(scratch) / "out"
         producer = Producer(template, job, rows_per_second=args.rows_per_second)
         threading.Thread(target=producer.run, daemon=True).start()
