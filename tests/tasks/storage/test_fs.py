@@ -27,7 +27,7 @@ from tasks.storage.listing import entry_of
 
 @pytest.fixture(params=["local", "memory"])
 def root(request: pytest.FixtureRequest, tmp_path: Path, memfs: None) -> Location:
-    return Location(str(tmp_path) if request.param == "local" else "memory://root")
+    return Location(str(tmp_path) if request.param == "local" else "memory://store")
 
 
 def test_iter_lines_gives_numbers_offsets_and_unterminated_tail(root: Location) -> None:
@@ -406,7 +406,7 @@ def test_a_location_parses_its_url_once_and_sends_only_its_fields(monkeypatch: p
 
 
 @pytest.mark.parametrize(
-    "url", ["{tmp}", "{tmp}/", "file://{tmp}", "memory://", "memory://root", "memory://root/", "s3://bucket/job", "s3://bucket"]
+    "url", ["{tmp}", "{tmp}/", "file://{tmp}", "memory://", "memory://store", "memory://store/", "s3://bucket/job", "s3://bucket"]
 )
 def test_a_child_of_a_parsed_location_has_the_filesystem_and_path_its_url_gives(url: str, tmp_path: Path, memfs: None, s3: str) -> None:
     folder = Location(url.format(tmp=tmp_path))
